@@ -1,0 +1,322 @@
+//! The command line: parses arguments, runs the library, prints, and maps
+//! outcomes to exit codes (0 success or no differences, 1 differences
+//! found, 2 bad input or usage). Errors go to stderr.
+
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::load::{self, LoadedService};
+use crate::render::Templates;
+use crate::{Compiled, diff, objects, output, schema};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "isvc",
+    version,
+    about = "Offline GitOps compiler for LLM inference services",
+    long_about = "Compiles InferenceService files (and an optional platform file) into fully rendered, \
+                  deterministic Kubernetes YAML to commit to git for Argo CD or Flux to apply."
+)]
+pub struct Cli {
+    /// When to use colours: auto (a terminal, and NO_COLOR unset), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Render InferenceServices into an output tree (or a YAML stream).
+    Render(RenderArgs),
+    /// Show what `render` would change in the output tree, object by object.
+    Diff(DiffArgs),
+    /// Print the InferenceService CustomResourceDefinition.
+    Crd,
+    /// Write the JSON Schemas of the InferenceService and platform files.
+    Schema(SchemaArgs),
+}
+
+/// Inputs shared by every command that compiles.
+#[derive(Args, Debug)]
+pub struct Inputs {
+    /// InferenceService files or directories (searched for *.yaml and *.yml,
+    /// hidden entries skipped).
+    #[arg(value_name = "PATH", default_value = "services")]
+    pub paths: Vec<PathBuf>,
+
+    /// Platform file with defaults; built-in defaults when left out.
+    #[arg(long, value_name = "FILE")]
+    pub platform: Option<PathBuf>,
+
+    /// Directory of template overrides: a file there replaces the built-in
+    /// template of the same name.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// Output directory.
+    #[arg(long, value_name = "DIR", required_unless_present = "stdout")]
+    pub out: Option<PathBuf>,
+
+    /// Write nothing; list stale, missing and extra files and exit 1 if the
+    /// output directory is out of date.
+    #[arg(long, requires = "out", conflicts_with = "stdout")]
+    pub check: bool,
+
+    /// Print every object as one multi-document YAML stream instead of
+    /// writing a tree (for `kubectl apply -f -` and Argo CD plugins).
+    #[arg(long, conflicts_with = "out")]
+    pub stdout: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// The output directory to compare with.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Markdown,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Directory to write the schema files into.
+    #[arg(long, value_name = "DIR", default_value = "schemas")]
+    pub out: PathBuf,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.color {
+        ColorWhen::Always => anstream::ColorChoice::Always.write_global(),
+        ColorWhen::Never => anstream::ColorChoice::Never.write_global(),
+        ColorWhen::Auto => {}
+    }
+    let result = match cli.command {
+        Command::Render(args) => render(args),
+        Command::Diff(args) => diff_cmd(args),
+        Command::Crd => {
+            print(&crate::objects::Object::to_file(&crate::crd::object()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema(args) => write_schemas(&args.out),
+    };
+    match result {
+        Ok(code) => code,
+        Err(diags) => {
+            eprint_diagnostics(&diags);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print(text: &str) {
+    let mut out = anstream::stdout();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
+fn eprint_diagnostics(diags: &Diagnostics) {
+    let mut err = anstream::stderr();
+    let _ = err.write_all(diags.render(true).as_bytes());
+}
+
+fn status(line: &str) {
+    let mut err = anstream::stderr();
+    let _ = writeln!(err, "{line}");
+}
+
+/// Loads inputs and compiles them; `base` is the directory the output
+/// headers name input files relative to.
+fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
+    let platform = load::load_platform(inputs.platform.as_deref());
+    let templates = load_templates(inputs.templates.as_deref());
+    let services = load::load_services(&inputs.paths);
+    // Report every input error together: platform, templates and services.
+    let mut diags = Diagnostics::new();
+    let platform = platform.map_err(|d| diags.extend(d)).ok();
+    let templates = templates.map_err(|d| diags.extend(d)).ok();
+    let services = services.map_err(|d| diags.extend(d)).ok();
+    let (Some(platform), Some(templates), Some(services)) = (platform, templates, services) else {
+        diags.sort();
+        return Err(diags);
+    };
+    let base = absolute(base);
+    let label = move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
+    let compiled = crate::compile(&services, &platform, &templates, &label)?;
+    if !compiled.warnings.is_empty() {
+        eprint_diagnostics(&compiled.warnings);
+    }
+    Ok(compiled)
+}
+
+fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
+    let Some(dir) = dir else { return Ok(Templates::builtin()) };
+    let entries = std::fs::read_dir(dir).map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+    paths.sort();
+    let mut sources = Vec::new();
+    let mut diags = Diagnostics::new();
+    for p in paths.iter().filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))) {
+        match load::read_source(p) {
+            Ok(s) => sources.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Templates::new(sources).map_err(Diagnostics)
+}
+
+/// The directory output headers are relative to: the parent of `--out`, so
+/// the same repository gives the same bytes wherever isvc runs from.
+fn header_base(out: Option<&Path>) -> PathBuf {
+    match out.map(absolute).as_deref().and_then(Path::parent) {
+        Some(parent) => parent.to_path_buf(),
+        None => absolute(Path::new(".")),
+    }
+}
+
+fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
+    let compiled = compile(&args.inputs, &header_base(args.out.as_deref()))?;
+    let Some(out) = args.out else {
+        print(&objects::to_stream(&compiled.objects));
+        return Ok(ExitCode::SUCCESS);
+    };
+    let tree = output::tree(&compiled.objects);
+    if args.check {
+        let existing = output::scan(&out)?;
+        let changes = output::changes(&tree, &existing);
+        if changes.is_empty() {
+            status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
+            return Ok(ExitCode::SUCCESS);
+        }
+        let mut text = String::new();
+        for (label, paths) in [("stale", &changes.update), ("missing", &changes.create), ("extra", &changes.delete)] {
+            for p in paths {
+                text.push_str(&format!("{label}: {}\n", out.join(p).display()));
+            }
+        }
+        print(&text);
+        status(&format!(
+            "{} is out of date: {} stale, {} missing, {} extra; run `isvc render` to update it",
+            out.display(),
+            changes.update.len(),
+            changes.create.len(),
+            changes.delete.len()
+        ));
+        return Ok(ExitCode::from(1));
+    }
+    let changes = output::write(&out, &tree)?;
+    status(&format!("rendered {} objects into {}: {}", compiled.objects.len(), out.display(), changes.summary()));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
+    let compiled = compile(&args.inputs, &header_base(Some(&args.out)))?;
+    let existing = output::scan(&args.out)?;
+    let report = diff::diff(&compiled.objects, &existing);
+    let text = match args.format {
+        DiffFormat::Text => diff::to_text(&report, true),
+        DiffFormat::Markdown => diff::to_markdown(&report),
+        DiffFormat::Json => diff::to_json(&report),
+    };
+    print(&text);
+    Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {
+    std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+    let mut written = 0;
+    for (name, text) in schema::files() {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        output::write_atomic(&path, text.as_bytes())?;
+        written += 1;
+    }
+    status(&format!("schemas in {}: {written} written, {} unchanged", dir.display(), schema::files().len() - written));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `path` made absolute against the working directory, with `.` and `..`
+/// resolved lexically (symbolic links are not followed).
+pub fn absolute(path: &Path) -> PathBuf {
+    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` relative to `base` (both absolute), using `..` where needed.
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let p: Vec<Component> = path.components().collect();
+    let b: Vec<Component> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(relative_to(Path::new("/r/ex/services/a.yaml"), Path::new("/r/ex")), PathBuf::from("services/a.yaml"));
+        assert_eq!(relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")), PathBuf::from("../other/a.yaml"));
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

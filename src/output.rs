@@ -1,0 +1,288 @@
+//! The output tree: one file per object, written atomically, pruned, and
+//! never touching what isvc did not write.
+//!
+//! - A file is isvc's when its first line starts with [`HEADER_PREFIX`].
+//! - Everything is computed and checked before the first write, so an error
+//!   leaves the tree as it was.
+//! - Each file is written to a temporary file beside it and renamed into
+//!   place: a crash leaves the old file or the new one, never half of one.
+//! - A file whose bytes would not change is not rewritten.
+//! - isvc's files that are no longer produced are removed, with the
+//!   directories that removal leaves empty. Other files are never touched,
+//!   and a planned path that holds one is an error.
+//! - Symbolic links inside the tree are never followed or written through.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::objects::{HEADER_PREFIX, Object};
+
+/// Prefix of temporary files; leftovers of a killed run are removed.
+const TEMP_PREFIX: &str = ".isvc-tmp-";
+
+/// The planned tree: relative path to file contents.
+pub type Tree = BTreeMap<PathBuf, String>;
+
+/// The files for `objects`.
+pub fn tree(objects: &[Object]) -> Tree {
+    objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect()
+}
+
+/// What is in an output directory now.
+#[derive(Debug, Default)]
+pub struct Existing {
+    /// isvc's files and their contents.
+    pub ours: BTreeMap<PathBuf, String>,
+    /// Files (and other entries) isvc did not write.
+    pub foreign: BTreeSet<PathBuf>,
+    /// Symbolic links found in the tree.
+    pub links: BTreeSet<PathBuf>,
+    /// Leftover temporary files of an interrupted run.
+    pub temps: Vec<PathBuf>,
+}
+
+/// Reads the output directory (which may not exist yet).
+pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
+    let mut existing = Existing::default();
+    match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(existing),
+        Err(e) => return Err(Diagnostic::error(format!("cannot read {}: {e}", out.display()))),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Diagnostic::error(format!("{} is a symbolic link; isvc writes only into a real directory", out.display())));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(Diagnostic::error(format!("{} exists and is not a directory", out.display())).help("choose another --out"));
+        }
+        Ok(_) => {}
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+        let ft = entry.file_type();
+        if ft.is_symlink() {
+            existing.links.insert(rel);
+        } else if ft.is_file() {
+            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                existing.temps.push(entry.into_path());
+            } else {
+                files.push((rel, entry.into_path()));
+            }
+        } else if !ft.is_dir() {
+            existing.foreign.insert(rel);
+        }
+    }
+    let read: Vec<(PathBuf, Result<Option<String>, std::io::Error>)> =
+        files.into_par_iter().map(|(rel, abs)| (rel, read_if_ours(&abs))).collect();
+    for (rel, r) in read {
+        match r {
+            Ok(Some(text)) => {
+                existing.ours.insert(rel, text);
+            }
+            Ok(None) => {
+                existing.foreign.insert(rel);
+            }
+            Err(e) => return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display()))),
+        }
+    }
+    Ok(existing)
+}
+
+fn read_if_ours(path: &Path) -> std::io::Result<Option<String>> {
+    let bytes = std::fs::read(path)?;
+    if !bytes.starts_with(HEADER_PREFIX.as_bytes()) {
+        return Ok(None);
+    }
+    Ok(String::from_utf8(bytes).ok())
+}
+
+/// How the planned tree differs from what is on disk.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub create: Vec<PathBuf>,
+    pub update: Vec<PathBuf>,
+    pub delete: Vec<PathBuf>,
+    pub unchanged: usize,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
+    }
+
+    /// One line: "3 created, 1 updated, 0 deleted, 10 unchanged".
+    pub fn summary(&self) -> String {
+        format!(
+            "{} created, {} updated, {} deleted, {} unchanged",
+            self.create.len(),
+            self.update.len(),
+            self.delete.len(),
+            self.unchanged
+        )
+    }
+}
+
+/// Compares the planned tree with the existing one.
+pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
+    let mut c = Changes::default();
+    for (path, text) in planned {
+        match existing.ours.get(path) {
+            None => c.create.push(path.clone()),
+            Some(old) if old != text => c.update.push(path.clone()),
+            Some(_) => c.unchanged += 1,
+        }
+    }
+    c.delete = existing.ours.keys().filter(|p| !planned.contains_key(*p)).cloned().collect();
+    c
+}
+
+/// Errors that make writing `planned` unsafe: a planned file that isvc did
+/// not write, or a path through a symbolic link or a foreign file.
+pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for path in planned.keys() {
+        if existing.foreign.contains(path) {
+            diags.push(
+                Diagnostic::error(format!("refusing to overwrite {}: isvc did not write it", out.join(path).display()))
+                    .help("move the file away, or choose another --out"),
+            );
+            continue;
+        }
+        for ancestor in path.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
+            if existing.links.contains(ancestor) || existing.foreign.contains(ancestor) {
+                diags.push(Diagnostic::error(format!(
+                    "refusing to write {}: {} is a symbolic link or a file",
+                    out.join(path).display(),
+                    out.join(ancestor).display()
+                )));
+                break;
+            }
+        }
+        if existing.links.contains(path) {
+            diags.push(Diagnostic::error(format!("refusing to write through symbolic link {}", out.join(path).display())));
+        }
+    }
+    diags
+}
+
+/// Writes `planned` into `out`: creates and updates changed files, removes
+/// isvc's stale files, leaves everything else alone.
+pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(Diagnostic::error(format!("cannot create {}: {} does not exist", out.display(), parent.display()))
+                .help("create the parent directory first")
+                .into());
+        }
+    }
+    let existing = scan(out)?;
+    let diags = conflicts(planned, &existing, out);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let changes = changes(planned, &existing);
+    std::fs::create_dir_all(out).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", out.display())))?;
+    for temp in &existing.temps {
+        let _ = std::fs::remove_file(temp);
+    }
+    let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
+    let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let errors: Vec<Diagnostic> = to_write
+        .par_iter()
+        .filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err())
+        .collect();
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    for rel in &changes.delete {
+        let path = out.join(rel);
+        std::fs::remove_file(&path).map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
+        remove_empty_parents(out, rel);
+    }
+    Ok(changes)
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir).map_err(fail)?;
+    tmp.write_all(bytes).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+fn remove_empty_parents(out: &Path, rel: &Path) {
+    for ancestor in rel.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
+        // remove_dir fails on a non-empty directory, which ends the climb.
+        if std::fs::remove_dir(out.join(ancestor)).is_err() {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(files: &[(&str, &str)]) -> Tree {
+        files.iter().map(|(p, t)| (PathBuf::from(p), format!("{HEADER_PREFIX}\n{t}"))).collect()
+    }
+
+    #[test]
+    fn writes_prunes_and_leaves_foreign_files_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let first = planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")]);
+        let c = write(&out, &first).unwrap();
+        assert_eq!(c.create.len(), 2);
+        std::fs::write(out.join("a/notes.md"), "mine").unwrap();
+
+        let second = planned(&[("a/x.yaml", "1")]);
+        let c = write(&out, &second).unwrap();
+        assert_eq!((c.create.len(), c.update.len(), c.delete.len(), c.unchanged), (0, 0, 1, 1));
+        assert!(!out.join("b").exists(), "emptied directory is removed");
+        assert_eq!(std::fs::read_to_string(out.join("a/notes.md")).unwrap(), "mine");
+    }
+
+    #[test]
+    fn unchanged_files_are_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = planned(&[("x.yaml", "1")]);
+        write(dir.path(), &t).unwrap();
+        let before = std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let c = write(dir.path(), &t).unwrap();
+        assert!(c.is_empty());
+        assert_eq!(std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn refuses_to_overwrite_foreign_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.yaml"), "hand written").unwrap();
+        let err = write(dir.path(), &planned(&[("x.yaml", "1")])).unwrap_err();
+        assert!(err.render(false).contains("isvc did not write it"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn never_writes_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), out.join("a")).unwrap();
+        let err = write(&out, &planned(&[("a/x.yaml", "1")])).unwrap_err();
+        assert!(err.render(false).contains("symbolic link"), "{}", err.render(false));
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+}

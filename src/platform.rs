@@ -1,0 +1,203 @@
+//! The platform file: the defaults every service is rendered with.
+//!
+//! Without a file, [`Platform::default`] holds the built-in values. A file
+//! overrides any of them; fields it leaves out keep the built-in value. The
+//! file is versioned like a Kubernetes object so it can grow (tenants,
+//! queues, clusters) without breaking old files.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const KIND: &str = "Platform";
+
+/// Platform-wide settings for rendering InferenceServices.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "isvc platform file")]
+pub struct Platform {
+    /// Always `ai.example.com/v1alpha1`.
+    #[serde(default = "api_version")]
+    pub api_version: String,
+    /// Always `Platform`.
+    #[serde(default = "kind")]
+    pub kind: String,
+    /// Values every service gets unless the platform overrides them.
+    #[serde(default)]
+    pub defaults: Defaults,
+}
+
+fn api_version() -> String {
+    crate::spec::API_VERSION.to_string()
+}
+
+fn kind() -> String {
+    KIND.to_string()
+}
+
+/// Values every service is rendered with.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Defaults {
+    /// The vLLM server image. Pin a version (or a digest); `latest` makes
+    /// rollouts unrepeatable.
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// When the kubelet pulls the image.
+    pub image_pull_policy: PullPolicy,
+    /// The port vLLM listens on and the Service exposes.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// CPU, memory and shared memory, scaled by the GPUs of a replica.
+    pub resources: Resources,
+    /// Health probe timings.
+    pub probes: Probes,
+    /// The HorizontalPodAutoscaler rendered for services with replicas > 0.
+    pub autoscaling: Autoscaling,
+    /// How the Deployment replaces pods.
+    pub rollout: Rollout,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            image: "vllm/vllm-openai:v0.11.0".to_string(),
+            image_pull_policy: PullPolicy::IfNotPresent,
+            port: 8000,
+            resources: Resources::default(),
+            probes: Probes::default(),
+            autoscaling: Autoscaling::default(),
+            rollout: Rollout::default(),
+        }
+    }
+}
+
+/// Kubernetes image pull policy.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// Per-GPU resources: a replica with N GPUs gets N times each value.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Resources {
+    /// CPU request per GPU (a Kubernetes quantity: `4`, `3500m`).
+    pub cpu_per_gpu: String,
+    /// Memory request and limit per GPU. It must hold the weights while they
+    /// load and the shared memory below.
+    pub memory_per_gpu: String,
+    /// CPU limit per GPU. Unset by default: a CPU limit throttles the server
+    /// and shows up as latency spikes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_per_gpu: Option<String>,
+    /// Size of the memory-backed `/dev/shm` per GPU (NCCL uses it for tensor
+    /// parallelism). Counts against the memory limit when used.
+    pub shm_size_per_gpu: String,
+}
+
+impl Default for Resources {
+    fn default() -> Resources {
+        Resources {
+            cpu_per_gpu: "4".to_string(),
+            memory_per_gpu: "32Gi".to_string(),
+            cpu_limit_per_gpu: None,
+            shm_size_per_gpu: "4Gi".to_string(),
+        }
+    }
+}
+
+/// Probe timings. The startup probe holds the other probes off until the
+/// server answers, so a pod that is still loading weights is not killed.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Probes {
+    /// HTTP path that answers 200 once the model is loaded.
+    pub path: String,
+    /// How long a pod may take to start and load the model before it is
+    /// restarted. Large models need tens of minutes.
+    #[schemars(range(min = 60, max = 86400))]
+    pub startup_timeout_seconds: i32,
+    /// How often each probe runs.
+    #[schemars(range(min = 1, max = 300))]
+    pub period_seconds: i32,
+    /// How long one probe request may take.
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_seconds: i32,
+    /// Failed liveness probes in a row before the container is restarted.
+    #[schemars(range(min = 1, max = 100))]
+    pub liveness_failure_threshold: i32,
+    /// Failed readiness probes in a row before the pod leaves the Service.
+    #[schemars(range(min = 1, max = 100))]
+    pub readiness_failure_threshold: i32,
+}
+
+impl Default for Probes {
+    fn default() -> Probes {
+        Probes {
+            path: "/health".to_string(),
+            startup_timeout_seconds: 3600,
+            period_seconds: 10,
+            timeout_seconds: 5,
+            liveness_failure_threshold: 6,
+            readiness_failure_threshold: 3,
+        }
+    }
+}
+
+/// Queue-length autoscaling with a HorizontalPodAutoscaler.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Autoscaling {
+    /// The per-pod metric, as the metrics adapter exposes vLLM's
+    /// `vllm:num_requests_waiting`.
+    #[schemars(length(min = 1))]
+    pub metric: String,
+    /// Target average of the metric per pod (a quantity): the autoscaler adds
+    /// pods while more requests than this wait per pod.
+    pub target_average_value: String,
+    /// How long load must stay low before pods are removed.
+    #[schemars(range(min = 0, max = 3600))]
+    pub scale_down_stabilization_seconds: i32,
+}
+
+impl Default for Autoscaling {
+    fn default() -> Autoscaling {
+        Autoscaling {
+            metric: "num_requests_waiting".to_string(),
+            target_average_value: "5".to_string(),
+            scale_down_stabilization_seconds: 600,
+        }
+    }
+}
+
+/// Rolling-update settings. The default never needs a spare GPU: one old pod
+/// goes before its replacement starts (`maxSurge: 0`).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Rollout {
+    /// Extra pods a rollout may start above the desired count. Each needs
+    /// free GPUs; with none spare, a surge pod stays Pending and the rollout stalls.
+    #[schemars(range(min = 0, max = 100))]
+    pub max_surge: i32,
+    /// Pods a rollout may take down at once.
+    #[schemars(range(min = 0, max = 100))]
+    pub max_unavailable: i32,
+}
+
+impl Default for Rollout {
+    fn default() -> Rollout {
+        Rollout { max_surge: 0, max_unavailable: 1 }
+    }
+}

@@ -1,0 +1,174 @@
+//! Kubernetes resource quantities (`500m`, `4`, `32Gi`, `1.5`): parsing,
+//! exact scaling by whole numbers, and comparison.
+//!
+//! A quantity keeps the suffix it was written with, so `32Gi` x 2 is `64Gi`
+//! and `500m` x 3 is `1500m`, as a person would write them.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A parsed quantity: `digits / 10^scale`, times the suffix's multiplier.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quantity {
+    digits: i128,
+    scale: u32,
+    suffix: Suffix,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Suffix {
+    None,
+    Milli,
+    Decimal(u32),
+    Binary(u32),
+}
+
+const DECIMAL: [(&str, u32); 6] = [("k", 1), ("M", 2), ("G", 3), ("T", 4), ("P", 5), ("E", 6)];
+const BINARY: [(&str, u32); 6] = [("Ki", 1), ("Mi", 2), ("Gi", 3), ("Ti", 4), ("Pi", 5), ("Ei", 6)];
+
+impl Quantity {
+    /// Parses the forms used in practice: an optional sign-less decimal
+    /// number with an optional fraction, then `m`, a decimal (`k` .. `E`) or
+    /// a binary (`Ki` .. `Ei`) suffix. Exponent forms (`1e3`) are accepted.
+    pub fn parse(text: &str) -> Result<Quantity, String> {
+        let t = text.trim();
+        let number_end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+        let (number, rest) = t.split_at(number_end);
+        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+            return Err(format!("\"{text}\" is not a quantity (for example 500m, 4, 32Gi)"));
+        }
+        let (int, frac) = number.split_once('.').unwrap_or((number, ""));
+        let scale = frac.len() as u32;
+        let digits: i128 = format!("{int}{frac}")
+            .parse()
+            .map_err(|_| format!("\"{text}\" has too many digits to be a quantity"))?;
+        let (digits, scale, suffix) = match rest {
+            "" => (digits, scale, Suffix::None),
+            "m" => (digits, scale, Suffix::Milli),
+            s if s.starts_with(['e', 'E']) => {
+                let exp: i32 = s[1..].parse().map_err(|_| format!("\"{text}\" is not a quantity"))?;
+                if !(-18..=18).contains(&exp) {
+                    return Err(format!("\"{text}\" is out of range"));
+                }
+                if exp >= 0 {
+                    (digits * 10i128.pow(exp as u32), scale, Suffix::None)
+                } else {
+                    (digits, scale + exp.unsigned_abs(), Suffix::None)
+                }
+            }
+            s => {
+                if let Some((_, p)) = DECIMAL.iter().find(|(n, _)| *n == s) {
+                    (digits, scale, Suffix::Decimal(*p))
+                } else if let Some((_, p)) = BINARY.iter().find(|(n, _)| *n == s) {
+                    (digits, scale, Suffix::Binary(*p))
+                } else {
+                    return Err(format!(
+                        "\"{text}\" has an unknown suffix \"{s}\" (use m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi or Ei)"
+                    ));
+                }
+            }
+        };
+        if scale > 9 {
+            return Err(format!("\"{text}\" has more precision than Kubernetes keeps"));
+        }
+        Ok(Quantity { digits, scale, suffix })
+    }
+
+    /// The quantity times a whole number, in the same suffix.
+    pub fn times(&self, n: i64) -> Quantity {
+        Quantity { digits: self.digits.saturating_mul(n as i128), ..self.clone() }
+    }
+
+    /// The sum, in the suffix of `self` when exact, else in milli-units.
+    pub fn plus(&self, other: &Quantity) -> Quantity {
+        let total = self.nanos().saturating_add(other.nanos());
+        let unit = self.suffix_nanos();
+        let ten = 10i128.pow(self.scale);
+        if (total * ten) % unit == 0 {
+            return Quantity { digits: total * ten / unit, ..self.clone() };
+        }
+        Quantity { digits: total / 1_000_000, scale: 0, suffix: Suffix::Milli }
+    }
+
+    pub fn zero() -> Quantity {
+        Quantity { digits: 0, scale: 0, suffix: Suffix::None }
+    }
+
+    /// The value in billionths of the base unit (cores, bytes, objects).
+    pub fn nanos(&self) -> i128 {
+        self.digits.saturating_mul(self.suffix_nanos()) / 10i128.pow(self.scale)
+    }
+
+    fn suffix_nanos(&self) -> i128 {
+        match self.suffix {
+            Suffix::None => 1_000_000_000,
+            Suffix::Milli => 1_000_000,
+            Suffix::Decimal(p) => 1_000_000_000 * 1000i128.pow(p),
+            Suffix::Binary(p) => 1_000_000_000 * 1024i128.pow(p),
+        }
+    }
+}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Quantity) -> Option<Ordering> {
+        Some(self.nanos().cmp(&other.nanos()))
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ten = 10i128.pow(self.scale);
+        let (int, mut frac, mut width) = (self.digits / ten, self.digits % ten, self.scale as usize);
+        while width > 0 && frac % 10 == 0 {
+            frac /= 10;
+            width -= 1;
+        }
+        if width == 0 {
+            write!(f, "{int}")?;
+        } else {
+            write!(f, "{int}.{frac:0width$}")?;
+        }
+        let suffix = match self.suffix {
+            Suffix::None => "",
+            Suffix::Milli => "m",
+            Suffix::Decimal(p) => DECIMAL[p as usize - 1].0,
+            Suffix::Binary(p) => BINARY[p as usize - 1].0,
+        };
+        f.write_str(suffix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(s: &str) -> Quantity {
+        Quantity::parse(s).unwrap()
+    }
+
+    #[test]
+    fn scales_in_the_written_suffix() {
+        assert_eq!(q("32Gi").times(2).to_string(), "64Gi");
+        assert_eq!(q("500m").times(3).to_string(), "1500m");
+        assert_eq!(q("1.5").times(2).to_string(), "3");
+        assert_eq!(q("0.25").times(1).to_string(), "0.25");
+        assert_eq!(q("4").times(8).to_string(), "32");
+    }
+
+    #[test]
+    fn compares_across_suffixes() {
+        assert!(q("1Gi") > q("1G"));
+        assert!(q("1500m") < q("2"));
+        assert_eq!(q("1k").nanos(), q("1000").nanos());
+        assert_eq!(q("1e3").nanos(), q("1k").nanos());
+        assert_eq!(q("2Gi").plus(&q("512Mi")).to_string(), "2.5Gi");
+        assert_eq!(q("1").plus(&q("500m")).to_string(), "1.5");
+    }
+
+    #[test]
+    fn rejects_what_kubernetes_rejects() {
+        for bad in ["", "Gi", "1.2.3", "12GB", "-1", "1 Gi", "abc"] {
+            assert!(Quantity::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! Rendering: the desired state of each service through its templates, then
+//! every rendered document parsed back and checked before anyone writes it.
+//!
+//! Templates are minijinja. Every `{{ value }}` is inserted as JSON (which is
+//! YAML): strings are quoted and escaped, maps and lists become flow
+//! collections. No value, however hostile, can add a key or a document.
+//! Undefined variables are errors, and a render has a bounded amount of work
+//! ("fuel"), so a broken or looping override fails instead of hanging.
+//!
+//! A parsed-back document must be exactly one object of the expected kind,
+//! name and namespace, and must decode into its Kubernetes type with no
+//! unknown fields. Mapping entries whose value is null are dropped, so a
+//! template can write `replicas: {{ replicas }}` and the line disappears
+//! when the derivation leaves the value out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde_json::Value;
+
+use crate::derive::DesiredService;
+use crate::diagnostics::{Diagnostic, Location, Source, Span, did_you_mean};
+use crate::kinds;
+use crate::objects::{Object, ObjectId};
+use crate::yaml::{self, Limits};
+
+/// The built-in templates, by file name.
+pub const BUILTIN: [(&str, &str); 3] = [
+    ("deployment.yaml", include_str!("../templates/deployment.yaml")),
+    ("service.yaml", include_str!("../templates/service.yaml")),
+    ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
+];
+
+/// Work one template render may do before it is stopped.
+const FUEL: u64 = 200_000;
+
+/// The template set: built-ins, with any user overrides in their place.
+pub struct Templates {
+    env: Environment<'static>,
+    sources: BTreeMap<String, Arc<Source>>,
+}
+
+impl Templates {
+    /// The built-in templates only.
+    pub fn builtin() -> Templates {
+        Templates::new(Vec::new()).unwrap_or_else(|_| unreachable!("built-in templates compile"))
+    }
+
+    /// Built-ins overridden by `overrides` (file name and text). A name that
+    /// is not a built-in must start with `_` (a partial for `{% include %}`).
+    pub fn new(overrides: Vec<Arc<Source>>) -> Result<Templates, Vec<Diagnostic>> {
+        let mut sources: BTreeMap<String, Arc<Source>> =
+            BUILTIN.iter().map(|(name, text)| (name.to_string(), Source::new(format!("templates/{name}"), *text))).collect();
+        let mut diags = Vec::new();
+        for src in overrides {
+            let name = src.name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if !sources.contains_key(&name) && !name.starts_with('_') {
+                let mut d = Diagnostic::error(format!("\"{name}\" is not a template isvc renders")).at(Location::file(&src));
+                let builtin: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+                d = match did_you_mean(&name, builtin.iter().copied()) {
+                    Some(m) => d.help(format!("did you mean \"{m}\"?")),
+                    None => d.help(format!("overridable templates: {}; partials start with '_'", builtin.join(", "))),
+                };
+                diags.push(d);
+                continue;
+            }
+            sources.insert(name, src);
+        }
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::Json);
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        env.set_fuel(Some(FUEL));
+        for (name, src) in &sources {
+            if let Err(e) = env.add_template_owned(name.clone(), src.text.clone()) {
+                diags.push(template_error(src, &e));
+            }
+        }
+        if diags.is_empty() { Ok(Templates { env, sources }) } else { Err(diags) }
+    }
+
+    fn source(&self, name: &str) -> Option<&Arc<Source>> {
+        self.sources.get(name)
+    }
+}
+
+fn template_error(src: &Arc<Source>, e: &minijinja::Error) -> Diagnostic {
+    let what = match e.detail() {
+        Some(detail) => format!("{}: {detail}", e.kind()),
+        None => e.kind().to_string(),
+    };
+    let d = Diagnostic::error(format!("template error: {what}"));
+    match e.line() {
+        Some(line) => d.at(Location::span(src, Span::at(line, 1))),
+        None => d.at(Location::file(src)),
+    }
+}
+
+/// Renders every object of one service. `source` is the input file as the
+/// headers name it.
+pub fn render_service(templates: &Templates, desired: &DesiredService, source: Option<&str>) -> Result<Vec<Object>, Vec<Diagnostic>> {
+    let ctx = minijinja::Value::from(minijinja::value::Serde(desired));
+    let mut objects = Vec::new();
+    let mut diags = Vec::new();
+    for child in &desired.objects {
+        let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), &desired.name);
+        let tsrc = templates.source(child.template);
+        let rendered = templates.env.get_template(child.template).and_then(|t| t.render(&ctx));
+        let text = match rendered {
+            Ok(text) => text,
+            Err(e) => {
+                let loc = tsrc.cloned().unwrap_or_else(|| Source::new(child.template, ""));
+                diags.push(template_error(&loc, &e));
+                continue;
+            }
+        };
+        let name = format!("templates/{} (rendered for {}/{})", child.template, desired.namespace, desired.name);
+        match parse_back(Source::new(name, text), &id) {
+            Ok(value) => objects.push(Object {
+                id,
+                value,
+                owner: Some(desired.name.clone()),
+                source: source.map(str::to_string),
+            }),
+            Err(d) => diags.extend(d),
+        }
+    }
+    if diags.is_empty() { Ok(objects) } else { Err(diags) }
+}
+
+/// Parses a rendered document and checks that it is one valid object with
+/// the identity `expected`.
+pub fn parse_back(rendered: Arc<Source>, expected: &ObjectId) -> Result<Value, Vec<Diagnostic>> {
+    let docs = yaml::parse_documents(&rendered, Limits::default()).map_err(|d| vec![d])?;
+    let mut docs: Vec<yaml::Node> = docs.into_iter().flatten().collect();
+    if docs.len() != 1 {
+        return Err(vec![Diagnostic::error(format!("template must render exactly one {} document, it rendered {}", expected.kind, docs.len()))
+            .at(Location::file(&rendered))]);
+    }
+    let node = docs.remove(0);
+    let mut value = node.to_json();
+    drop_nulls(&mut value);
+    let at = |path: &[yaml::PathSegment]| Location::span(&rendered, node.at_path(path).span);
+    let found = ObjectId::of(&value);
+    if found.as_ref() != Some(expected) {
+        let what = found.map_or_else(|| "an object without apiVersion, kind or metadata.name".to_string(), |f| format!("{f} ({})", f.api_version));
+        return Err(vec![Diagnostic::error(format!("template rendered {what}, expected {expected} ({})", expected.api_version))
+            .at(Location::span(&rendered, node.span))
+            .help("a template may change an object's contents but not its apiVersion, kind, name or namespace")]);
+    }
+    let problems = kinds::check(&value);
+    if !problems.is_empty() {
+        return Err(problems
+            .into_iter()
+            .map(|p| Diagnostic::error(format!("rendered {expected}: {}", p.message)).at(at(&p.path)))
+            .collect());
+    }
+    Ok(value)
+}
+
+/// Removes mapping entries whose value is null, at every depth.
+pub fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
