@@ -34,7 +34,10 @@ pub struct Span {
 impl Span {
     pub fn at(line: usize, col: usize) -> Span {
         let p = Pos { line, col };
-        Span { start: p, end: Pos { line, col: col + 1 } }
+        Span {
+            start: p,
+            end: Pos { line, col: col + 1 },
+        }
     }
 }
 
@@ -48,7 +51,10 @@ pub struct Source {
 
 impl Source {
     pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Source> {
-        Arc::new(Source { name: name.into(), text: text.into() })
+        Arc::new(Source {
+            name: name.into(),
+            text: text.into(),
+        })
     }
 
     fn line(&self, line: usize) -> Option<&str> {
@@ -65,11 +71,17 @@ pub struct Location {
 
 impl Location {
     pub fn file(source: &Arc<Source>) -> Location {
-        Location { source: Arc::clone(source), span: None }
+        Location {
+            source: Arc::clone(source),
+            span: None,
+        }
     }
 
     pub fn span(source: &Arc<Source>, span: Span) -> Location {
-        Location { source: Arc::clone(source), span: Some(span) }
+        Location {
+            source: Arc::clone(source),
+            span: Some(span),
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -80,7 +92,13 @@ impl Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.span {
-            Some(s) => write!(f, "{}:{}:{}", self.source.name.display(), s.start.line, s.start.col),
+            Some(s) => write!(
+                f,
+                "{}:{}:{}",
+                self.source.name.display(),
+                s.start.line,
+                s.start.col
+            ),
             None => write!(f, "{}", self.source.name.display()),
         }
     }
@@ -110,7 +128,10 @@ impl Diagnostic {
     }
 
     pub fn warning(message: impl Into<String>) -> Diagnostic {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(message)
+        }
     }
 
     pub fn at(mut self, location: Location) -> Diagnostic {
@@ -186,7 +207,9 @@ fn render_location(out: &mut String, loc: &Location, note: Option<&str>, style: 
         None => out.push_str(&format!("  {arrow} {loc}\n")),
     }
     let Some(span) = loc.span else { return };
-    let Some(line) = loc.source.line(span.start.line) else { return };
+    let Some(line) = loc.source.line(span.start.line) else {
+        return;
+    };
     let line = line.trim_end_matches('\r');
     let number = span.start.line.to_string();
     let gutter = " ".repeat(number.len());
@@ -195,13 +218,20 @@ fn render_location(out: &mut String, loc: &Location, note: Option<&str>, style: 
     // (or to the end of the line when the span continues below).
     let chars = line.chars().count();
     let start = span.start.col.saturating_sub(1).min(chars);
-    let end = if span.end.line == span.start.line { span.end.col.saturating_sub(1) } else { chars };
+    let end = if span.end.line == span.start.line {
+        span.end.col.saturating_sub(1)
+    } else {
+        chars
+    };
     let width = end.saturating_sub(start).max(1);
-    let shown: String = line.chars().map(|c| if c == '\t' { ' ' } else { c }).collect();
-    out.push_str(&format!("   {gutter}{bar}\n"));
-    out.push_str(&format!("   {number}{bar} {shown}\n"));
+    let shown: String = line
+        .chars()
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
+    out.push_str(&format!(" {gutter} {bar}\n"));
+    out.push_str(&format!(" {number} {bar} {shown}\n"));
     out.push_str(&format!(
-        "   {gutter}{bar} {}{}{}{}\n",
+        " {gutter} {bar} {}{}{}{}\n",
         " ".repeat(start),
         style.caret.render(),
         "^".repeat(width),
@@ -222,7 +252,13 @@ impl Styles {
         use anstyle::{AnsiColor, Style};
         if !color {
             let plain = Style::new();
-            return Styles { error: plain, warning: plain, bold: plain, help: plain, caret: plain };
+            return Styles {
+                error: plain,
+                warning: plain,
+                bold: plain,
+                help: plain,
+                caret: plain,
+            };
         }
         Styles {
             error: Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
@@ -284,7 +320,9 @@ impl Diagnostics {
         let errors = self.error_count();
         if errors > 0 {
             let s = if errors == 1 { "" } else { "s" };
-            out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
+            out.push_str(&format!(
+                "error: aborting due to {errors} error{s}; nothing was written\n"
+            ));
         }
         out
     }
@@ -314,11 +352,19 @@ impl IntoIterator for Diagnostics {
 
 /// The closest candidate to `word`, if one is close enough to be a likely
 /// typo: used for "did you mean ...?" help.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     candidates
         .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(&lower, &c.to_ascii_lowercase()), c))
+        .map(|c| {
+            (
+                strsim::damerau_levenshtein(&lower, &c.to_ascii_lowercase()),
+                c,
+            )
+        })
         .filter(|(d, c)| *d <= (c.len().max(3) / 3).max(1) + usize::from(c.len() > 8))
         .min_by_key(|(d, c)| (*d, *c))
         .map(|(_, c)| c)
@@ -332,7 +378,10 @@ mod tests {
     fn suggests_close_names_only() {
         let fields = ["model", "replicas", "gpusPerReplica"];
         assert_eq!(did_you_mean("replica", fields), Some("replicas"));
-        assert_eq!(did_you_mean("gpuPerReplica", fields), Some("gpusPerReplica"));
+        assert_eq!(
+            did_you_mean("gpuPerReplica", fields),
+            Some("gpusPerReplica")
+        );
         assert_eq!(did_you_mean("Model", fields), Some("model"));
         assert_eq!(did_you_mean("image", fields), None);
     }
@@ -341,7 +390,13 @@ mod tests {
     fn renders_source_line_with_caret() {
         let src = Source::new("svc.yaml", "spec:\n  replica: 3\n");
         let d = Diagnostic::error("unknown field \"replica\"")
-            .at(Location::span(&src, Span { start: Pos { line: 2, col: 3 }, end: Pos { line: 2, col: 10 } }))
+            .at(Location::span(
+                &src,
+                Span {
+                    start: Pos { line: 2, col: 3 },
+                    end: Pos { line: 2, col: 10 },
+                },
+            ))
             .help("did you mean \"replicas\"?");
         assert_eq!(
             d.render(false),

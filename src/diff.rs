@@ -69,7 +69,12 @@ pub struct ObjectDiff {
 
 impl ObjectDiff {
     pub fn id(&self) -> ObjectId {
-        ObjectId { api_version: self.api_version.clone(), kind: self.kind.clone(), namespace: self.namespace.clone(), name: self.name.clone() }
+        ObjectId {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
     }
 }
 
@@ -91,8 +96,16 @@ impl Report {
 
     /// One line: "1 added, 2 changed (1 restarts pods), 0 removed, 3 unchanged".
     pub fn summary(&self) -> String {
-        let restarts = self.objects.iter().filter(|o| o.impact == Impact::RestartsPods).count();
-        let restart_note = if restarts > 0 { format!(" ({restarts} restart pods)") } else { String::new() };
+        let restarts = self
+            .objects
+            .iter()
+            .filter(|o| o.impact == Impact::RestartsPods)
+            .count();
+        let restart_note = if restarts > 0 {
+            format!(" ({restarts} restart pods)")
+        } else {
+            String::new()
+        };
         format!(
             "{} added, {} changed{restart_note}, {} removed, {} unchanged",
             self.count(Change::Added),
@@ -120,8 +133,19 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         let new_text = o.to_file();
         match current.remove(&o.id) {
             None => {
-                let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
-                report.objects.push(entry(Change::Added, &o.id, o.relative_path(), impact, Vec::new(), unified("", &new_text, &o.relative_path())));
+                let impact = if has_pods(&o.id.kind) {
+                    Impact::CreatesPods
+                } else {
+                    Impact::NoPodChange
+                };
+                report.objects.push(entry(
+                    Change::Added,
+                    &o.id,
+                    o.relative_path(),
+                    impact,
+                    Vec::new(),
+                    unified("", &new_text, &o.relative_path()),
+                ));
             }
             Some((path, old_text, old_value)) => {
                 if old_text == new_text {
@@ -132,25 +156,68 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
                 changed_paths(&old_value, &o.value, &mut Vec::new(), &mut fields);
                 let impact = impact_of(&o.id.kind, &fields);
                 let fields = fields.iter().map(|p| path_string(p)).collect();
-                report.objects.push(entry(Change::Changed, &o.id, o.relative_path(), impact, fields, unified(old_text, &new_text, &path)));
+                report.objects.push(entry(
+                    Change::Changed,
+                    &o.id,
+                    o.relative_path(),
+                    impact,
+                    fields,
+                    unified(old_text, &new_text, &path),
+                ));
             }
         }
     }
     for (id, (path, old_text, _)) in current {
-        let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
-        report.objects.push(entry(Change::Removed, &id, path.clone(), impact, Vec::new(), unified(old_text, "", &path)));
+        let impact = if has_pods(&id.kind) {
+            Impact::DeletesPods
+        } else {
+            Impact::NoPodChange
+        };
+        report.objects.push(entry(
+            Change::Removed,
+            &id,
+            path.clone(),
+            impact,
+            Vec::new(),
+            unified(old_text, "", &path),
+        ));
     }
     for (path, old_text) in unparsable {
         let id = ObjectId::new("", "(unreadable file)", None, &path.display().to_string());
-        report.objects.push(entry(Change::Removed, &id, path.clone(), Impact::NoPodChange, Vec::new(), unified(old_text, "", &path)));
+        report.objects.push(entry(
+            Change::Removed,
+            &id,
+            path.clone(),
+            Impact::NoPodChange,
+            Vec::new(),
+            unified(old_text, "", &path),
+        ));
     }
     report.objects.sort_by(|a, b| {
-        (crate::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(crate::objects::kind_rank(&b.kind), &b.namespace, &b.name, &b.kind))
+        (
+            crate::objects::kind_rank(&a.kind),
+            &a.namespace,
+            &a.name,
+            &a.kind,
+        )
+            .cmp(&(
+                crate::objects::kind_rank(&b.kind),
+                &b.namespace,
+                &b.name,
+                &b.kind,
+            ))
     });
     report
 }
 
-fn entry(change: Change, id: &ObjectId, file: PathBuf, impact: Impact, fields: Vec<String>, diff: String) -> ObjectDiff {
+fn entry(
+    change: Change,
+    id: &ObjectId,
+    file: PathBuf,
+    impact: Impact,
+    fields: Vec<String>,
+    diff: String,
+) -> ObjectDiff {
     ObjectDiff {
         change,
         api_version: id.api_version.clone(),
@@ -178,14 +245,19 @@ fn has_pods(kind: &str) -> bool {
 
 fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
     let starts = |p: &[PathSegment], prefix: &[&str]| {
-        prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
+        prefix
+            .iter()
+            .enumerate()
+            .all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
     };
     if has_pods(kind) && fields.iter().any(|p| starts(p, &["spec", "template"])) {
         return Impact::RestartsPods;
     }
     let scaling = |p: &Vec<PathSegment>| match kind {
         "Deployment" | "LeaderWorkerSet" | "StatefulSet" => starts(p, &["spec", "replicas"]),
-        "HorizontalPodAutoscaler" => starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"]),
+        "HorizontalPodAutoscaler" => {
+            starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"])
+        }
         _ => false,
     };
     if !fields.is_empty() && fields.iter().all(scaling) {
@@ -195,7 +267,12 @@ fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
 }
 
 /// Paths of the leaves that differ between `a` and `b`.
-fn changed_paths(a: &Value, b: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathSegment>>) {
+fn changed_paths(
+    a: &Value,
+    b: &Value,
+    path: &mut Vec<PathSegment>,
+    out: &mut Vec<Vec<PathSegment>>,
+) {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
@@ -222,7 +299,11 @@ fn changed_paths(a: &Value, b: &Value, path: &mut Vec<PathSegment>, out: &mut Ve
 
 fn unified(old: &str, new: &str, path: &std::path::Path) -> String {
     let name = path.display().to_string();
-    similar::TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string()
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
 }
 
 /// Plain or coloured text for a terminal.
@@ -276,13 +357,29 @@ pub fn to_markdown(report: &Report) -> String {
         return out;
     }
     out.push_str(&format!("**{}**\n\n", report.summary()));
-    let restarts: Vec<String> = report.objects.iter().filter(|o| o.impact == Impact::RestartsPods).map(|o| format!("`{}`", o.id())).collect();
-    let removed: Vec<String> = report.objects.iter().filter(|o| o.change == Change::Removed).map(|o| format!("`{}`", o.id())).collect();
+    let restarts: Vec<String> = report
+        .objects
+        .iter()
+        .filter(|o| o.impact == Impact::RestartsPods)
+        .map(|o| format!("`{}`", o.id()))
+        .collect();
+    let removed: Vec<String> = report
+        .objects
+        .iter()
+        .filter(|o| o.change == Change::Removed)
+        .map(|o| format!("`{}`", o.id()))
+        .collect();
     if !restarts.is_empty() {
-        out.push_str(&format!("> [!WARNING]\n> Restarts GPU pods (a rolling update): {}\n\n", restarts.join(", ")));
+        out.push_str(&format!(
+            "> [!WARNING]\n> Restarts GPU pods (a rolling update): {}\n\n",
+            restarts.join(", ")
+        ));
     }
     if !removed.is_empty() {
-        out.push_str(&format!("> [!CAUTION]\n> Deletes from the cluster: {}\n\n", removed.join(", ")));
+        out.push_str(&format!(
+            "> [!CAUTION]\n> Deletes from the cluster: {}\n\n",
+            removed.join(", ")
+        ));
     }
     out.push_str("| Change | Kind | Namespace | Name | Pods |\n|---|---|---|---|---|\n");
     for o in &report.objects {
@@ -304,9 +401,20 @@ pub fn to_markdown(report: &Report) -> String {
     }
     out.push('\n');
     for o in &report.objects {
-        out.push_str(&format!("<details><summary>{} <code>{}</code></summary>\n\n", o.change_word(), o.id()));
+        out.push_str(&format!(
+            "<details><summary>{} <code>{}</code></summary>\n\n",
+            o.change_word(),
+            o.id()
+        ));
         if !o.fields.is_empty() {
-            out.push_str(&format!("Fields: {}\n\n", o.fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")));
+            out.push_str(&format!(
+                "Fields: {}\n\n",
+                o.fields
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         out.push_str(&format!("```diff\n{}```\n\n</details>\n\n", o.diff));
     }

@@ -59,8 +59,12 @@ pub fn compile(
     let results: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = services
         .par_iter()
         .map(|s| {
-            let desired = derive::derive(&s.service, platform)
-                .map_err(|e| vec![Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))])?;
+            let desired = derive::derive(&s.service, platform).map_err(|e| {
+                vec![
+                    Diagnostic::error(format!("cannot derive {}: {e}", s.service.name()))
+                        .at(s.location(&[])),
+                ]
+            })?;
             render::render_service(templates, &desired, Some(&label(s)))
         })
         .collect();
@@ -80,5 +84,8 @@ pub fn compile(
     if diags.has_errors() {
         return Err(diags);
     }
-    Ok(Compiled { objects, warnings: diags })
+    Ok(Compiled {
+        objects,
+        warnings: diags,
+    })
 }

@@ -48,7 +48,10 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
             continue;
         }
         if !path.is_dir() {
-            diags.push(Diagnostic::error(format!("{}: no such file or directory", path.display())));
+            diags.push(Diagnostic::error(format!(
+                "{}: no such file or directory",
+                path.display()
+            )));
             continue;
         }
         let walker = walkdir::WalkDir::new(path)
@@ -60,7 +63,10 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
             match entry {
                 Ok(e) if e.file_type().is_file() && is_yaml(e.path()) => files.push(e.into_path()),
                 Ok(_) => {}
-                Err(err) => diags.push(Diagnostic::error(format!("cannot read {}: {err}", path.display()))),
+                Err(err) => diags.push(Diagnostic::error(format!(
+                    "cannot read {}: {err}",
+                    path.display()
+                ))),
             }
         }
     }
@@ -71,12 +77,16 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
 }
 
 fn is_yaml(path: &Path) -> bool {
-    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    )
 }
 
 /// Reads a file into a [`Source`], refusing what is too large or not text.
 pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
-    let meta = std::fs::metadata(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(Diagnostic::error(format!(
             "{} is {} bytes, larger than the limit of {} bytes for an input file",
@@ -85,9 +95,14 @@ pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
             MAX_FILE_BYTES
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        Diagnostic::error(format!("{} is not UTF-8 text (invalid byte at offset {})", path.display(), e.utf8_error().valid_up_to()))
+        Diagnostic::error(format!(
+            "{} is not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
     })?;
     Ok(Source::new(path, text))
 }
@@ -115,49 +130,68 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
         return Err(diags);
     }
     services.sort_by(|a, b| {
-        (a.service.namespace_or_default(), a.service.name()).cmp(&(b.service.namespace_or_default(), b.service.name()))
+        (a.service.namespace_or_default(), a.service.name())
+            .cmp(&(b.service.namespace_or_default(), b.service.name()))
     });
     Ok(services)
 }
 
 /// Parses every InferenceService document of one source text.
 pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
-    let docs = match yaml::parse_documents(source, Limits::default()) {
-        Ok(docs) => docs,
-        Err(d) => return (Vec::new(), vec![d]),
-    };
+    let (docs, fatal) = yaml::parse_stream(source, Limits::default());
     let schema = crate::schema::inference_service();
     let mut services = Vec::new();
     let mut diags = Vec::new();
-    for node in docs.into_iter().flatten() {
+    for doc in docs {
+        if !doc.errors.is_empty() {
+            diags.extend(doc.errors);
+            continue;
+        }
+        let Some(node) = doc.root else { continue };
         match parse_service(source, node, &schema) {
             Ok(s) => services.push(s),
             Err(d) => diags.extend(d),
         }
     }
+    diags.extend(fatal);
     (services, diags)
 }
 
-fn parse_service(source: &Arc<Source>, node: Node, schema: &Value) -> Result<LoadedService, Vec<Diagnostic>> {
+fn parse_service(
+    source: &Arc<Source>,
+    node: Node,
+    schema: &Value,
+) -> Result<LoadedService, Vec<Diagnostic>> {
     check_header(source, &node, KIND, API_VERSION)?;
     let mut diags = crate::schema_check::check(&node, schema, source);
+    check_metadata(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
     let service: InferenceService = decode(source, &node)?;
-    check_metadata(source, &node, &service, &mut diags);
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-    Ok(LoadedService { service, source: Arc::clone(source), node })
+    Ok(LoadedService {
+        service,
+        source: Arc::clone(source),
+        node,
+    })
 }
 
 /// Checks `kind` and `apiVersion` first, so a foreign document gets one
 /// clear error instead of a list of unknown fields.
-fn check_header(source: &Arc<Source>, node: &Node, kind: &str, api_version: &str) -> Result<(), Vec<Diagnostic>> {
+fn check_header(
+    source: &Arc<Source>,
+    node: &Node,
+    kind: &str,
+    api_version: &str,
+) -> Result<(), Vec<Diagnostic>> {
     if !matches!(node.value, NodeValue::Map(_)) {
-        return Err(vec![Diagnostic::error(format!("expected a {kind} mapping, found {}", node.type_name()))
-            .at(Location::span(source, node.span))]);
+        return Err(vec![
+            Diagnostic::error(format!(
+                "expected a {kind} mapping, found {}",
+                node.type_name()
+            ))
+            .at(Location::span(source, node.span)),
+        ]);
     }
     let found_kind = node.get("kind");
     match found_kind.and_then(Node::as_str) {
@@ -166,15 +200,25 @@ fn check_header(source: &Arc<Source>, node: &Node, kind: &str, api_version: &str
             let help = if k.eq_ignore_ascii_case(kind) || did_you_mean(k, [kind]).is_some() {
                 format!("did you mean \"{kind}\"?")
             } else {
-                format!("only {kind} documents belong here; move other manifests out of the input paths")
+                format!(
+                    "only {kind} documents belong here; move other manifests out of the input paths"
+                )
             };
-            return Err(vec![Diagnostic::error(format!("expected kind \"{kind}\", found \"{k}\""))
-                .at(Location::span(source, found_kind.map_or(node.span, |n| n.span)))
-                .help(help)]);
+            return Err(vec![
+                Diagnostic::error(format!("expected kind \"{kind}\", found \"{k}\""))
+                    .at(Location::span(
+                        source,
+                        found_kind.map_or(node.span, |n| n.span),
+                    ))
+                    .help(help),
+            ]);
         }
         None => {
-            return Err(vec![Diagnostic::error(format!("missing \"kind\": expected \"kind: {kind}\""))
-                .at(Location::span(source, found_kind.map_or(node.span, |n| n.span)))]);
+            return Err(vec![
+                Diagnostic::error(format!("missing \"kind\": expected \"kind: {kind}\"")).at(
+                    Location::span(source, found_kind.map_or(node.span, |n| n.span)),
+                ),
+            ]);
         }
     }
     let found = node.get("apiVersion");
@@ -185,9 +229,11 @@ fn check_header(source: &Arc<Source>, node: &Node, kind: &str, api_version: &str
                 Some(v) => format!("unsupported apiVersion \"{v}\" for {kind}"),
                 None => format!("missing \"apiVersion\" for {kind}"),
             };
-            Err(vec![Diagnostic::error(msg)
-                .at(Location::span(source, found.map_or(node.span, |n| n.span)))
-                .help(format!("use \"apiVersion: {api_version}\""))])
+            Err(vec![
+                Diagnostic::error(msg)
+                    .at(Location::span(source, found.map_or(node.span, |n| n.span)))
+                    .help(format!("use \"apiVersion: {api_version}\"")),
+            ])
         }
     }
 }
@@ -197,7 +243,10 @@ fn decode<T: DeserializeOwned>(source: &Arc<Source>, node: &Node) -> Result<T, V
     serde_path_to_error::deserialize(node.to_json()).map_err(|e| {
         let path = path_segments(e.path());
         let at = node.at_path(&path);
-        vec![Diagnostic::error(format!("invalid value: {}", e.inner())).at(Location::span(source, at.span))]
+        vec![
+            Diagnostic::error(format!("invalid value: {}", e.inner()))
+                .at(Location::span(source, at.span)),
+        ]
     })
 }
 
@@ -215,48 +264,84 @@ fn key(k: &str) -> PathSegment {
     PathSegment::Key(k.to_string())
 }
 
-fn check_metadata(source: &Arc<Source>, node: &Node, service: &InferenceService, diags: &mut Vec<Diagnostic>) {
-    let at = |path: &[&str]| {
-        let segs: Vec<PathSegment> = path.iter().map(|k| key(k)).collect();
-        Location::span(source, node.at_path(&segs).span)
+/// Checks names, labels and annotations against Kubernetes' rules. Works on
+/// the tree, so it runs even when other fields of the document are wrong.
+fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+    let Some(meta) = node.get("metadata") else {
+        return;
     };
-    let name = service.name();
-    if let Err(e) = names::dns1035_label(name) {
-        diags.push(Diagnostic::error(format!("invalid name \"{name}\": {e}")).at(at(&["metadata", "name"])).help(suggest_dns(name)));
-    }
-    if let Some(ns) = &service.metadata.namespace {
-        if let Err(e) = names::dns1123_label(ns) {
-            diags.push(Diagnostic::error(format!("invalid namespace \"{ns}\": {e}")).at(at(&["metadata", "namespace"])).help(suggest_dns(ns)));
+    if let Some(name_node) = meta.get("name") {
+        if let Some(name) = name_node.as_str() {
+            if let Err(e) = names::dns1035_label(name) {
+                diags.push(
+                    Diagnostic::error(format!("invalid name \"{name}\": {e}"))
+                        .at(Location::span(source, name_node.span))
+                        .help(suggest_dns(name)),
+                );
+            }
         }
     }
-    let label_keys = node.at_path(&[key("metadata"), key("labels")]);
-    for (k, v) in service.metadata.labels.iter().flatten() {
-        let key_loc = label_keys.key(k).map_or_else(|| at(&["metadata", "labels"]), |kn| Location::span(source, kn.span));
-        if let Err(e) = names::qualified_name(k) {
-            diags.push(Diagnostic::error(format!("invalid label key \"{k}\": {e}")).at(key_loc.clone()));
+    if let Some(ns_node) = meta.get("namespace") {
+        if let Some(ns) = ns_node.as_str() {
+            if let Err(e) = names::dns1123_label(ns) {
+                diags.push(
+                    Diagnostic::error(format!("invalid namespace \"{ns}\": {e}"))
+                        .at(Location::span(source, ns_node.span))
+                        .help(suggest_dns(ns)),
+                );
+            }
         }
-        if let Err(e) = names::label_value(v, true) {
-            diags.push(Diagnostic::error(format!("invalid value for label \"{k}\": {e}")).at(at(&["metadata", "labels", k])));
-        }
-        if RESERVED_LABELS.contains(&k.as_str()) {
-            diags.push(
-                Diagnostic::error(format!("label \"{k}\" is set by isvc and cannot be given"))
+    }
+    if let Some(NodeValue::Map(labels)) = meta.get("labels").map(|n| &n.value) {
+        for (k, v) in labels {
+            let key_loc = Location::span(source, k.span);
+            if let Err(e) = names::qualified_name(&k.name) {
+                diags.push(
+                    Diagnostic::error(format!("invalid label key \"{}\": {e}", k.name))
+                        .at(key_loc.clone()),
+                );
+            }
+            if let Some(value) = v.as_str() {
+                if let Err(e) = names::label_value(value, true) {
+                    diags.push(
+                        Diagnostic::error(format!("invalid value for label \"{}\": {e}", k.name))
+                            .at(Location::span(source, v.span)),
+                    );
+                }
+            }
+            if RESERVED_LABELS.contains(&k.name.as_str()) {
+                diags.push(
+                    Diagnostic::error(format!(
+                        "label \"{}\" is set by isvc and cannot be given",
+                        k.name
+                    ))
                     .at(key_loc)
                     .help("remove it; isvc labels every object with the service name"),
-            );
+                );
+            }
         }
     }
-    let annotation_keys = node.at_path(&[key("metadata"), key("annotations")]);
-    let mut total = 0;
-    for (k, v) in service.metadata.annotations.iter().flatten() {
-        total += k.len() + v.len();
-        if let Err(e) = names::qualified_name(k) {
-            let loc = annotation_keys.key(k).map_or_else(|| at(&["metadata", "annotations"]), |kn| Location::span(source, kn.span));
-            diags.push(Diagnostic::error(format!("invalid annotation key \"{k}\": {e}")).at(loc));
+    if let Some(annotations) = meta.get("annotations") {
+        if let NodeValue::Map(entries) = &annotations.value {
+            let mut total = 0;
+            for (k, v) in entries {
+                total += k.name.len() + v.as_str().map_or(0, str::len);
+                if let Err(e) = names::qualified_name(&k.name) {
+                    diags.push(
+                        Diagnostic::error(format!("invalid annotation key \"{}\": {e}", k.name))
+                            .at(Location::span(source, k.span)),
+                    );
+                }
+            }
+            if total > 256 * 1024 {
+                diags.push(
+                    Diagnostic::error(format!(
+                        "annotations total {total} bytes; Kubernetes allows 262144"
+                    ))
+                    .at(Location::span(source, annotations.span)),
+                );
+            }
         }
-    }
-    if total > 256 * 1024 {
-        diags.push(Diagnostic::error(format!("annotations total {total} bytes; Kubernetes allows 262144")).at(at(&["metadata", "annotations"])));
     }
 }
 
@@ -271,7 +356,9 @@ fn suggest_dns(name: &str) -> String {
         s = s.replace("--", "-");
     }
     let s = s.trim_matches('-');
-    let s = s.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches('-');
+    let s = s
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start_matches('-');
     let s: String = s.chars().take(63).collect();
     let s = s.trim_end_matches('-');
     if s.is_empty() || s == name {
@@ -284,19 +371,30 @@ fn suggest_dns(name: &str) -> String {
 fn check_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
     let mut seen: BTreeMap<(String, String), &LoadedService> = BTreeMap::new();
     for s in services {
-        let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
+        let id = (
+            s.service.namespace_or_default().to_string(),
+            s.service.name().to_string(),
+        );
         if let Some(first) = seen.get(&id) {
             // Report the later one (in file order) against the earlier one.
-            let (a, b) = if (first.source.name.as_path(), first.node.span) <= (s.source.name.as_path(), s.node.span) {
+            let (a, b) = if (first.source.name.as_path(), first.node.span)
+                <= (s.source.name.as_path(), s.node.span)
+            {
                 (*first, s)
             } else {
                 (s, *first)
             };
             diags.push(
-                Diagnostic::error(format!("InferenceService {}/{} is defined twice", id.0, id.1))
-                    .at(b.location(&[key("metadata"), key("name")]))
-                    .related(a.location(&[key("metadata"), key("name")]), "first defined here")
-                    .help("rename one of them or put it in another namespace"),
+                Diagnostic::error(format!(
+                    "InferenceService {}/{} is defined twice",
+                    id.0, id.1
+                ))
+                .at(b.location(&[key("metadata"), key("name")]))
+                .related(
+                    a.location(&[key("metadata"), key("name")]),
+                    "first defined here",
+                )
+                .help("rename one of them or put it in another namespace"),
             );
         } else {
             seen.insert(id, s);
@@ -306,7 +404,9 @@ fn check_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
 
 /// Loads the platform file, or the built-in defaults when `path` is `None`.
 pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
-    let Some(path) = path else { return Ok(Platform::default()) };
+    let Some(path) = path else {
+        return Ok(Platform::default());
+    };
     let source = read_source(path)?;
     parse_platform(&source).map_err(|d| {
         let mut d = Diagnostics(d);
@@ -320,8 +420,13 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     let docs = yaml::parse_documents(source, Limits::default()).map_err(|d| vec![d])?;
     let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
     if docs.len() != 1 {
-        return Err(vec![Diagnostic::error(format!("a platform file holds exactly one document, found {}", docs.len()))
-            .at(Location::file(source))]);
+        return Err(vec![
+            Diagnostic::error(format!(
+                "a platform file holds exactly one document, found {}",
+                docs.len()
+            ))
+            .at(Location::file(source)),
+        ]);
     }
     let node = docs.remove(0);
     check_header(source, &node, crate::platform::KIND, API_VERSION)?;
@@ -332,7 +437,11 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     let platform: Platform = decode(source, &node)?;
     let mut diags = Vec::new();
     check_platform(source, &node, &platform, &mut diags);
-    if diags.is_empty() { Ok(platform) } else { Err(diags) }
+    if diags.is_empty() {
+        Ok(platform)
+    } else {
+        Err(diags)
+    }
 }
 
 fn check_platform(source: &Arc<Source>, node: &Node, p: &Platform, diags: &mut Vec<Diagnostic>) {
@@ -351,21 +460,38 @@ fn check_platform(source: &Arc<Source>, node: &Node, p: &Platform, diags: &mut V
         let Some(value) = value else { continue };
         match Quantity::parse(value) {
             Ok(q) if q.nanos() == 0 => diags.push(
-                Diagnostic::error(format!("\"defaults.resources.{field}\" must be more than zero")).at(at(&["defaults", "resources", field])),
+                Diagnostic::error(format!(
+                    "\"defaults.resources.{field}\" must be more than zero"
+                ))
+                .at(at(&["defaults", "resources", field])),
             ),
             Ok(_) => {}
-            Err(e) => diags.push(Diagnostic::error(format!("\"defaults.resources.{field}\": {e}")).at(at(&["defaults", "resources", field]))),
+            Err(e) => diags.push(
+                Diagnostic::error(format!("\"defaults.resources.{field}\": {e}")).at(at(&[
+                    "defaults",
+                    "resources",
+                    field,
+                ])),
+            ),
         }
     }
-    if let (Ok(cpu), Some(Ok(limit))) = (Quantity::parse(&r.cpu_per_gpu), r.cpu_limit_per_gpu.as_deref().map(Quantity::parse)) {
+    if let (Ok(cpu), Some(Ok(limit))) = (
+        Quantity::parse(&r.cpu_per_gpu),
+        r.cpu_limit_per_gpu.as_deref().map(Quantity::parse),
+    ) {
         if limit < cpu {
             diags.push(
-                Diagnostic::error(format!("\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"))
-                    .at(at(&["defaults", "resources", "cpuLimitPerGpu"])),
+                Diagnostic::error(format!(
+                    "\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"
+                ))
+                .at(at(&["defaults", "resources", "cpuLimitPerGpu"])),
             );
         }
     }
-    if let (Ok(mem), Ok(shm)) = (Quantity::parse(&r.memory_per_gpu), Quantity::parse(&r.shm_size_per_gpu)) {
+    if let (Ok(mem), Ok(shm)) = (
+        Quantity::parse(&r.memory_per_gpu),
+        Quantity::parse(&r.shm_size_per_gpu),
+    ) {
         if shm >= mem {
             diags.push(
                 Diagnostic::error(format!(
@@ -376,7 +502,10 @@ fn check_platform(source: &Arc<Source>, node: &Node, p: &Platform, diags: &mut V
         }
     }
     if let Err(e) = Quantity::parse(&p.defaults.autoscaling.target_average_value) {
-        diags.push(Diagnostic::error(format!("\"defaults.autoscaling.targetAverageValue\": {e}")).at(at(&["defaults", "autoscaling", "targetAverageValue"])));
+        diags.push(
+            Diagnostic::error(format!("\"defaults.autoscaling.targetAverageValue\": {e}"))
+                .at(at(&["defaults", "autoscaling", "targetAverageValue"])),
+        );
     }
     let rollout = &p.defaults.rollout;
     if rollout.max_surge == 0 && rollout.max_unavailable == 0 {
@@ -386,6 +515,9 @@ fn check_platform(source: &Arc<Source>, node: &Node, p: &Platform, diags: &mut V
         );
     }
     if !p.defaults.probes.path.starts_with('/') {
-        diags.push(Diagnostic::error("\"defaults.probes.path\" must start with '/'").at(at(&["defaults", "probes", "path"])));
+        diags.push(
+            Diagnostic::error("\"defaults.probes.path\" must start with '/'")
+                .at(at(&["defaults", "probes", "path"])),
+        );
     }
 }

@@ -198,6 +198,9 @@ pub struct Rollout {
 
 impl Default for Rollout {
     fn default() -> Rollout {
-        Rollout { max_surge: 0, max_unavailable: 1 }
+        Rollout {
+            max_surge: 0,
+            max_unavailable: 1,
+        }
     }
 }

@@ -47,16 +47,12 @@ fn metadata() -> Value {
             "name": {
                 "description": "Name of the service and of every object rendered for it: a DNS-1035 label (lower case, starts with a letter, at most 63 characters).",
                 "type": "string",
-                "minLength": 1,
-                "maxLength": 63,
-                "pattern": "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+                "pattern": "^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
             },
             "namespace": {
                 "description": "Namespace of the rendered objects; `default` when left out.",
                 "type": "string",
-                "minLength": 1,
-                "maxLength": 63,
-                "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+                "pattern": "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
             },
             "labels": merge(&string_map, json!({"description": "Copied to every rendered object and to the pods."})),
             "annotations": merge(&string_map, json!({"description": "Copied to the Deployment, Service and HorizontalPodAutoscaler (not to the pods)."})),
@@ -74,7 +70,10 @@ fn merge(base: &Value, extra: Value) -> Value {
 
 /// Schema of the platform file.
 pub fn platform() -> Value {
-    let mut schema = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<Platform>().to_value();
+    let mut schema = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<Platform>()
+        .to_value();
     if let Some(obj) = schema.as_object_mut() {
         if let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) {
             props.insert("apiVersion".into(), json!({"description": "Always `ai.example.com/v1alpha1`.", "type": "string", "const": API_VERSION}));
@@ -87,10 +86,18 @@ pub fn platform() -> Value {
 
 /// Every schema file with its name, as `isvc schema` writes them.
 pub fn files() -> Vec<(&'static str, String)> {
-    [(INFERENCE_SERVICE_FILE, inference_service()), (PLATFORM_FILE, platform())]
-        .into_iter()
-        .map(|(name, schema)| (name, serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"))
-        .collect()
+    [
+        (INFERENCE_SERVICE_FILE, inference_service()),
+        (PLATFORM_FILE, platform()),
+    ]
+    .into_iter()
+    .map(|(name, schema)| {
+        (
+            name,
+            serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n",
+        )
+    })
+    .collect()
 }
 
 #[cfg(test)]
