@@ -459,9 +459,13 @@ mod tests {
                 "t.yaml:1:8: \"model\" must not be empty",
                 "t.yaml:2:1: unknown field \"replica\"",
                 "t.yaml:3:7: \"mode\" must be one of Online, Offline, found a string (\"Onlin\")",
-                "t.yaml:1:1: missing required field \"replicas\"",
             ]
         );
+    }
+
+    #[test]
+    fn missing_fields_are_reported_when_nothing_looks_like_them() {
+        assert_eq!(errors(schema(), "model: m\n"), vec!["t.yaml:1:1: missing required field \"replicas\""]);
     }
 
     #[test]
