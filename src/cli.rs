@@ -161,7 +161,17 @@ fn status(line: &str) {
 /// headers name input files relative to.
 fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
     let platform = load::load_platform(inputs.platform.as_deref());
-    let templates = load_templates(inputs.templates.as_deref());
+    let template_dir = inputs.templates.clone().or_else(|| {
+        let p = platform.as_ref().ok()?;
+        let dir = p.templates.as_ref()?;
+        let base = inputs
+            .platform
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new(""));
+        Some(base.join(dir))
+    });
+    let templates = load_templates(template_dir.as_deref());
     let services = load::load_services(&inputs.paths);
     // Report every input error together: platform, templates and services.
     let mut diags = Diagnostics::new();

@@ -21,6 +21,13 @@ pub struct Platform {
     /// Always `Platform`.
     #[serde(default = "kind")]
     pub kind: String,
+    /// Directory of template overrides, relative to the platform file: a
+    /// file there replaces the built-in template of the same name
+    /// (`deployment.yaml`, `service.yaml`, `horizontalpodautoscaler.yaml`).
+    /// The `--templates` flag takes precedence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub templates: Option<String>,
     /// Values every service gets unless the platform overrides them.
     #[serde(default)]
     pub defaults: Defaults,

@@ -465,7 +465,10 @@ mod tests {
 
     #[test]
     fn missing_fields_are_reported_when_nothing_looks_like_them() {
-        assert_eq!(errors(schema(), "model: m\n"), vec!["t.yaml:1:1: missing required field \"replicas\""]);
+        assert_eq!(
+            errors(schema(), "model: m\n"),
+            vec!["t.yaml:1:1: missing required field \"replicas\""]
+        );
     }
 
     #[test]
