@@ -65,11 +65,8 @@ pub struct Finding {
 
 impl Finding {
     pub fn to_diagnostic(&self) -> Diagnostic {
-        let mut d = Diagnostic::error(format!(
-            "{} [{}]: {}",
-            self.object, self.rule.id, self.message
-        ))
-        .help(self.rule.summary);
+        let mut d =
+            Diagnostic::error(format!("{} [{}]: {}", self.object, self.rule.id, self.message)).help(self.rule.summary);
         d.severity = self.rule.severity;
         if let Some(src) = &self.source {
             d.message.push_str(&format!(" (from {src})"));
@@ -86,9 +83,7 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
     for o in objects {
         if let Some(template) = o.value.pointer("/spec/template") {
             if o.id.kind == "Deployment" {
-                pods.entry(o.id.namespace.as_deref().unwrap_or_default())
-                    .or_default()
-                    .push((o, template));
+                pods.entry(o.id.namespace.as_deref().unwrap_or_default()).or_default().push((o, template));
             }
         }
     }
@@ -100,12 +95,9 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
     };
     for o in objects {
         match o.id.kind.as_str() {
-            "Service" => check_service(
-                o,
-                pods.get(o.id.namespace.as_deref().unwrap_or_default()),
-                &mut findings,
-                &finding,
-            ),
+            "Service" => {
+                check_service(o, pods.get(o.id.namespace.as_deref().unwrap_or_default()), &mut findings, &finding)
+            }
             "Deployment" => check_pod_template(o, &mut findings, &finding),
             "HorizontalPodAutoscaler" => check_autoscaler(o, objects, &mut findings, &finding),
             _ => {}
@@ -116,12 +108,7 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 
 type MakeFinding<'a> = dyn Fn(Rule, &Object, String) -> Finding + 'a;
 
-fn check_service(
-    o: &Object,
-    pods: Option<&Vec<(&Object, &Value)>>,
-    out: &mut Vec<Finding>,
-    finding: &MakeFinding<'_>,
-) {
+fn check_service(o: &Object, pods: Option<&Vec<(&Object, &Value)>>, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
     let Some(selector) = o.value.pointer("/spec/selector").and_then(Value::as_object) else {
         return;
     };
@@ -133,67 +120,43 @@ fn check_service(
         .flatten()
         .filter(|(_, t)| {
             let labels = t.pointer("/metadata/labels").and_then(Value::as_object);
-            selector
-                .iter()
-                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+            selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
         })
         .map(|(_, t)| *t)
         .collect();
     if matched.is_empty() {
-        let sel: Vec<String> = selector
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect();
+        let sel: Vec<String> =
+            selector.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
         out.push(finding(
             SELECTOR_MATCHES_NO_POD,
             o,
-            format!(
-                "selector {} matches no pod template in the namespace",
-                sel.join(",")
-            ),
+            format!("selector {} matches no pod template in the namespace", sel.join(",")),
         ));
         return;
     }
-    for (i, port) in o
-        .value
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, port) in o.value.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let target = port.get("targetPort").or_else(|| port.get("port"));
         let Some(target) = target else { continue };
         let served = matched.iter().any(|t| {
             containers(t).any(|c| {
-                c.get("ports")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .any(|p| match target {
-                        Value::String(name) => p.get("name").and_then(Value::as_str) == Some(name),
-                        number => p.get("containerPort") == Some(number),
-                    })
+                c.get("ports").and_then(Value::as_array).into_iter().flatten().any(|p| match target {
+                    Value::String(name) => p.get("name").and_then(Value::as_str) == Some(name),
+                    number => p.get("containerPort") == Some(number),
+                })
             })
         });
         if !served {
             out.push(finding(
                 TARGET_PORT_NOT_SERVED,
                 o,
-                format!(
-                    "spec.ports[{i}].targetPort {target} is not a port of any selected container"
-                ),
+                format!("spec.ports[{i}].targetPort {target} is not a port of any selected container"),
             ));
         }
     }
 }
 
 fn containers(template: &Value) -> impl Iterator<Item = &Value> {
-    template
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    template.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten()
 }
 
 fn check_pod_template(o: &Object, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
@@ -214,9 +177,7 @@ fn check_pod_template(o: &Object, out: &mut Vec<Finding>, finding: &MakeFinding<
                 _ if *a == "--host" => args.get(i + 1).copied(),
                 _ => None,
             };
-            if let Some(h) =
-                host.filter(|h| matches!(*h, "127.0.0.1" | "localhost" | "::1" | "[::1]"))
-            {
+            if let Some(h) = host.filter(|h| matches!(*h, "127.0.0.1" | "localhost" | "::1" | "[::1]")) {
                 out.push(finding(
                     LISTENS_ON_LOOPBACK,
                     o,
@@ -226,12 +187,7 @@ fn check_pod_template(o: &Object, out: &mut Vec<Finding>, finding: &MakeFinding<
         }
         let requests = c.pointer("/resources/requests").and_then(Value::as_object);
         let limits = c.pointer("/resources/limits").and_then(Value::as_object);
-        for key in requests
-            .into_iter()
-            .chain(limits)
-            .flat_map(|m| m.keys())
-            .filter(|k| k.ends_with("/gpu"))
-        {
+        for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| k.ends_with("/gpu")) {
             let r = requests.and_then(|m| m.get(key));
             let l = limits.and_then(|m| m.get(key));
             if r.is_some() && l.is_some() && quantity_text(r) != quantity_text(l) || l.is_none() {
@@ -258,47 +214,15 @@ fn quantity_text(v: Option<&Value>) -> String {
     }
 }
 
-fn check_autoscaler(
-    o: &Object,
-    objects: &[Object],
-    out: &mut Vec<Finding>,
-    finding: &MakeFinding<'_>,
-) {
-    let target = o
-        .value
-        .pointer("/spec/scaleTargetRef/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = o
-        .value
-        .pointer("/spec/scaleTargetRef/kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !objects
-        .iter()
-        .any(|t| t.id.kind == kind && t.id.name == target && t.id.namespace == o.id.namespace)
-    {
-        out.push(finding(
-            AUTOSCALER_TARGET_MISSING,
-            o,
-            format!("scaleTargetRef {kind}/{target} is not rendered"),
-        ));
+fn check_autoscaler(o: &Object, objects: &[Object], out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
+    let target = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+    let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
+    if !objects.iter().any(|t| t.id.kind == kind && t.id.name == target && t.id.namespace == o.id.namespace) {
+        out.push(finding(AUTOSCALER_TARGET_MISSING, o, format!("scaleTargetRef {kind}/{target} is not rendered")));
     }
-    let min = o
-        .value
-        .pointer("/spec/minReplicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let max = o
-        .value
-        .pointer("/spec/maxReplicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let min = o.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    let max = o.value.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(0);
     if min > max {
-        out.push(finding(
-            AUTOSCALER_TARGET_MISSING,
-            o,
-            format!("minReplicas {min} is above maxReplicas {max}"),
-        ));
+        out.push(finding(AUTOSCALER_TARGET_MISSING, o, format!("minReplicas {min} is above maxReplicas {max}")));
     }
 }

@@ -164,11 +164,7 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
     let template_dir = inputs.templates.clone().or_else(|| {
         let p = platform.as_ref().ok()?;
         let dir = p.templates.as_ref()?;
-        let base = inputs
-            .platform
-            .as_deref()
-            .and_then(Path::parent)
-            .unwrap_or(Path::new(""));
+        let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
         Some(base.join(dir))
     });
     let templates = load_templates(template_dir.as_deref());
@@ -182,13 +178,16 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
         diags.sort();
         return Err(diags);
     };
+    if services.is_empty() {
+        let paths: Vec<String> = inputs.paths.iter().map(|p| p.display().to_string()).collect();
+        eprint_diagnostics(&Diagnostics::from(
+            Diagnostic::warning(format!("no InferenceService found in {}", paths.join(", ")))
+                .help("the output holds only the CRD; a render removes the objects of every service rendered before"),
+        ));
+    }
     let base = absolute(base);
-    let label = move |s: &LoadedService| {
-        relative_to(&absolute(&s.source.name), &base)
-            .display()
-            .to_string()
-            .replace('\\', "/")
-    };
+    let label =
+        move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
     let compiled = crate::compile(&services, &platform, &templates, &label)?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
@@ -200,23 +199,13 @@ fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
     let Some(dir) = dir else {
         return Ok(Templates::builtin());
     };
-    let entries = std::fs::read_dir(dir).map_err(|e| {
-        Diagnostic::error(format!(
-            "cannot read templates directory {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
     paths.sort();
     let mut sources = Vec::new();
     let mut diags = Diagnostics::new();
-    for p in paths.iter().filter(|p| {
-        !p.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-    }) {
+    for p in paths.iter().filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))) {
         match load::read_source(p) {
             Ok(s) => sources.push(s),
             Err(d) => diags.push(d),
@@ -248,19 +237,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         let existing = output::scan(&out)?;
         let changes = output::changes(&tree, &existing);
         if changes.is_empty() {
-            status(&format!(
-                "{} is up to date ({} files)",
-                out.display(),
-                changes.unchanged
-            ));
+            status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
             return Ok(ExitCode::SUCCESS);
         }
         let mut text = String::new();
-        for (label, paths) in [
-            ("stale", &changes.update),
-            ("missing", &changes.create),
-            ("extra", &changes.delete),
-        ] {
+        for (label, paths) in [("stale", &changes.update), ("missing", &changes.create), ("extra", &changes.delete)] {
             for p in paths {
                 text.push_str(&format!("{label}: {}\n", out.join(p).display()));
             }
@@ -276,12 +257,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::from(1));
     }
     let changes = output::write(&out, &tree)?;
-    status(&format!(
-        "rendered {} objects into {}: {}",
-        compiled.objects.len(),
-        out.display(),
-        changes.summary()
-    ));
+    status(&format!("rendered {} objects into {}: {}", compiled.objects.len(), out.display(), changes.summary()));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -295,16 +271,11 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
         DiffFormat::Json => diff::to_json(&report),
     };
     print(&text);
-    Ok(if report.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
     let mut written = 0;
     for (name, text) in schema::files() {
         let path = dir.join(name);
@@ -314,11 +285,7 @@ fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {
         output::write_atomic(&path, text.as_bytes())?;
         written += 1;
     }
-    status(&format!(
-        "schemas in {}: {written} written, {} unchanged",
-        dir.display(),
-        schema::files().len() - written
-    ));
+    status(&format!("schemas in {}: {written} written, {} unchanged", dir.display(), schema::files().len() - written));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -364,10 +331,7 @@ mod tests {
             relative_to(Path::new("/r/ex/services/a.yaml"), Path::new("/r/ex")),
             PathBuf::from("services/a.yaml")
         );
-        assert_eq!(
-            relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")),
-            PathBuf::from("../other/a.yaml")
-        );
+        assert_eq!(relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")), PathBuf::from("../other/a.yaml"));
     }
 
     #[test]

@@ -18,18 +18,9 @@ pub fn crd() -> Value {
 /// The CRD as a rendered object.
 pub fn object() -> Object {
     let value = crd();
-    let name = value
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
     Object {
-        id: ObjectId::new(
-            "apiextensions.k8s.io/v1",
-            "CustomResourceDefinition",
-            None,
-            &name,
-        ),
+        id: ObjectId::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, &name),
         value,
         owner: None,
         source: None,
@@ -41,10 +32,7 @@ pub fn object() -> Object {
 fn integral_floats_to_ints(value: &mut Value) {
     match value {
         Value::Number(n) => {
-            if let Some(f) = n
-                .as_f64()
-                .filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15)
-            {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15) {
                 *value = Value::from(f as i64);
             }
         }
@@ -74,12 +62,8 @@ mod tests {
         assert_eq!(spec["required"], json!(["model", "replicas"]));
         assert_eq!(spec["properties"]["replicas"]["minimum"], json!(0));
         assert_eq!(spec["properties"]["gpusPerReplica"]["default"], json!(1));
-        let columns: Vec<&str> = v["additionalPrinterColumns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let columns: Vec<&str> =
+            v["additionalPrinterColumns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
         assert_eq!(columns, ["Model", "Replicas", "Ready", "Phase", "Age"]);
     }
 
@@ -89,21 +73,13 @@ mod tests {
             let obj = v.as_object().unwrap();
             assert!(!obj.contains_key("$ref"), "$ref at {path}");
             assert!(obj.contains_key("type"), "no type at {path}");
-            for (k, p) in obj
-                .get("properties")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-            {
+            for (k, p) in obj.get("properties").and_then(Value::as_object).into_iter().flatten() {
                 walk(p, &format!("{path}.{k}"));
             }
             if let Some(items) = obj.get("items") {
                 walk(items, &format!("{path}[]"));
             }
         }
-        walk(
-            &crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
-            "",
-        );
+        walk(&crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"], "");
     }
 }

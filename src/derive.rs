@@ -112,21 +112,10 @@ pub struct Child {
     pub template: &'static str,
 }
 
-pub const DEPLOYMENT: Child = Child {
-    api_version: "apps/v1",
-    kind: "Deployment",
-    template: "deployment.yaml",
-};
-pub const SERVICE: Child = Child {
-    api_version: "v1",
-    kind: "Service",
-    template: "service.yaml",
-};
-pub const AUTOSCALER: Child = Child {
-    api_version: "autoscaling/v2",
-    kind: "HorizontalPodAutoscaler",
-    template: "horizontalpodautoscaler.yaml",
-};
+pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml" };
+pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml" };
+pub const AUTOSCALER: Child =
+    Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml" };
 
 /// Autoscaler bounds for a service with `replicas` > 0, as the reference
 /// Operator sets them: min = max(1, replicas / 2), max = replicas x 3.
@@ -144,20 +133,12 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let replicas = service.spec.replicas;
 
     let selector = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
-    let mut labels: BTreeMap<String, String> = service
-        .metadata
-        .labels
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let mut labels: BTreeMap<String, String> =
+        service.metadata.labels.clone().unwrap_or_default().into_iter().collect();
     labels.extend([
         ("app.kubernetes.io/name".to_string(), name.clone()),
         ("app.kubernetes.io/instance".to_string(), name.clone()),
-        (
-            "app.kubernetes.io/component".to_string(),
-            "inference-server".to_string(),
-        ),
+        ("app.kubernetes.io/component".to_string(), "inference-server".to_string()),
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
     ]);
     let pod_labels = labels.clone();
@@ -184,10 +165,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         ("memory".to_string(), memory.clone()),
         ("nvidia.com/gpu".to_string(), gpu.clone()),
     ]);
-    let mut limits = BTreeMap::from([
-        ("memory".to_string(), memory),
-        ("nvidia.com/gpu".to_string(), gpu),
-    ]);
+    let mut limits = BTreeMap::from([("memory".to_string(), memory), ("nvidia.com/gpu".to_string(), gpu)]);
     if let Some(limit) = &d.resources.cpu_limit_per_gpu {
         limits.insert("cpu".to_string(), per_gpu("cpuLimitPerGpu", limit)?);
     }
@@ -208,8 +186,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         path: p.path.clone(),
         period_seconds: p.period_seconds,
         timeout_seconds: p.timeout_seconds,
-        startup_failure_threshold: (p.startup_timeout_seconds + p.period_seconds - 1)
-            / p.period_seconds,
+        startup_failure_threshold: (p.startup_timeout_seconds + p.period_seconds - 1) / p.period_seconds,
         liveness_failure_threshold: p.liveness_failure_threshold,
         readiness_failure_threshold: p.readiness_failure_threshold,
     };
@@ -218,7 +195,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         min_replicas,
         max_replicas,
         metric: d.autoscaling.metric.clone(),
-        target_average_value: d.autoscaling.target_average_value.clone(),
+        target_average_value: d.autoscaling.target_average_value.0.clone(),
         scale_down_stabilization_seconds: d.autoscaling.scale_down_stabilization_seconds,
     });
     let mut objects = vec![SERVICE, DEPLOYMENT];
@@ -247,11 +224,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             shm_size,
             probes,
         },
-        replicas: if autoscaler.is_some() {
-            None
-        } else {
-            Some(replicas)
-        },
+        replicas: if autoscaler.is_some() { None } else { Some(replicas) },
         rollout: RolloutPlan {
             max_surge: d.rollout.max_surge,
             max_unavailable: d.rollout.max_unavailable,
@@ -270,11 +243,7 @@ mod tests {
     fn service(replicas: i32, gpus: i32) -> InferenceService {
         let mut s = InferenceService::new(
             "qwen3",
-            InferenceServiceSpec {
-                model: "Qwen/Qwen3-0.6B".into(),
-                replicas,
-                gpus_per_replica: gpus,
-            },
+            InferenceServiceSpec { model: "Qwen/Qwen3-0.6B".into(), replicas, gpus_per_replica: gpus },
         );
         s.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
         s
@@ -307,22 +276,13 @@ mod tests {
         assert_eq!(d.container.limits["nvidia.com/gpu"], "4");
         assert!(!d.container.limits.contains_key("cpu"));
         assert_eq!(d.container.shm_size, "16Gi");
-        assert!(
-            d.container
-                .args
-                .windows(2)
-                .any(|w| w == ["--tensor-parallel-size", "4"])
-        );
+        assert!(d.container.args.windows(2).any(|w| w == ["--tensor-parallel-size", "4"]));
     }
 
     #[test]
     fn selector_is_a_subset_of_pod_labels_and_user_labels_carry_over() {
         let d = derive(&service(1, 1), &Platform::default()).unwrap();
-        assert!(
-            d.selector
-                .iter()
-                .all(|(k, v)| d.pod_labels.get(k) == Some(v))
-        );
+        assert!(d.selector.iter().all(|(k, v)| d.pod_labels.get(k) == Some(v)));
         assert_eq!(d.labels["team"], "a");
         assert_eq!(d.labels["app.kubernetes.io/managed-by"], "isvc");
     }

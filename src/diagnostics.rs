@@ -34,10 +34,7 @@ pub struct Span {
 impl Span {
     pub fn at(line: usize, col: usize) -> Span {
         let p = Pos { line, col };
-        Span {
-            start: p,
-            end: Pos { line, col: col + 1 },
-        }
+        Span { start: p, end: Pos { line, col: col + 1 } }
     }
 }
 
@@ -51,10 +48,7 @@ pub struct Source {
 
 impl Source {
     pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Source> {
-        Arc::new(Source {
-            name: name.into(),
-            text: text.into(),
-        })
+        Arc::new(Source { name: name.into(), text: text.into() })
     }
 
     fn line(&self, line: usize) -> Option<&str> {
@@ -71,17 +65,11 @@ pub struct Location {
 
 impl Location {
     pub fn file(source: &Arc<Source>) -> Location {
-        Location {
-            source: Arc::clone(source),
-            span: None,
-        }
+        Location { source: Arc::clone(source), span: None }
     }
 
     pub fn span(source: &Arc<Source>, span: Span) -> Location {
-        Location {
-            source: Arc::clone(source),
-            span: Some(span),
-        }
+        Location { source: Arc::clone(source), span: Some(span) }
     }
 
     pub fn path(&self) -> &Path {
@@ -92,13 +80,7 @@ impl Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.span {
-            Some(s) => write!(
-                f,
-                "{}:{}:{}",
-                self.source.name.display(),
-                s.start.line,
-                s.start.col
-            ),
+            Some(s) => write!(f, "{}:{}:{}", self.source.name.display(), s.start.line, s.start.col),
             None => write!(f, "{}", self.source.name.display()),
         }
     }
@@ -128,10 +110,7 @@ impl Diagnostic {
     }
 
     pub fn warning(message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            ..Diagnostic::error(message)
-        }
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(message) }
     }
 
     pub fn at(mut self, location: Location) -> Diagnostic {
@@ -182,11 +161,7 @@ impl Diagnostic {
             render_location(&mut out, loc, Some(note), &style);
         }
         if let Some(help) = &self.help {
-            out.push_str(&format!(
-                "  {}= help{}: {help}\n",
-                style.help.render(),
-                style.help.render_reset()
-            ));
+            out.push_str(&format!("  {}= help{}: {help}\n", style.help.render(), style.help.render_reset()));
         }
         out
     }
@@ -199,6 +174,9 @@ impl fmt::Display for Diagnostic {
 }
 
 impl std::error::Error for Diagnostic {}
+
+/// Longest stretch of a source line shown under a message.
+const MAX_SHOWN: usize = 120;
 
 fn render_location(out: &mut String, loc: &Location, note: Option<&str>, style: &Styles) {
     let arrow = format!("{}-->{}", style.help.render(), style.help.render_reset());
@@ -218,16 +196,25 @@ fn render_location(out: &mut String, loc: &Location, note: Option<&str>, style: 
     // (or to the end of the line when the span continues below).
     let chars = line.chars().count();
     let start = span.start.col.saturating_sub(1).min(chars);
-    let end = if span.end.line == span.start.line {
-        span.end.col.saturating_sub(1)
-    } else {
-        chars
-    };
+    let end = if span.end.line == span.start.line { span.end.col.saturating_sub(1) } else { chars };
     let width = end.saturating_sub(start).max(1);
-    let shown: String = line
-        .chars()
-        .map(|c| if c == '\t' { ' ' } else { c })
-        .collect();
+    // Long lines are shown as a window around the span.
+    let (skip, start, width) = if chars > MAX_SHOWN {
+        let skip = start.saturating_sub(20);
+        (skip, start - skip, width.min(MAX_SHOWN - (start - skip).min(MAX_SHOWN - 1)))
+    } else {
+        (0, start, width)
+    };
+    let mut shown: String = line.chars().skip(skip).take(MAX_SHOWN).map(|c| if c == '\t' { ' ' } else { c }).collect();
+    let start = if skip > 0 {
+        shown.insert_str(0, "...");
+        start + 3
+    } else {
+        start
+    };
+    if chars > skip + MAX_SHOWN {
+        shown.push_str("...");
+    }
     out.push_str(&format!(" {gutter} {bar}\n"));
     out.push_str(&format!(" {number} {bar} {shown}\n"));
     out.push_str(&format!(
@@ -252,13 +239,7 @@ impl Styles {
         use anstyle::{AnsiColor, Style};
         if !color {
             let plain = Style::new();
-            return Styles {
-                error: plain,
-                warning: plain,
-                bold: plain,
-                help: plain,
-                caret: plain,
-            };
+            return Styles { error: plain, warning: plain, bold: plain, help: plain, caret: plain };
         }
         Styles {
             error: Style::new().bold().fg_color(Some(AnsiColor::Red.into())),
@@ -320,20 +301,14 @@ impl Diagnostics {
         let errors = self.error_count();
         if errors > 0 {
             let s = if errors == 1 { "" } else { "s" };
-            out.push_str(&format!(
-                "error: aborting due to {errors} error{s}; nothing was written\n"
-            ));
+            out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
         }
         out
     }
 }
 
 fn sort_key(d: &Diagnostic) -> (Option<PathBuf>, Option<Span>, String) {
-    (
-        d.location.as_ref().map(|l| l.source.name.clone()),
-        d.location.as_ref().and_then(|l| l.span),
-        d.message.clone(),
-    )
+    (d.location.as_ref().map(|l| l.source.name.clone()), d.location.as_ref().and_then(|l| l.span), d.message.clone())
 }
 
 impl From<Diagnostic> for Diagnostics {
@@ -352,19 +327,11 @@ impl IntoIterator for Diagnostics {
 
 /// The closest candidate to `word`, if one is close enough to be a likely
 /// typo: used for "did you mean ...?" help.
-pub fn did_you_mean<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     candidates
         .into_iter()
-        .map(|c| {
-            (
-                strsim::damerau_levenshtein(&lower, &c.to_ascii_lowercase()),
-                c,
-            )
-        })
+        .map(|c| (strsim::damerau_levenshtein(&lower, &c.to_ascii_lowercase()), c))
         .filter(|(d, c)| *d <= (c.len().max(3) / 3).max(1) + usize::from(c.len() > 8))
         .min_by_key(|(d, c)| (*d, *c))
         .map(|(_, c)| c)
@@ -378,10 +345,7 @@ mod tests {
     fn suggests_close_names_only() {
         let fields = ["model", "replicas", "gpusPerReplica"];
         assert_eq!(did_you_mean("replica", fields), Some("replicas"));
-        assert_eq!(
-            did_you_mean("gpuPerReplica", fields),
-            Some("gpusPerReplica")
-        );
+        assert_eq!(did_you_mean("gpuPerReplica", fields), Some("gpusPerReplica"));
         assert_eq!(did_you_mean("Model", fields), Some("model"));
         assert_eq!(did_you_mean("image", fields), None);
     }
@@ -390,13 +354,7 @@ mod tests {
     fn renders_source_line_with_caret() {
         let src = Source::new("svc.yaml", "spec:\n  replica: 3\n");
         let d = Diagnostic::error("unknown field \"replica\"")
-            .at(Location::span(
-                &src,
-                Span {
-                    start: Pos { line: 2, col: 3 },
-                    end: Pos { line: 2, col: 10 },
-                },
-            ))
+            .at(Location::span(&src, Span { start: Pos { line: 2, col: 3 }, end: Pos { line: 2, col: 10 } }))
             .help("did you mean \"replicas\"?");
         assert_eq!(
             d.render(false),

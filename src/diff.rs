@@ -96,16 +96,8 @@ impl Report {
 
     /// One line: "1 added, 2 changed (1 restarts pods), 0 removed, 3 unchanged".
     pub fn summary(&self) -> String {
-        let restarts = self
-            .objects
-            .iter()
-            .filter(|o| o.impact == Impact::RestartsPods)
-            .count();
-        let restart_note = if restarts > 0 {
-            format!(" ({restarts} restart pods)")
-        } else {
-            String::new()
-        };
+        let restarts = self.objects.iter().filter(|o| o.impact == Impact::RestartsPods).count();
+        let restart_note = if restarts > 0 { format!(" ({restarts} restart pods)") } else { String::new() };
         format!(
             "{} added, {} changed{restart_note}, {} removed, {} unchanged",
             self.count(Change::Added),
@@ -133,11 +125,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         let new_text = o.to_file();
         match current.remove(&o.id) {
             None => {
-                let impact = if has_pods(&o.id.kind) {
-                    Impact::CreatesPods
-                } else {
-                    Impact::NoPodChange
-                };
+                let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
                 report.objects.push(entry(
                     Change::Added,
                     &o.id,
@@ -168,11 +156,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         }
     }
     for (id, (path, old_text, _)) in current {
-        let impact = if has_pods(&id.kind) {
-            Impact::DeletesPods
-        } else {
-            Impact::NoPodChange
-        };
+        let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
         report.objects.push(entry(
             Change::Removed,
             &id,
@@ -194,18 +178,12 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         ));
     }
     report.objects.sort_by(|a, b| {
-        (
-            crate::objects::kind_rank(&a.kind),
-            &a.namespace,
-            &a.name,
-            &a.kind,
-        )
-            .cmp(&(
-                crate::objects::kind_rank(&b.kind),
-                &b.namespace,
-                &b.name,
-                &b.kind,
-            ))
+        (crate::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
+            crate::objects::kind_rank(&b.kind),
+            &b.namespace,
+            &b.name,
+            &b.kind,
+        ))
     });
     report
 }
@@ -245,19 +223,14 @@ fn has_pods(kind: &str) -> bool {
 
 fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
     let starts = |p: &[PathSegment], prefix: &[&str]| {
-        prefix
-            .iter()
-            .enumerate()
-            .all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
+        prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
     };
     if has_pods(kind) && fields.iter().any(|p| starts(p, &["spec", "template"])) {
         return Impact::RestartsPods;
     }
     let scaling = |p: &Vec<PathSegment>| match kind {
         "Deployment" | "LeaderWorkerSet" | "StatefulSet" => starts(p, &["spec", "replicas"]),
-        "HorizontalPodAutoscaler" => {
-            starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"])
-        }
+        "HorizontalPodAutoscaler" => starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"]),
         _ => false,
     };
     if !fields.is_empty() && fields.iter().all(scaling) {
@@ -267,12 +240,7 @@ fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
 }
 
 /// Paths of the leaves that differ between `a` and `b`.
-fn changed_paths(
-    a: &Value,
-    b: &Value,
-    path: &mut Vec<PathSegment>,
-    out: &mut Vec<Vec<PathSegment>>,
-) {
+fn changed_paths(a: &Value, b: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathSegment>>) {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
@@ -357,29 +325,15 @@ pub fn to_markdown(report: &Report) -> String {
         return out;
     }
     out.push_str(&format!("**{}**\n\n", report.summary()));
-    let restarts: Vec<String> = report
-        .objects
-        .iter()
-        .filter(|o| o.impact == Impact::RestartsPods)
-        .map(|o| format!("`{}`", o.id()))
-        .collect();
-    let removed: Vec<String> = report
-        .objects
-        .iter()
-        .filter(|o| o.change == Change::Removed)
-        .map(|o| format!("`{}`", o.id()))
-        .collect();
+    let restarts: Vec<String> =
+        report.objects.iter().filter(|o| o.impact == Impact::RestartsPods).map(|o| format!("`{}`", o.id())).collect();
+    let removed: Vec<String> =
+        report.objects.iter().filter(|o| o.change == Change::Removed).map(|o| format!("`{}`", o.id())).collect();
     if !restarts.is_empty() {
-        out.push_str(&format!(
-            "> [!WARNING]\n> Restarts GPU pods (a rolling update): {}\n\n",
-            restarts.join(", ")
-        ));
+        out.push_str(&format!("> [!WARNING]\n> Restarts GPU pods (a rolling update): {}\n\n", restarts.join(", ")));
     }
     if !removed.is_empty() {
-        out.push_str(&format!(
-            "> [!CAUTION]\n> Deletes from the cluster: {}\n\n",
-            removed.join(", ")
-        ));
+        out.push_str(&format!("> [!CAUTION]\n> Deletes from the cluster: {}\n\n", removed.join(", ")));
     }
     out.push_str("| Change | Kind | Namespace | Name | Pods |\n|---|---|---|---|---|\n");
     for o in &report.objects {
@@ -401,19 +355,11 @@ pub fn to_markdown(report: &Report) -> String {
     }
     out.push('\n');
     for o in &report.objects {
-        out.push_str(&format!(
-            "<details><summary>{} <code>{}</code></summary>\n\n",
-            o.change_word(),
-            o.id()
-        ));
+        out.push_str(&format!("<details><summary>{} <code>{}</code></summary>\n\n", o.change_word(), o.id()));
         if !o.fields.is_empty() {
             out.push_str(&format!(
                 "Fields: {}\n\n",
-                o.fields
-                    .iter()
-                    .map(|f| format!("`{f}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                o.fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
             ));
         }
         out.push_str(&format!("```diff\n{}```\n\n</details>\n\n", o.diff));

@@ -35,27 +35,16 @@ pub fn is_known(api_version: &str, kind: &str) -> bool {
 
 /// Checks `value` against the type of its kind.
 pub fn check(value: &Value) -> Vec<Problem> {
-    let api_version = value
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let kind = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
     match (api_version, kind) {
         ("apps/v1", "Deployment") => round_trip::<Deployment>(value),
         ("v1", "Service") => round_trip::<Service>(value),
-        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
-            round_trip::<HorizontalPodAutoscaler>(value)
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => round_trip::<HorizontalPodAutoscaler>(value),
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => round_trip::<CustomResourceDefinition>(value),
+        _ => {
+            vec![Problem { path: Vec::new(), message: format!("isvc does not render {kind} objects of {api_version}") }]
         }
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
-            round_trip::<CustomResourceDefinition>(value)
-        }
-        _ => vec![Problem {
-            path: Vec::new(),
-            message: format!("isvc does not render {kind} objects of {api_version}"),
-        }],
     }
 }
 
@@ -68,17 +57,12 @@ fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Vec<Problem> {
                 .path()
                 .iter()
                 .filter_map(|s| match s {
-                    serde_path_to_error::Segment::Map { key } => {
-                        Some(PathSegment::Key(key.clone()))
-                    }
+                    serde_path_to_error::Segment::Map { key } => Some(PathSegment::Key(key.clone())),
                     serde_path_to_error::Segment::Seq { index } => Some(PathSegment::Index(*index)),
                     _ => None,
                 })
                 .collect();
-            return vec![Problem {
-                path,
-                message: e.inner().to_string(),
-            }];
+            return vec![Problem { path, message: e.inner().to_string() }];
         }
     };
     let back = serde_json::to_value(&typed).unwrap_or(Value::Null);
@@ -87,12 +71,7 @@ fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Vec<Problem> {
     problems
 }
 
-fn unknown_fields(
-    original: &Value,
-    typed: &Value,
-    path: &mut Vec<PathSegment>,
-    out: &mut Vec<Problem>,
-) {
+fn unknown_fields(original: &Value, typed: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Problem>) {
     match (original, typed) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in a {
@@ -131,13 +110,7 @@ mod tests {
             "spec": {"selectr": {"a": "b"}, "ports": [{"port": 80, "targetPrt": 8000}]}
         });
         let problems: Vec<String> = check(&svc).into_iter().map(|p| p.message).collect();
-        assert_eq!(
-            problems,
-            vec![
-                "unknown field \"spec.selectr\"",
-                "unknown field \"spec.ports[0].targetPrt\""
-            ]
-        );
+        assert_eq!(problems, vec!["unknown field \"spec.selectr\"", "unknown field \"spec.ports[0].targetPrt\""]);
     }
 
     #[test]

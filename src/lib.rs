@@ -60,10 +60,7 @@ pub fn compile(
         .par_iter()
         .map(|s| {
             let desired = derive::derive(&s.service, platform).map_err(|e| {
-                vec![
-                    Diagnostic::error(format!("cannot derive {}: {e}", s.service.name()))
-                        .at(s.location(&[])),
-                ]
+                vec![Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))]
             })?;
             render::render_service(templates, &desired, Some(&label(s)))
         })
@@ -84,8 +81,5 @@ pub fn compile(
     if diags.has_errors() {
         return Err(diags);
     }
-    Ok(Compiled {
-        objects,
-        warnings: diags,
-    })
+    Ok(Compiled { objects, warnings: diags })
 }

@@ -48,10 +48,7 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
             continue;
         }
         if !path.is_dir() {
-            diags.push(Diagnostic::error(format!(
-                "{}: no such file or directory",
-                path.display()
-            )));
+            diags.push(Diagnostic::error(format!("{}: no such file or directory", path.display())));
             continue;
         }
         let walker = walkdir::WalkDir::new(path)
@@ -63,10 +60,7 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
             match entry {
                 Ok(e) if e.file_type().is_file() && is_yaml(e.path()) => files.push(e.into_path()),
                 Ok(_) => {}
-                Err(err) => diags.push(Diagnostic::error(format!(
-                    "cannot read {}: {err}",
-                    path.display()
-                ))),
+                Err(err) => diags.push(Diagnostic::error(format!("cannot read {}: {err}", path.display()))),
             }
         }
     }
@@ -77,16 +71,13 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
 }
 
 fn is_yaml(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("yaml" | "yml")
-    )
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
 }
 
 /// Reads a file into a [`Source`], refusing what is too large or not text.
 pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(Diagnostic::error(format!(
             "{} is {} bytes, larger than the limit of {} bytes for an input file",
@@ -95,8 +86,7 @@ pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
             MAX_FILE_BYTES
         )));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Diagnostic::error(format!(
             "{} is not UTF-8 text (invalid byte at offset {})",
@@ -130,8 +120,7 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
         return Err(diags);
     }
     services.sort_by(|a, b| {
-        (a.service.namespace_or_default(), a.service.name())
-            .cmp(&(b.service.namespace_or_default(), b.service.name()))
+        (a.service.namespace_or_default(), a.service.name()).cmp(&(b.service.namespace_or_default(), b.service.name()))
     });
     Ok(services)
 }
@@ -157,23 +146,21 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
     (services, diags)
 }
 
-fn parse_service(
-    source: &Arc<Source>,
-    node: Node,
-    schema: &Value,
-) -> Result<LoadedService, Vec<Diagnostic>> {
-    check_header(source, &node, KIND, API_VERSION)?;
+fn parse_service(source: &Arc<Source>, node: Node, schema: &Value) -> Result<LoadedService, Vec<Diagnostic>> {
+    check_header(
+        source,
+        &node,
+        KIND,
+        API_VERSION,
+        "only InferenceService documents belong here; move other manifests out of the input paths",
+    )?;
     let mut diags = crate::schema_check::check(&node, schema, source);
     check_metadata(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
     let service: InferenceService = decode(source, &node)?;
-    Ok(LoadedService {
-        service,
-        source: Arc::clone(source),
-        node,
-    })
+    Ok(LoadedService { service, source: Arc::clone(source), node })
 }
 
 /// Checks `kind` and `apiVersion` first, so a foreign document gets one
@@ -183,11 +170,13 @@ fn check_header(
     node: &Node,
     kind: &str,
     api_version: &str,
+    foreign_help: &str,
 ) -> Result<(), Vec<Diagnostic>> {
     if !matches!(node.value, NodeValue::Map(_)) {
         return Err(vec![
             Diagnostic::error(format!(
-                "expected a {kind} mapping, found {}",
+                "expected {} {kind} mapping, found {}",
+                if kind.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" },
                 node.type_name()
             ))
             .at(Location::span(source, node.span)),
@@ -200,24 +189,18 @@ fn check_header(
             let help = if k.eq_ignore_ascii_case(kind) || did_you_mean(k, [kind]).is_some() {
                 format!("did you mean \"{kind}\"?")
             } else {
-                format!(
-                    "only {kind} documents belong here; move other manifests out of the input paths"
-                )
+                foreign_help.to_string()
             };
             return Err(vec![
                 Diagnostic::error(format!("expected kind \"{kind}\", found \"{k}\""))
-                    .at(Location::span(
-                        source,
-                        found_kind.map_or(node.span, |n| n.span),
-                    ))
+                    .at(Location::span(source, found_kind.map_or(node.span, |n| n.span)))
                     .help(help),
             ]);
         }
         None => {
             return Err(vec![
-                Diagnostic::error(format!("missing \"kind\": expected \"kind: {kind}\"")).at(
-                    Location::span(source, found_kind.map_or(node.span, |n| n.span)),
-                ),
+                Diagnostic::error(format!("missing \"kind\": expected \"kind: {kind}\""))
+                    .at(Location::span(source, found_kind.map_or(node.span, |n| n.span))),
             ]);
         }
     }
@@ -243,10 +226,7 @@ fn decode<T: DeserializeOwned>(source: &Arc<Source>, node: &Node) -> Result<T, V
     serde_path_to_error::deserialize(node.to_json()).map_err(|e| {
         let path = path_segments(e.path());
         let at = node.at_path(&path);
-        vec![
-            Diagnostic::error(format!("invalid value: {}", e.inner()))
-                .at(Location::span(source, at.span)),
-        ]
+        vec![Diagnostic::error(format!("invalid value: {}", e.inner())).at(Location::span(source, at.span))]
     })
 }
 
@@ -296,10 +276,7 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
         for (k, v) in labels {
             let key_loc = Location::span(source, k.span);
             if let Err(e) = names::qualified_name(&k.name) {
-                diags.push(
-                    Diagnostic::error(format!("invalid label key \"{}\": {e}", k.name))
-                        .at(key_loc.clone()),
-                );
+                diags.push(Diagnostic::error(format!("invalid label key \"{}\": {e}", k.name)).at(key_loc.clone()));
             }
             if let Some(value) = v.as_str() {
                 if let Err(e) = names::label_value(value, true) {
@@ -311,12 +288,9 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
             }
             if RESERVED_LABELS.contains(&k.name.as_str()) {
                 diags.push(
-                    Diagnostic::error(format!(
-                        "label \"{}\" is set by isvc and cannot be given",
-                        k.name
-                    ))
-                    .at(key_loc)
-                    .help("remove it; isvc labels every object with the service name"),
+                    Diagnostic::error(format!("label \"{}\" is set by isvc and cannot be given", k.name))
+                        .at(key_loc)
+                        .help("remove it; isvc labels every object with the service name"),
                 );
             }
         }
@@ -335,10 +309,8 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
             }
             if total > 256 * 1024 {
                 diags.push(
-                    Diagnostic::error(format!(
-                        "annotations total {total} bytes; Kubernetes allows 262144"
-                    ))
-                    .at(Location::span(source, annotations.span)),
+                    Diagnostic::error(format!("annotations total {total} bytes; Kubernetes allows 262144"))
+                        .at(Location::span(source, annotations.span)),
                 );
             }
         }
@@ -347,18 +319,13 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
 
 /// A DNS-safe spelling of `name`, for help text.
 fn suggest_dns(name: &str) -> String {
-    let mut s: String = name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
+    let mut s: String =
+        name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     while s.contains("--") {
         s = s.replace("--", "-");
     }
     let s = s.trim_matches('-');
-    let s = s
-        .trim_start_matches(|c: char| c.is_ascii_digit())
-        .trim_start_matches('-');
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches('-');
     let s: String = s.chars().take(63).collect();
     let s = s.trim_end_matches('-');
     if s.is_empty() || s == name {
@@ -371,30 +338,19 @@ fn suggest_dns(name: &str) -> String {
 fn check_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
     let mut seen: BTreeMap<(String, String), &LoadedService> = BTreeMap::new();
     for s in services {
-        let id = (
-            s.service.namespace_or_default().to_string(),
-            s.service.name().to_string(),
-        );
+        let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
         if let Some(first) = seen.get(&id) {
             // Report the later one (in file order) against the earlier one.
-            let (a, b) = if (first.source.name.as_path(), first.node.span)
-                <= (s.source.name.as_path(), s.node.span)
-            {
+            let (a, b) = if (first.source.name.as_path(), first.node.span) <= (s.source.name.as_path(), s.node.span) {
                 (*first, s)
             } else {
                 (s, *first)
             };
             diags.push(
-                Diagnostic::error(format!(
-                    "InferenceService {}/{} is defined twice",
-                    id.0, id.1
-                ))
-                .at(b.location(&[key("metadata"), key("name")]))
-                .related(
-                    a.location(&[key("metadata"), key("name")]),
-                    "first defined here",
-                )
-                .help("rename one of them or put it in another namespace"),
+                Diagnostic::error(format!("InferenceService {}/{} is defined twice", id.0, id.1))
+                    .at(b.location(&[key("metadata"), key("name")]))
+                    .related(a.location(&[key("metadata"), key("name")]), "first defined here")
+                    .help("rename one of them or put it in another namespace"),
             );
         } else {
             seen.insert(id, s);
@@ -421,103 +377,133 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
     if docs.len() != 1 {
         return Err(vec![
-            Diagnostic::error(format!(
-                "a platform file holds exactly one document, found {}",
-                docs.len()
-            ))
-            .at(Location::file(source)),
+            Diagnostic::error(format!("a platform file holds exactly one document, found {}", docs.len()))
+                .at(Location::file(source)),
         ]);
     }
     let node = docs.remove(0);
-    check_header(source, &node, crate::platform::KIND, API_VERSION)?;
-    let diags = crate::schema_check::check(&node, &crate::schema::platform(), source);
+    check_header(source, &node, crate::platform::KIND, API_VERSION, "--platform takes a file with \"kind: Platform\"")?;
+    let mut diags = crate::schema_check::check(&node, &crate::schema::platform(), source);
+    check_platform(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
-    let platform: Platform = decode(source, &node)?;
-    let mut diags = Vec::new();
-    check_platform(source, &node, &platform, &mut diags);
-    if diags.is_empty() {
-        Ok(platform)
-    } else {
-        Err(diags)
-    }
+    decode(source, &node)
 }
 
-fn check_platform(source: &Arc<Source>, node: &Node, p: &Platform, diags: &mut Vec<Diagnostic>) {
-    let at = |path: &[&str]| {
+/// Checks the platform's quantities and cross-field rules on the tree, so
+/// they are reported together with schema errors. Values the file leaves
+/// out take the built-in default.
+fn check_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+    let builtin = Platform::default().defaults;
+    let field = |path: &[&str]| {
         let segs: Vec<PathSegment> = path.iter().map(|k| key(k)).collect();
-        Location::span(source, node.at_path(&segs).span)
+        let n = node.at_path(&segs);
+        // at_path stops at the deepest existing node; only an exact hit counts.
+        let exact = segs.iter().try_fold(node, |n, s| match s {
+            PathSegment::Key(k) => n.get(k),
+            PathSegment::Index(_) => None,
+        });
+        (exact.is_some(), n)
     };
-    let r = &p.defaults.resources;
-    let quantities = [
-        ("cpuPerGpu", Some(&r.cpu_per_gpu)),
-        ("memoryPerGpu", Some(&r.memory_per_gpu)),
-        ("cpuLimitPerGpu", r.cpu_limit_per_gpu.as_ref()),
-        ("shmSizePerGpu", Some(&r.shm_size_per_gpu)),
-    ];
-    for (field, value) in quantities {
-        let Some(value) = value else { continue };
-        match Quantity::parse(value) {
-            Ok(q) if q.nanos() == 0 => diags.push(
-                Diagnostic::error(format!(
-                    "\"defaults.resources.{field}\" must be more than zero"
-                ))
-                .at(at(&["defaults", "resources", field])),
-            ),
-            Ok(_) => {}
-            Err(e) => diags.push(
-                Diagnostic::error(format!("\"defaults.resources.{field}\": {e}")).at(at(&[
-                    "defaults",
-                    "resources",
-                    field,
-                ])),
-            ),
+    let quantity = |path: &[&str], default: Option<&str>, diags: &mut Vec<Diagnostic>| -> Option<Quantity> {
+        let (present, n) = field(path);
+        let text = if present {
+            match &n.value {
+                NodeValue::Str(s) => s.clone(),
+                NodeValue::Int(i) => i.to_string(),
+                NodeValue::Float(f) => f.to_string(),
+                _ => return None, // the schema check reports the type
+            }
+        } else {
+            default?.to_string()
+        };
+        let name = path.join(".");
+        match Quantity::parse(&text) {
+            Ok(q) if q.nanos() == 0 => {
+                diags.push(
+                    Diagnostic::error(format!("\"{name}\" must be more than zero")).at(Location::span(source, n.span)),
+                );
+                None
+            }
+            Ok(q) => Some(q),
+            Err(e) => {
+                let mut d = Diagnostic::error(format!("\"{name}\": {e}")).at(Location::span(source, n.span));
+                if let Some(fix) = quantity_fix(&text) {
+                    d = d.help(format!("did you mean \"{fix}\"?"));
+                }
+                diags.push(d);
+                None
+            }
         }
-    }
-    if let (Ok(cpu), Some(Ok(limit))) = (
-        Quantity::parse(&r.cpu_per_gpu),
-        r.cpu_limit_per_gpu.as_deref().map(Quantity::parse),
-    ) {
+    };
+    let r = &builtin.resources;
+    let cpu = quantity(&["defaults", "resources", "cpuPerGpu"], Some(&r.cpu_per_gpu), diags);
+    let memory = quantity(&["defaults", "resources", "memoryPerGpu"], Some(&r.memory_per_gpu), diags);
+    let limit = quantity(&["defaults", "resources", "cpuLimitPerGpu"], None, diags);
+    let shm = quantity(&["defaults", "resources", "shmSizePerGpu"], Some(&r.shm_size_per_gpu), diags);
+    quantity(
+        &["defaults", "autoscaling", "targetAverageValue"],
+        Some(&builtin.autoscaling.target_average_value),
+        diags,
+    );
+    let at = |path: &[&str]| Location::span(source, field(path).1.span);
+    if let (Some(cpu), Some(limit)) = (cpu, limit) {
         if limit < cpu {
             diags.push(
                 Diagnostic::error(format!(
                     "\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"
                 ))
-                .at(at(&["defaults", "resources", "cpuLimitPerGpu"])),
+                .at(at(&["defaults", "resources", "cpuLimitPerGpu"]))
+                .help("a limit below the request is rejected by the API server; raise the limit or remove it"),
             );
         }
     }
-    if let (Ok(mem), Ok(shm)) = (
-        Quantity::parse(&r.memory_per_gpu),
-        Quantity::parse(&r.shm_size_per_gpu),
-    ) {
-        if shm >= mem {
+    if let (Some(memory), Some(shm)) = (memory, shm) {
+        if shm >= memory {
             diags.push(
                 Diagnostic::error(format!(
-                    "\"defaults.resources.shmSizePerGpu\" ({shm}) must be below memoryPerGpu ({mem}): /dev/shm counts against the memory limit"
+                    "\"defaults.resources.shmSizePerGpu\" ({shm}) must be below memoryPerGpu ({memory}): /dev/shm counts against the memory limit"
                 ))
                 .at(at(&["defaults", "resources", "shmSizePerGpu"])),
             );
         }
     }
-    if let Err(e) = Quantity::parse(&p.defaults.autoscaling.target_average_value) {
-        diags.push(
-            Diagnostic::error(format!("\"defaults.autoscaling.targetAverageValue\": {e}"))
-                .at(at(&["defaults", "autoscaling", "targetAverageValue"])),
-        );
-    }
-    let rollout = &p.defaults.rollout;
-    if rollout.max_surge == 0 && rollout.max_unavailable == 0 {
+    let int = |path: &[&str], default: i32| match &field(path) {
+        (true, Node { value: NodeValue::Int(i), .. }) => Some(*i),
+        (true, _) => None,
+        (false, _) => Some(i64::from(default)),
+    };
+    if let (Some(0), Some(0)) = (
+        int(&["defaults", "rollout", "maxSurge"], builtin.rollout.max_surge),
+        int(&["defaults", "rollout", "maxUnavailable"], builtin.rollout.max_unavailable),
+    ) {
         diags.push(
             Diagnostic::error("\"defaults.rollout\": maxSurge and maxUnavailable cannot both be 0 (a rollout could never replace a pod)")
-                .at(at(&["defaults", "rollout"])),
+                .at(at(&["defaults", "rollout"]))
+                .help("set maxUnavailable: 1, or maxSurge: 1 if you keep a spare GPU"),
         );
     }
-    if !p.defaults.probes.path.starts_with('/') {
-        diags.push(
-            Diagnostic::error("\"defaults.probes.path\" must start with '/'")
-                .at(at(&["defaults", "probes", "path"])),
-        );
+    if let (true, n) = field(&["defaults", "probes", "path"]) {
+        if n.as_str().is_some_and(|p| !p.starts_with('/')) {
+            diags.push(
+                Diagnostic::error("\"defaults.probes.path\" must start with '/'").at(Location::span(source, n.span)),
+            );
+        }
     }
+}
+
+/// The usual fix for a quantity written the way people write sizes.
+fn quantity_fix(text: &str) -> Option<String> {
+    let t = text.trim();
+    for (wrong, right) in
+        [("GB", "Gi"), ("MB", "Mi"), ("KB", "Ki"), ("TB", "Ti"), ("gi", "Gi"), ("mi", "Mi"), ("g", "G")]
+    {
+        if let Some(n) = t.strip_suffix(wrong) {
+            if Quantity::parse(n).is_ok() {
+                return Some(format!("{n}{right}"));
+            }
+        }
+    }
+    None
 }

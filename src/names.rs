@@ -9,21 +9,13 @@ pub fn dns1035_label(s: &str) -> Result<(), String> {
         return Err("must not be empty".to_string());
     }
     if s.len() > 63 {
-        return Err(format!(
-            "must be no more than 63 characters (it has {})",
-            s.len()
-        ));
+        return Err(format!("must be no more than 63 characters (it has {})", s.len()));
     }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
+    if !s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err("must consist of lower case alphanumeric characters or '-'".to_string());
     }
     if !s.as_bytes()[0].is_ascii_lowercase() {
-        return Err(
-            "must start with a lower case letter (a Service name is a DNS-1035 label)".to_string(),
-        );
+        return Err("must start with a lower case letter (a Service name is a DNS-1035 label)".to_string());
     }
     if s.ends_with('-') {
         return Err("must end with a lower case letter or digit".to_string());
@@ -37,15 +29,9 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
         return Err("must not be empty".to_string());
     }
     if s.len() > 63 {
-        return Err(format!(
-            "must be no more than 63 characters (it has {})",
-            s.len()
-        ));
+        return Err(format!("must be no more than 63 characters (it has {})", s.len()));
     }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
+    if !s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
         return Err("must consist of lower case alphanumeric characters or '-'".to_string());
     }
     if s.starts_with('-') || s.ends_with('-') {
@@ -57,10 +43,7 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > 253 {
-        return Err(format!(
-            "must be no more than 253 characters (it has {})",
-            s.len()
-        ));
+        return Err(format!("must be no more than 253 characters (it has {})", s.len()));
     }
     for part in s.split('.') {
         dns1123_label(part).map_err(|e| format!("\"{part}\" {e}"))?;
@@ -89,22 +72,12 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
 /// starting and ending with an alphanumeric.
 pub fn label_value(s: &str, allow_empty: bool) -> Result<(), String> {
     if s.is_empty() {
-        return if allow_empty {
-            Ok(())
-        } else {
-            Err("must not be empty".to_string())
-        };
+        return if allow_empty { Ok(()) } else { Err("must not be empty".to_string()) };
     }
     if s.len() > 63 {
-        return Err(format!(
-            "must be no more than 63 characters (it has {})",
-            s.len()
-        ));
+        return Err(format!("must be no more than 63 characters (it has {})", s.len()));
     }
-    if !s
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    {
+    if !s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
         return Err("must consist of alphanumeric characters, '-', '_' or '.'".to_string());
     }
     let (first, last) = (s.as_bytes()[0], s.as_bytes()[s.len() - 1]);
@@ -121,11 +94,7 @@ mod tests {
     #[test]
     fn service_names_start_with_a_letter() {
         assert!(dns1035_label("qwen3").is_ok());
-        assert!(
-            dns1035_label("3qwen")
-                .unwrap_err()
-                .contains("start with a lower case letter")
-        );
+        assert!(dns1035_label("3qwen").unwrap_err().contains("start with a lower case letter"));
         assert!(dns1035_label("Qwen").is_err());
         assert!(dns1035_label("qwen-").is_err());
         assert!(dns1035_label(&"a".repeat(64)).is_err());

@@ -105,12 +105,7 @@ pub struct Object {
 impl Object {
     /// Sort key: kind rank, then namespace, then name, then kind.
     fn order_key(&self) -> (u8, &Option<String>, &str, &str) {
-        (
-            kind_rank(&self.id.kind),
-            &self.id.namespace,
-            &self.id.name,
-            &self.id.kind,
-        )
+        (kind_rank(&self.id.kind), &self.id.namespace, &self.id.name, &self.id.kind)
     }
 
     /// Path of the object's file, relative to the output directory.
@@ -119,18 +114,14 @@ impl Object {
         match (&self.id.namespace, &self.owner) {
             (None, _) => PathBuf::from("_cluster").join(format!("{kind}-{}.yaml", self.id.name)),
             (Some(ns), Some(owner)) => PathBuf::from(ns).join(owner).join(format!("{kind}.yaml")),
-            (Some(ns), None) => PathBuf::from(ns)
-                .join("_namespace")
-                .join(format!("{kind}-{}.yaml", self.id.name)),
+            (Some(ns), None) => PathBuf::from(ns).join("_namespace").join(format!("{kind}-{}.yaml", self.id.name)),
         }
     }
 
     /// The header comment naming what the object was generated from.
     pub fn header(&self) -> String {
         match &self.source {
-            Some(src) => format!(
-                "{HEADER_PREFIX} from {src}. Do not edit: change the source and run `isvc render`.\n"
-            ),
+            Some(src) => format!("{HEADER_PREFIX} from {src}. Do not edit: change the source and run `isvc render`.\n"),
             None => format!("{HEADER_PREFIX}. Do not edit: run `isvc render` to update.\n"),
         }
     }
@@ -145,11 +136,7 @@ impl Object {
 
 /// Sorts objects into the documented order.
 pub fn sort(objects: &mut [Object]) {
-    objects.sort_by(|a, b| {
-        a.order_key()
-            .cmp(&b.order_key())
-            .then_with(|| cmp_ids(&a.id, &b.id))
-    });
+    objects.sort_by(|a, b| a.order_key().cmp(&b.order_key()).then_with(|| cmp_ids(&a.id, &b.id)));
 }
 
 fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {

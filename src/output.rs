@@ -29,10 +29,7 @@ pub type Tree = BTreeMap<PathBuf, String>;
 
 /// The files for `objects`.
 pub fn tree(objects: &[Object]) -> Tree {
-    objects
-        .par_iter()
-        .map(|o| (o.relative_path(), o.to_file()))
-        .collect()
+    objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect()
 }
 
 /// What is in an output directory now.
@@ -54,10 +51,7 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(existing),
         Err(e) => {
-            return Err(Diagnostic::error(format!(
-                "cannot read {}: {e}",
-                out.display()
-            )));
+            return Err(Diagnostic::error(format!("cannot read {}: {e}", out.display())));
         }
         Ok(m) if m.file_type().is_symlink() => {
             return Err(Diagnostic::error(format!(
@@ -66,26 +60,15 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
             )));
         }
         Ok(m) if !m.is_dir() => {
-            return Err(Diagnostic::error(format!(
-                "{} exists and is not a directory",
-                out.display()
-            ))
-            .help("choose another --out"));
+            return Err(Diagnostic::error(format!("{} exists and is not a directory", out.display()))
+                .help("choose another --out"));
         }
         Ok(_) => {}
     }
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(out)
-        .follow_links(false)
-        .sort_by_file_name()
-    {
-        let entry =
-            entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
-        let rel = entry
-            .path()
-            .strip_prefix(out)
-            .unwrap_or(entry.path())
-            .to_path_buf();
+    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
         let ft = entry.file_type();
         if ft.is_symlink() {
             existing.links.insert(rel);
@@ -99,10 +82,8 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
             existing.foreign.insert(rel);
         }
     }
-    let read: Vec<(PathBuf, Result<Option<String>, std::io::Error>)> = files
-        .into_par_iter()
-        .map(|(rel, abs)| (rel, read_if_ours(&abs)))
-        .collect();
+    let read: Vec<(PathBuf, Result<Option<String>, std::io::Error>)> =
+        files.into_par_iter().map(|(rel, abs)| (rel, read_if_ours(&abs))).collect();
     for (rel, r) in read {
         match r {
             Ok(Some(text)) => {
@@ -112,10 +93,7 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
                 existing.foreign.insert(rel);
             }
             Err(e) => {
-                return Err(Diagnostic::error(format!(
-                    "cannot read {}: {e}",
-                    out.join(&rel).display()
-                )));
+                return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display())));
             }
         }
     }
@@ -166,12 +144,7 @@ pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
             Some(_) => c.unchanged += 1,
         }
     }
-    c.delete = existing
-        .ours
-        .keys()
-        .filter(|p| !planned.contains_key(*p))
-        .cloned()
-        .collect();
+    c.delete = existing.ours.keys().filter(|p| !planned.contains_key(*p)).cloned().collect();
     c
 }
 
@@ -182,19 +155,12 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
     for path in planned.keys() {
         if existing.foreign.contains(path) {
             diags.push(
-                Diagnostic::error(format!(
-                    "refusing to overwrite {}: isvc did not write it",
-                    out.join(path).display()
-                ))
-                .help("move the file away, or choose another --out"),
+                Diagnostic::error(format!("refusing to overwrite {}: isvc did not write it", out.join(path).display()))
+                    .help("move the file away, or choose another --out"),
             );
             continue;
         }
-        for ancestor in path
-            .ancestors()
-            .skip(1)
-            .filter(|a| !a.as_os_str().is_empty())
-        {
+        for ancestor in path.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
             if existing.links.contains(ancestor) || existing.foreign.contains(ancestor) {
                 diags.push(Diagnostic::error(format!(
                     "refusing to write {}: {} is a symbolic link or a file",
@@ -234,32 +200,23 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
         return Err(diags);
     }
     let changes = changes(planned, &existing);
-    std::fs::create_dir_all(out)
-        .map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", out.display())))?;
+    std::fs::create_dir_all(out).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", out.display())))?;
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
     let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
-    let dirs: BTreeSet<PathBuf> = to_write
-        .iter()
-        .filter_map(|p| p.parent())
-        .map(|p| out.join(p))
-        .collect();
+    let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
     for dir in &dirs {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let errors: Vec<Diagnostic> = to_write
-        .par_iter()
-        .filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err())
-        .collect();
+    let errors: Vec<Diagnostic> =
+        to_write.par_iter().filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err()).collect();
     if !errors.is_empty() {
         return Err(Diagnostics(errors));
     }
     for rel in &changes.delete {
         let path = out.join(rel);
-        std::fs::remove_file(&path)
-            .map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
+        std::fs::remove_file(&path).map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
         remove_empty_parents(out, rel);
     }
     Ok(changes)
@@ -268,23 +225,15 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let fail =
-        |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(fail)?;
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir).map_err(fail)?;
     tmp.write_all(bytes).map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
 }
 
 fn remove_empty_parents(out: &Path, rel: &Path) {
-    for ancestor in rel
-        .ancestors()
-        .skip(1)
-        .filter(|a| !a.as_os_str().is_empty())
-    {
+    for ancestor in rel.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
         // remove_dir fails on a non-empty directory, which ends the climb.
         if std::fs::remove_dir(out.join(ancestor)).is_err() {
             break;
@@ -297,10 +246,7 @@ mod tests {
     use super::*;
 
     fn planned(files: &[(&str, &str)]) -> Tree {
-        files
-            .iter()
-            .map(|(p, t)| (PathBuf::from(p), format!("{HEADER_PREFIX}\n{t}")))
-            .collect()
+        files.iter().map(|(p, t)| (PathBuf::from(p), format!("{HEADER_PREFIX}\n{t}"))).collect()
     }
 
     #[test]
@@ -314,15 +260,9 @@ mod tests {
 
         let second = planned(&[("a/x.yaml", "1")]);
         let c = write(&out, &second).unwrap();
-        assert_eq!(
-            (c.create.len(), c.update.len(), c.delete.len(), c.unchanged),
-            (0, 0, 1, 1)
-        );
+        assert_eq!((c.create.len(), c.update.len(), c.delete.len(), c.unchanged), (0, 0, 1, 1));
         assert!(!out.join("b").exists(), "emptied directory is removed");
-        assert_eq!(
-            std::fs::read_to_string(out.join("a/notes.md")).unwrap(),
-            "mine"
-        );
+        assert_eq!(std::fs::read_to_string(out.join("a/notes.md")).unwrap(), "mine");
     }
 
     #[test]
@@ -330,20 +270,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = planned(&[("x.yaml", "1")]);
         write(dir.path(), &t).unwrap();
-        let before = std::fs::metadata(dir.path().join("x.yaml"))
-            .unwrap()
-            .modified()
-            .unwrap();
+        let before = std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let c = write(dir.path(), &t).unwrap();
         assert!(c.is_empty());
-        assert_eq!(
-            std::fs::metadata(dir.path().join("x.yaml"))
-                .unwrap()
-                .modified()
-                .unwrap(),
-            before
-        );
+        assert_eq!(std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap(), before);
     }
 
     #[test]
@@ -352,10 +283,7 @@ mod tests {
         std::fs::write(dir.path().join("x.yaml"), "hand written").unwrap();
         let err = write(dir.path(), &planned(&[("x.yaml", "1")])).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"));
-        assert_eq!(
-            std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(),
-            "hand written"
-        );
+        assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
     }
 
     #[cfg(unix)]
@@ -367,11 +295,7 @@ mod tests {
         std::fs::create_dir(&out).unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), out.join("a")).unwrap();
         let err = write(&out, &planned(&[("a/x.yaml", "1")])).unwrap_err();
-        assert!(
-            err.render(false).contains("symbolic link"),
-            "{}",
-            err.render(false)
-        );
+        assert!(err.render(false).contains("symbolic link"), "{}", err.render(false));
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
     }
 }

@@ -5,8 +5,10 @@
 //! file is versioned like a Kubernetes object so it can grow (tenants,
 //! queues, clusters) without breaking old files.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
 
 pub const KIND: &str = "Platform";
 
@@ -101,26 +103,26 @@ impl PullPolicy {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Resources {
     /// CPU request per GPU (a Kubernetes quantity: `4`, `3500m`).
-    pub cpu_per_gpu: String,
+    pub cpu_per_gpu: QuantityText,
     /// Memory request and limit per GPU. It must hold the weights while they
     /// load and the shared memory below.
-    pub memory_per_gpu: String,
+    pub memory_per_gpu: QuantityText,
     /// CPU limit per GPU. Unset by default: a CPU limit throttles the server
     /// and shows up as latency spikes.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_limit_per_gpu: Option<String>,
+    pub cpu_limit_per_gpu: Option<QuantityText>,
     /// Size of the memory-backed `/dev/shm` per GPU (NCCL uses it for tensor
     /// parallelism). Counts against the memory limit when used.
-    pub shm_size_per_gpu: String,
+    pub shm_size_per_gpu: QuantityText,
 }
 
 impl Default for Resources {
     fn default() -> Resources {
         Resources {
-            cpu_per_gpu: "4".to_string(),
-            memory_per_gpu: "32Gi".to_string(),
+            cpu_per_gpu: QuantityText::from("4"),
+            memory_per_gpu: QuantityText::from("32Gi"),
             cpu_limit_per_gpu: None,
-            shm_size_per_gpu: "4Gi".to_string(),
+            shm_size_per_gpu: QuantityText::from("4Gi"),
         }
     }
 }
@@ -173,7 +175,7 @@ pub struct Autoscaling {
     pub metric: String,
     /// Target average of the metric per pod (a quantity): the autoscaler adds
     /// pods while more requests than this wait per pod.
-    pub target_average_value: String,
+    pub target_average_value: QuantityText,
     /// How long load must stay low before pods are removed.
     #[schemars(range(min = 0, max = 3600))]
     pub scale_down_stabilization_seconds: i32,
@@ -183,7 +185,7 @@ impl Default for Autoscaling {
     fn default() -> Autoscaling {
         Autoscaling {
             metric: "num_requests_waiting".to_string(),
-            target_average_value: "5".to_string(),
+            target_average_value: QuantityText::from("5"),
             scale_down_stabilization_seconds: 600,
         }
     }
@@ -205,9 +207,59 @@ pub struct Rollout {
 
 impl Default for Rollout {
     fn default() -> Rollout {
-        Rollout {
-            max_surge: 0,
-            max_unavailable: 1,
+        Rollout { max_surge: 0, max_unavailable: 1 }
+    }
+}
+
+/// A Kubernetes quantity as written: a string (`500m`, `32Gi`) or a plain
+/// number (`8`), as the API server accepts both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct QuantityText(pub String);
+
+impl From<&str> for QuantityText {
+    fn from(s: &str) -> QuantityText {
+        QuantityText(s.to_string())
+    }
+}
+
+impl std::ops::Deref for QuantityText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for QuantityText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<QuantityText, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Int(i64),
+            Float(f64),
         }
+        Ok(QuantityText(match Raw::deserialize(d)? {
+            Raw::Text(s) => s,
+            Raw::Int(i) => i.to_string(),
+            Raw::Float(f) => f.to_string(),
+        }))
+    }
+}
+
+impl JsonSchema for QuantityText {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Quantity")
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": ["string", "number"],
+            "pattern": "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+        })
     }
 }

@@ -24,14 +24,7 @@ enum Suffix {
 }
 
 const DECIMAL: [(&str, u32); 6] = [("k", 1), ("M", 2), ("G", 3), ("T", 4), ("P", 5), ("E", 6)];
-const BINARY: [(&str, u32); 6] = [
-    ("Ki", 1),
-    ("Mi", 2),
-    ("Gi", 3),
-    ("Ti", 4),
-    ("Pi", 5),
-    ("Ei", 6),
-];
+const BINARY: [(&str, u32); 6] = [("Ki", 1), ("Mi", 2), ("Gi", 3), ("Ti", 4), ("Pi", 5), ("Ei", 6)];
 
 impl Quantity {
     /// Parses the forms used in practice: an optional sign-less decimal
@@ -39,27 +32,20 @@ impl Quantity {
     /// a binary (`Ki` .. `Ei`) suffix. Exponent forms (`1e3`) are accepted.
     pub fn parse(text: &str) -> Result<Quantity, String> {
         let t = text.trim();
-        let number_end = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
+        let number_end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
         let (number, rest) = t.split_at(number_end);
         if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-            return Err(format!(
-                "\"{text}\" is not a quantity (for example 500m, 4, 32Gi)"
-            ));
+            return Err(format!("\"{text}\" is not a quantity (for example 500m, 4, 32Gi)"));
         }
         let (int, frac) = number.split_once('.').unwrap_or((number, ""));
         let scale = frac.len() as u32;
-        let digits: i128 = format!("{int}{frac}")
-            .parse()
-            .map_err(|_| format!("\"{text}\" has too many digits to be a quantity"))?;
+        let digits: i128 =
+            format!("{int}{frac}").parse().map_err(|_| format!("\"{text}\" has too many digits to be a quantity"))?;
         let (digits, scale, suffix) = match rest {
             "" => (digits, scale, Suffix::None),
             "m" => (digits, scale, Suffix::Milli),
             s if s.starts_with(['e', 'E']) => {
-                let exp: i32 = s[1..]
-                    .parse()
-                    .map_err(|_| format!("\"{text}\" is not a quantity"))?;
+                let exp: i32 = s[1..].parse().map_err(|_| format!("\"{text}\" is not a quantity"))?;
                 if !(-18..=18).contains(&exp) {
                     return Err(format!("\"{text}\" is out of range"));
                 }
@@ -82,23 +68,14 @@ impl Quantity {
             }
         };
         if scale > 9 {
-            return Err(format!(
-                "\"{text}\" has more precision than Kubernetes keeps"
-            ));
+            return Err(format!("\"{text}\" has more precision than Kubernetes keeps"));
         }
-        Ok(Quantity {
-            digits,
-            scale,
-            suffix,
-        })
+        Ok(Quantity { digits, scale, suffix })
     }
 
     /// The quantity times a whole number, in the same suffix.
     pub fn times(&self, n: i64) -> Quantity {
-        Quantity {
-            digits: self.digits.saturating_mul(n as i128),
-            ..self.clone()
-        }
+        Quantity { digits: self.digits.saturating_mul(n as i128), ..self.clone() }
     }
 
     /// The sum, in the suffix of `self` when exact, else in milli-units.
@@ -108,26 +85,14 @@ impl Quantity {
         for scale in self.scale..=9 {
             let ten = 10i128.pow(scale);
             if (total * ten) % unit == 0 {
-                return Quantity {
-                    digits: total * ten / unit,
-                    scale,
-                    suffix: self.suffix,
-                };
+                return Quantity { digits: total * ten / unit, scale, suffix: self.suffix };
             }
         }
-        Quantity {
-            digits: total / 1_000_000,
-            scale: 0,
-            suffix: Suffix::Milli,
-        }
+        Quantity { digits: total / 1_000_000, scale: 0, suffix: Suffix::Milli }
     }
 
     pub fn zero() -> Quantity {
-        Quantity {
-            digits: 0,
-            scale: 0,
-            suffix: Suffix::None,
-        }
+        Quantity { digits: 0, scale: 0, suffix: Suffix::None }
     }
 
     /// The value in billionths of the base unit (cores, bytes, objects).
@@ -154,8 +119,7 @@ impl PartialOrd for Quantity {
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ten = 10i128.pow(self.scale);
-        let (int, mut frac, mut width) =
-            (self.digits / ten, self.digits % ten, self.scale as usize);
+        let (int, mut frac, mut width) = (self.digits / ten, self.digits % ten, self.scale as usize);
         while width > 0 && frac % 10 == 0 {
             frac /= 10;
             width -= 1;

@@ -27,15 +27,9 @@ use crate::yaml::{self, Limits};
 
 /// The built-in templates, by file name.
 pub const BUILTIN: [(&str, &str); 3] = [
-    (
-        "deployment.yaml",
-        include_str!("../templates/deployment.yaml"),
-    ),
+    ("deployment.yaml", include_str!("../templates/deployment.yaml")),
     ("service.yaml", include_str!("../templates/service.yaml")),
-    (
-        "horizontalpodautoscaler.yaml",
-        include_str!("../templates/horizontalpodautoscaler.yaml"),
-    ),
+    ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
 ];
 
 /// Work one template render may do before it is stopped.
@@ -58,30 +52,18 @@ impl Templates {
     pub fn new(overrides: Vec<Arc<Source>>) -> Result<Templates, Vec<Diagnostic>> {
         let mut sources: BTreeMap<String, Arc<Source>> = BUILTIN
             .iter()
-            .map(|(name, text)| {
-                (
-                    name.to_string(),
-                    Source::new(format!("templates/{name}"), *text),
-                )
-            })
+            .map(|(name, text)| (name.to_string(), Source::new(format!("templates/{name}"), *text)))
             .collect();
         let mut diags = Vec::new();
         for src in overrides {
-            let name = src
-                .name
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = src.name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if !sources.contains_key(&name) && !name.starts_with('_') {
-                let mut d = Diagnostic::error(format!("\"{name}\" is not a template isvc renders"))
-                    .at(Location::file(&src));
+                let mut d =
+                    Diagnostic::error(format!("\"{name}\" is not a template isvc renders")).at(Location::file(&src));
                 let builtin: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
                 d = match did_you_mean(&name, builtin.iter().copied()) {
                     Some(m) => d.help(format!("did you mean \"{m}\"?")),
-                    None => d.help(format!(
-                        "overridable templates: {}; partials start with '_'",
-                        builtin.join(", ")
-                    )),
+                    None => d.help(format!("overridable templates: {}; partials start with '_'", builtin.join(", "))),
                 };
                 diags.push(d);
                 continue;
@@ -97,11 +79,7 @@ impl Templates {
                 diags.push(template_error(src, &e));
             }
         }
-        if diags.is_empty() {
-            Ok(Templates { env, sources })
-        } else {
-            Err(diags)
-        }
+        if diags.is_empty() { Ok(Templates { env, sources }) } else { Err(diags) }
     }
 
     fn source(&self, name: &str) -> Option<&Arc<Source>> {
@@ -132,31 +110,18 @@ pub fn render_service(
     let mut objects = Vec::new();
     let mut diags = Vec::new();
     for child in &desired.objects {
-        let id = ObjectId::new(
-            child.api_version,
-            child.kind,
-            Some(&desired.namespace),
-            &desired.name,
-        );
+        let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), &desired.name);
         let tsrc = templates.source(child.template);
-        let rendered = templates
-            .env
-            .get_template(child.template)
-            .and_then(|t| t.render(&ctx));
+        let rendered = templates.env.get_template(child.template).and_then(|t| t.render(&ctx));
         let text = match rendered {
             Ok(text) => text,
             Err(e) => {
-                let loc = tsrc
-                    .cloned()
-                    .unwrap_or_else(|| Source::new(child.template, ""));
+                let loc = tsrc.cloned().unwrap_or_else(|| Source::new(child.template, ""));
                 diags.push(template_error(&loc, &e));
                 continue;
             }
         };
-        let name = format!(
-            "templates/{} (rendered for {}/{})",
-            child.template, desired.namespace, desired.name
-        );
+        let name = format!("templates/{} (rendered for {}/{})", child.template, desired.namespace, desired.name);
         match parse_back(Source::new(name, text), &id) {
             Ok(value) => objects.push(Object {
                 id,
@@ -167,11 +132,7 @@ pub fn render_service(
             Err(d) => diags.extend(d),
         }
     }
-    if diags.is_empty() {
-        Ok(objects)
-    } else {
-        Err(diags)
-    }
+    if diags.is_empty() { Ok(objects) } else { Err(diags) }
 }
 
 /// Parses a rendered document and checks that it is one valid object with
@@ -199,17 +160,17 @@ pub fn parse_back(rendered: Arc<Source>, expected: &ObjectId) -> Result<Value, V
             || "an object without apiVersion, kind or metadata.name".to_string(),
             |f| format!("{f} ({})", f.api_version),
         );
-        return Err(vec![Diagnostic::error(format!("template rendered {what}, expected {expected} ({})", expected.api_version))
-            .at(Location::span(&rendered, node.span))
-            .help("a template may change an object's contents but not its apiVersion, kind, name or namespace")]);
+        return Err(vec![
+            Diagnostic::error(format!("template rendered {what}, expected {expected} ({})", expected.api_version))
+                .at(Location::span(&rendered, node.span))
+                .help("a template may change an object's contents but not its apiVersion, kind, name or namespace"),
+        ]);
     }
     let problems = kinds::check(&value);
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
-            .map(|p| {
-                Diagnostic::error(format!("rendered {expected}: {}", p.message)).at(at(&p.path))
-            })
+            .map(|p| Diagnostic::error(format!("rendered {expected}: {}", p.message)).at(at(&p.path)))
             .collect());
     }
     Ok(value)

@@ -70,14 +70,17 @@ fn merge(base: &Value, extra: Value) -> Value {
 
 /// Schema of the platform file.
 pub fn platform() -> Value {
-    let mut schema = SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<Platform>()
-        .to_value();
+    let mut schema = SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<Platform>().to_value();
     if let Some(obj) = schema.as_object_mut() {
         if let Some(props) = obj.get_mut("properties").and_then(Value::as_object_mut) {
-            props.insert("apiVersion".into(), json!({"description": "Always `ai.example.com/v1alpha1`.", "type": "string", "const": API_VERSION}));
-            props.insert("kind".into(), json!({"description": "Always `Platform`.", "type": "string", "const": crate::platform::KIND}));
+            props.insert(
+                "apiVersion".into(),
+                json!({"description": "Always `ai.example.com/v1alpha1`.", "type": "string", "const": API_VERSION}),
+            );
+            props.insert(
+                "kind".into(),
+                json!({"description": "Always `Platform`.", "type": "string", "const": crate::platform::KIND}),
+            );
         }
         obj.insert("required".into(), json!(["apiVersion", "kind"]));
     }
@@ -86,18 +89,10 @@ pub fn platform() -> Value {
 
 /// Every schema file with its name, as `isvc schema` writes them.
 pub fn files() -> Vec<(&'static str, String)> {
-    [
-        (INFERENCE_SERVICE_FILE, inference_service()),
-        (PLATFORM_FILE, platform()),
-    ]
-    .into_iter()
-    .map(|(name, schema)| {
-        (
-            name,
-            serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n",
-        )
-    })
-    .collect()
+    [(INFERENCE_SERVICE_FILE, inference_service()), (PLATFORM_FILE, platform())]
+        .into_iter()
+        .map(|(name, schema)| (name, serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"))
+        .collect()
 }
 
 #[cfg(test)]

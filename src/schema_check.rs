@@ -18,11 +18,7 @@ use crate::yaml::{Node, NodeValue, PathSegment, path_string};
 
 /// Checks `node` against `schema` (whose `$defs` hold referenced types).
 pub fn check(node: &Node, schema: &Value, source: &Arc<Source>) -> Vec<Diagnostic> {
-    let mut checker = Checker {
-        root: schema,
-        source,
-        diags: Vec::new(),
-    };
+    let mut checker = Checker { root: schema, source, diags: Vec::new() };
     checker.check(node, schema, &mut Vec::new());
     checker.diags
 }
@@ -40,10 +36,7 @@ impl<'a> Checker<'a> {
             match s.get("$ref").and_then(Value::as_str) {
                 Some(r) => {
                     let name = r.rsplit('/').next().unwrap_or_default();
-                    let defs = self
-                        .root
-                        .get("$defs")
-                        .or_else(|| self.root.get("definitions"));
+                    let defs = self.root.get("$defs").or_else(|| self.root.get("definitions"));
                     match defs.and_then(|d| d.get(name)) {
                         Some(target) => s = target,
                         None => return s,
@@ -56,8 +49,7 @@ impl<'a> Checker<'a> {
     }
 
     fn error(&mut self, node: &Node, message: String) -> &mut Diagnostic {
-        self.diags
-            .push(Diagnostic::error(message).at(Location::span(self.source, node.span)));
+        self.diags.push(Diagnostic::error(message).at(Location::span(self.source, node.span)));
         self.diags.last_mut().expect("just pushed")
     }
 
@@ -103,24 +95,12 @@ impl<'a> Checker<'a> {
                 let field = path_string(path);
                 if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
                     if (items.len() as u64) < min {
-                        self.error(
-                            node,
-                            format!(
-                                "\"{field}\" needs at least {min} items, found {}",
-                                items.len()
-                            ),
-                        );
+                        self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
                     }
                 }
                 if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
                     if (items.len() as u64) > max {
-                        self.error(
-                            node,
-                            format!(
-                                "\"{field}\" takes at most {max} items, found {}",
-                                items.len()
-                            ),
-                        );
+                        self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
                     }
                 }
                 if let Some(item_schema) = schema.get("items") {
@@ -140,24 +120,16 @@ impl<'a> Checker<'a> {
     fn check_branches(&mut self, node: &Node, branches: &'a [Value], path: &mut Vec<PathSegment>) {
         let mut best: Option<Vec<Diagnostic>> = None;
         for branch in branches {
-            let mut sub = Checker {
-                root: self.root,
-                source: self.source,
-                diags: Vec::new(),
-            };
+            let mut sub = Checker { root: self.root, source: self.source, diags: Vec::new() };
             sub.check(node, branch, &mut path.clone());
             if sub.diags.is_empty() {
                 return;
             }
             // Prefer the branch that got furthest: a type error on the node
             // itself means the branch was not what the user meant.
-            let is_type_error = sub.diags.len() == 1
-                && sub.diags[0].location.as_ref().and_then(|l| l.span) == Some(node.span);
-            let score = if is_type_error {
-                usize::MAX
-            } else {
-                sub.diags.len()
-            };
+            let is_type_error =
+                sub.diags.len() == 1 && sub.diags[0].location.as_ref().and_then(|l| l.span) == Some(node.span);
+            let score = if is_type_error { usize::MAX } else { sub.diags.len() };
             let best_score = best.as_ref().map_or(usize::MAX, |b| {
                 if b.len() == 1 && b[0].location.as_ref().and_then(|l| l.span) == Some(node.span) {
                     usize::MAX
@@ -179,27 +151,17 @@ impl<'a> Checker<'a> {
         if allowed.contains(&value) {
             return;
         }
-        let names: Vec<String> = allowed
-            .iter()
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-            .collect();
+        let names: Vec<String> =
+            allowed.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
         let field = path_string(path);
         let list = names.join(", ");
         let msg = match names.len() {
-            1 => format!(
-                "\"{field}\" must be {}, found {}",
-                quote(&names[0]),
-                describe_node(node)
-            ),
-            _ => format!(
-                "\"{field}\" must be one of {list}, found {}",
-                describe_node(node)
-            ),
+            1 => format!("\"{field}\" must be {}, found {}", quote(&names[0]), describe_node(node)),
+            _ => format!("\"{field}\" must be one of {list}, found {}", describe_node(node)),
         };
-        let help = value.as_str().and_then(|s| {
-            did_you_mean(s, names.iter().map(String::as_str))
-                .map(|m| format!("did you mean \"{m}\"?"))
-        });
+        let help = value
+            .as_str()
+            .and_then(|s| did_you_mean(s, names.iter().map(String::as_str)).map(|m| format!("did you mean \"{m}\"?")));
         let d = self.error(node, msg);
         d.help = help;
     }
@@ -214,19 +176,13 @@ impl<'a> Checker<'a> {
         let shown = node.to_json().to_string();
         if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
             if v < min {
-                self.error(
-                    node,
-                    format!("\"{field}\" must be at least {}, found {shown}", num(min)),
-                );
+                self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
                 return;
             }
         }
         if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
             if v > max {
-                self.error(
-                    node,
-                    format!("\"{field}\" must be at most {}, found {shown}", num(max)),
-                );
+                self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
             }
         }
     }
@@ -246,10 +202,7 @@ impl<'a> Checker<'a> {
         }
         if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
             if len > max {
-                self.error(
-                    node,
-                    format!("\"{field}\" must be at most {max} characters long, found {len}"),
-                );
+                self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
             }
         }
     }
@@ -264,20 +217,15 @@ impl<'a> Checker<'a> {
         let properties = schema.get("properties").and_then(Value::as_object);
         let additional = schema.get("additionalProperties");
         let field = path_string(path);
-        let place = if field.is_empty() {
-            String::new()
-        } else {
-            format!(" in \"{field}\"")
-        };
+        let place = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
         for (key, value) in entries {
             path.push(PathSegment::Key(key.name.clone()));
             match properties.and_then(|p| p.get(&key.name)) {
                 Some(sub) => self.check(value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
-                        let names: Vec<&str> = properties
-                            .map(|p| p.keys().map(String::as_str).collect())
-                            .unwrap_or_default();
+                        let names: Vec<&str> =
+                            properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
                         let help = match did_you_mean(&key.name, names.iter().copied()) {
                             Some(m) => format!("did you mean \"{m}\"?"),
                             None if names.is_empty() => "remove it".to_string(),
@@ -309,11 +257,7 @@ impl<'a> Checker<'a> {
                             ) == Some(name)
                     });
                     if !misspelt {
-                        let what = if field.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" in \"{field}\"")
-                        };
+                        let what = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
                         self.error(node, format!("missing required field \"{name}\"{what}"));
                     }
                 }
@@ -354,12 +298,7 @@ fn describe_types(types: &Value) -> String {
     match types {
         Value::String(t) => name(t).to_string(),
         Value::Array(ts) => {
-            let names: Vec<&str> = ts
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|t| *t != "null")
-                .map(name)
-                .collect();
+            let names: Vec<&str> = ts.iter().filter_map(Value::as_str).filter(|t| *t != "null").map(name).collect();
             names.join(" or ")
         }
         _ => "a value".to_string(),
@@ -384,9 +323,7 @@ fn type_help(node: &Node, types: &Value) -> Option<String> {
         _ => false,
     };
     match &node.value {
-        NodeValue::Str(s)
-            if (wants("integer") || wants("number")) && s.trim().parse::<f64>().is_ok() =>
-        {
+        NodeValue::Str(s) if (wants("integer") || wants("number")) && s.trim().parse::<f64>().is_ok() => {
             Some(format!("remove the quotes: {}", s.trim()))
         }
         NodeValue::Str(s) if wants("boolean") => match s.to_ascii_lowercase().as_str() {
@@ -394,12 +331,10 @@ fn type_help(node: &Node, types: &Value) -> Option<String> {
             "no" | "off" | "n" => Some("YAML 1.2 reads this as a string; write false".to_string()),
             _ => None,
         },
-        NodeValue::Float(f) if wants("integer") => {
-            Some(format!("use a whole number, for example {}", f.round()))
+        NodeValue::Float(f) if wants("integer") => Some(format!("use a whole number, for example {}", f.round())),
+        NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) if wants("string") => {
+            Some(format!("quote it to make it a string: \"{}\"", node.to_json()))
         }
-        NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) if wants("string") => Some(
-            format!("quote it to make it a string: \"{}\"", node.to_json()),
-        ),
         NodeValue::Null if wants("string") || wants("object") || wants("array") => {
             Some("give it a value or remove the line".to_string())
         }
@@ -412,11 +347,7 @@ fn quote(s: &str) -> String {
 }
 
 fn num(f: f64) -> String {
-    if f.fract() == 0.0 {
-        format!("{}", f as i64)
-    } else {
-        f.to_string()
-    }
+    if f.fract() == 0.0 { format!("{}", f as i64) } else { f.to_string() }
 }
 
 #[cfg(test)]
@@ -426,14 +357,8 @@ mod tests {
 
     fn errors(schema: Value, text: &str) -> Vec<String> {
         let src = Source::new("t.yaml", text);
-        let node = parse_documents(&src, Limits::default())
-            .unwrap()
-            .remove(0)
-            .unwrap();
-        check(&node, &schema, &src)
-            .iter()
-            .map(|d| format!("{}: {}", d.location.as_ref().unwrap(), d.message))
-            .collect()
+        let node = parse_documents(&src, Limits::default()).unwrap().remove(0).unwrap();
+        check(&node, &schema, &src).iter().map(|d| format!("{}: {}", d.location.as_ref().unwrap(), d.message)).collect()
     }
 
     fn schema() -> Value {
@@ -465,10 +390,7 @@ mod tests {
 
     #[test]
     fn missing_fields_are_reported_when_nothing_looks_like_them() {
-        assert_eq!(
-            errors(schema(), "model: m\n"),
-            vec!["t.yaml:1:1: missing required field \"replicas\""]
-        );
+        assert_eq!(errors(schema(), "model: m\n"), vec!["t.yaml:1:1: missing required field \"replicas\""]);
     }
 
     #[test]

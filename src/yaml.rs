@@ -33,11 +33,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits {
-            max_depth: 64,
-            max_nodes: 100_000,
-            max_scalar_bytes: 1 << 20,
-        }
+        Limits { max_depth: 64, max_nodes: 100_000, max_scalar_bytes: 1 << 20 }
     }
 }
 
@@ -126,17 +122,12 @@ impl Node {
             NodeValue::Null => Value::Null,
             NodeValue::Bool(b) => Value::Bool(*b),
             NodeValue::Int(i) => Value::from(*i),
-            NodeValue::Float(f) => {
-                serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number)
-            }
+            NodeValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
             NodeValue::Str(s) => Value::String(s.clone()),
             NodeValue::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
-            NodeValue::Map(entries) => Value::Object(
-                entries
-                    .iter()
-                    .map(|(k, v)| (k.name.clone(), v.to_json()))
-                    .collect(),
-            ),
+            NodeValue::Map(entries) => {
+                Value::Object(entries.iter().map(|(k, v)| (k.name.clone(), v.to_json())).collect())
+            }
         }
     }
 
@@ -203,10 +194,7 @@ pub fn parse_documents(source: &Arc<Source>, limits: Limits) -> Result<Vec<Docum
 /// Parses every document of `source` as far as possible: the documents
 /// before a syntax error, each with its own problems, and the syntax error
 /// (after which nothing can be trusted) if there is one.
-pub fn parse_stream(
-    source: &Arc<Source>,
-    limits: Limits,
-) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+pub fn parse_stream(source: &Arc<Source>, limits: Limits) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
     let text = source.text.strip_prefix('\u{feff}').unwrap_or(&source.text);
     let mut builder = Builder {
         source,
@@ -231,36 +219,47 @@ pub fn parse_stream(
 
 fn convert_span(span: &saphyr_parser::Span) -> Span {
     Span {
-        start: Pos {
-            line: span.start.line(),
-            col: span.start.col() + 1,
-        },
-        end: Pos {
-            line: span.end.line(),
-            col: span.end.col() + 1,
-        },
+        start: Pos { line: span.start.line(), col: span.start.col() + 1 },
+        end: Pos { line: span.end.line(), col: span.end.col() + 1 },
     }
 }
 
 fn scan_error(source: &Arc<Source>, e: &ScanError) -> Diagnostic {
     let m = e.marker();
-    Diagnostic::error(format!("invalid YAML: {}", e.info()))
-        .at(Location::span(source, Span::at(m.line(), m.col() + 1)))
+    let info = e.info();
+    let d =
+        Diagnostic::error(format!("invalid YAML: {info}")).at(Location::span(source, Span::at(m.line(), m.col() + 1)));
+    match scan_hint(info, source.text.lines().nth(m.line().saturating_sub(1)).unwrap_or_default()) {
+        Some(h) => d.help(h),
+        None => d,
+    }
+}
+
+/// A hint for the parser's messages that name a symptom, not the cause.
+fn scan_hint(info: &str, line: &str) -> Option<&'static str> {
+    if line.starts_with(|c: char| c == ' ' || c == '\t') && line.trim_start_matches(' ').starts_with('\t')
+        || info.contains("tab")
+    {
+        return Some("indent with spaces: YAML does not allow tabs for indentation");
+    }
+    if info.contains("quoted scalar") {
+        return Some("is a quote left unclosed?");
+    }
+    if info.contains("mapping values are not allowed") {
+        return Some("check this line's indentation against the line above; a value that contains \": \" needs quotes");
+    }
+    if info.contains("did not find expected key") || info.contains("did not find expected '-'") {
+        return Some("check the indentation: the keys of one mapping must start in the same column");
+    }
+    if info.contains("flow") || info.contains("did not find expected ',' or") {
+        return Some("is a '{' or '[' left unclosed above?");
+    }
+    None
 }
 
 enum Frame {
-    Seq {
-        items: Vec<Node>,
-        start: Span,
-        anchor: usize,
-    },
-    Map {
-        entries: Vec<(Key, Node)>,
-        pending_key: Option<Node>,
-        start: Span,
-        anchor: usize,
-        merges: Vec<Node>,
-    },
+    Seq { items: Vec<Node>, start: Span, anchor: usize },
+    Map { entries: Vec<(Key, Node)>, pending_key: Option<Node>, start: Span, anchor: usize, merges: Vec<(Span, Node)> },
 }
 
 struct Builder<'s> {
@@ -290,7 +289,7 @@ impl Builder<'_> {
             }
             Event::Alias(id) => {
                 let Some((node, count)) = self.anchors.get(&id) else {
-                    return Err(self.err(span, "alias refers to an unknown anchor"));
+                    return Err(self.err(span, "alias refers to an anchor that is not defined before it"));
                 };
                 let (mut node, count) = (node.clone(), *count);
                 self.budget(count, span)?;
@@ -309,8 +308,7 @@ impl Builder<'_> {
                     ));
                 }
                 self.budget(1, span)?;
-                let value =
-                    resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(span, m))?;
+                let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(span, m))?;
                 let node = Node { value, span };
                 if anchor > 0 {
                     self.anchors.insert(anchor, (node.clone(), 1));
@@ -319,64 +317,30 @@ impl Builder<'_> {
             }
             Event::SequenceStart(anchor, tag) => {
                 self.check_collection_tag(tag.as_deref(), "seq", span)?;
-                self.push(
-                    Frame::Seq {
-                        items: Vec::new(),
-                        start: span,
-                        anchor,
-                    },
-                    span,
-                )
+                self.push(Frame::Seq { items: Vec::new(), start: span, anchor }, span)
             }
             Event::MappingStart(anchor, tag) => {
                 self.check_collection_tag(tag.as_deref(), "map", span)?;
                 self.push(
-                    Frame::Map {
-                        entries: Vec::new(),
-                        pending_key: None,
-                        start: span,
-                        anchor,
-                        merges: Vec::new(),
-                    },
+                    Frame::Map { entries: Vec::new(), pending_key: None, start: span, anchor, merges: Vec::new() },
                     span,
                 )
             }
             Event::SequenceEnd => match self.stack.pop() {
-                Some(Frame::Seq {
-                    items,
-                    start,
-                    anchor,
-                }) => {
-                    let node = Node {
-                        value: NodeValue::Seq(items),
-                        span: Span {
-                            start: start.start,
-                            end: span.end,
-                        },
-                    };
+                Some(Frame::Seq { items, start, anchor }) => {
+                    let node = Node { value: NodeValue::Seq(items), span: Span { start: start.start, end: span.end } };
                     self.anchor(anchor, &node);
                     self.finish(node)
                 }
                 _ => Err(self.err(span, "unbalanced sequence end")),
             },
             Event::MappingEnd => match self.stack.pop() {
-                Some(Frame::Map {
-                    mut entries,
-                    start,
-                    anchor,
-                    merges,
-                    ..
-                }) => {
-                    for merge in merges {
-                        merge_into(&mut entries, merge).map_err(|m| self.err(span, m))?;
+                Some(Frame::Map { mut entries, start, anchor, merges, .. }) => {
+                    for (at, merge) in merges {
+                        merge_into(&mut entries, merge).map_err(|m| self.err(at, m))?;
                     }
-                    let node = Node {
-                        value: NodeValue::Map(entries),
-                        span: Span {
-                            start: start.start,
-                            end: span.end,
-                        },
-                    };
+                    let node =
+                        Node { value: NodeValue::Map(entries), span: Span { start: start.start, end: span.end } };
                     self.anchor(anchor, &node);
                     self.finish(node)
                 }
@@ -385,19 +349,11 @@ impl Builder<'_> {
         }
     }
 
-    fn check_collection_tag(
-        &self,
-        tag: Option<&Tag>,
-        expected: &str,
-        span: Span,
-    ) -> Result<(), Diagnostic> {
+    fn check_collection_tag(&self, tag: Option<&Tag>, expected: &str, span: Span) -> Result<(), Diagnostic> {
         match tag {
             None => Ok(()),
             Some(t) if t.is_yaml_core_schema() && t.suffix == expected => Ok(()),
-            Some(t) => Err(self.err(
-                span,
-                format!("unsupported tag {t}: tags are not used in these files"),
-            )),
+            Some(t) => Err(self.err(span, format!("unsupported tag {t}: tags are not used in these files"))),
         }
     }
 
@@ -417,13 +373,7 @@ impl Builder<'_> {
 
     fn push(&mut self, frame: Frame, span: Span) -> Result<(), Diagnostic> {
         if self.stack.len() >= self.limits.max_depth {
-            return Err(self.err(
-                span,
-                format!(
-                    "nesting is deeper than the limit of {} levels",
-                    self.limits.max_depth
-                ),
-            ));
+            return Err(self.err(span, format!("nesting is deeper than the limit of {} levels", self.limits.max_depth)));
         }
         self.budget(1, span)?;
         self.stack.push(frame);
@@ -445,22 +395,14 @@ impl Builder<'_> {
                     NodeValue::Null if node_is_empty_doc(&node) => None,
                     _ => Some(node),
                 };
-                self.docs.push(ParsedDocument {
-                    root: doc,
-                    errors: std::mem::take(&mut self.errors),
-                });
+                self.docs.push(ParsedDocument { root: doc, errors: std::mem::take(&mut self.errors) });
                 Ok(())
             }
             Some(Frame::Seq { items, .. }) => {
                 items.push(node);
                 Ok(())
             }
-            Some(Frame::Map {
-                entries,
-                pending_key,
-                merges,
-                ..
-            }) => match pending_key.take() {
+            Some(Frame::Map { entries, pending_key, merges, .. }) => match pending_key.take() {
                 None => {
                     *pending_key = Some(node);
                     Ok(())
@@ -473,17 +415,12 @@ impl Builder<'_> {
                         NodeValue::Int(i) => i.to_string(),
                         NodeValue::Float(f) => f.to_string(),
                         NodeValue::Seq(_) | NodeValue::Map(_) => {
-                            return Err(Diagnostic::error(
-                                "mapping keys must be plain text, not lists or mappings",
-                            )
-                            .at(Location::span(source, key.span)));
+                            return Err(Diagnostic::error("mapping keys must be plain text, not lists or mappings")
+                                .at(Location::span(source, key.span)));
                         }
                     };
-                    if name == "<<"
-                        && matches!(key.value, NodeValue::Str(_))
-                        && is_plain_merge(&key)
-                    {
-                        merges.push(node);
+                    if name == "<<" && matches!(key.value, NodeValue::Str(_)) && is_plain_merge(&key) {
+                        merges.push((key.span, node));
                         return Ok(());
                     }
                     if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
@@ -497,13 +434,7 @@ impl Builder<'_> {
                         );
                         return Ok(());
                     }
-                    entries.push((
-                        Key {
-                            name,
-                            span: key.span,
-                        },
-                        node,
-                    ));
+                    entries.push((Key { name, span: key.span }, node));
                     Ok(())
                 }
             },
@@ -547,9 +478,7 @@ fn merge_into(entries: &mut Vec<(Key, Node)>, merge: Node) -> Result<(), String>
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<NodeValue, String> {
     if let Some(tag) = tag {
         if !tag.is_yaml_core_schema() {
-            return Err(format!(
-                "unsupported tag {tag}: tags are not used in these files"
-            ));
+            return Err(format!("unsupported tag {tag}: tags are not used in these files"));
         }
         return match tag.suffix.as_str() {
             "str" => Ok(NodeValue::Str(text.to_string())),
@@ -567,7 +496,7 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<N
                 v @ NodeValue::Float(_) => Ok(v),
                 _ => Err(format!("\"{text}\" is not a number")),
             },
-            other => Err(format!("unsupported tag !!{other}")),
+            other => Err(format!("unsupported tag !!{other}: tags are not used in these files")),
         };
     }
     Ok(match style {
@@ -592,9 +521,7 @@ fn resolve_plain(text: &str) -> NodeValue {
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         return match text.parse::<i64>() {
             Ok(i) => NodeValue::Int(i),
-            Err(_) => text
-                .parse::<f64>()
-                .map_or_else(|_| NodeValue::Str(text.to_string()), NodeValue::Float),
+            Err(_) => text.parse::<f64>().map_or_else(|_| NodeValue::Str(text.to_string()), NodeValue::Float),
         };
     }
     if let Some(oct) = text.strip_prefix("0o") {
@@ -660,8 +587,7 @@ pub fn to_string(value: &Value) -> String {
     };
     // Serializing a JSON value cannot fail: every key is a string and every
     // number is finite.
-    serde_saphyr::to_string_with_options(value, options)
-        .unwrap_or_else(|e| format!("# unserializable: {e}\n"))
+    serde_saphyr::to_string_with_options(value, options).unwrap_or_else(|e| format!("# unserializable: {e}\n"))
 }
 
 /// A scalar as text for messages: strings quoted, others as written.
@@ -681,20 +607,12 @@ mod tests {
     }
 
     fn one(text: &str) -> Value {
-        parse(text)
-            .unwrap()
-            .into_iter()
-            .flatten()
-            .next()
-            .unwrap()
-            .to_json()
+        parse(text).unwrap().into_iter().flatten().next().unwrap().to_json()
     }
 
     #[test]
     fn core_schema_scalars() {
-        let v = one(
-            "a: on\nb: no\nc: 0755\nd: 0x1f\ne: 1.5\nf: ~\ng: True\nh: '3'\ni: 1e3\nj: 12:30\n",
-        );
+        let v = one("a: on\nb: no\nc: 0755\nd: 0x1f\ne: 1.5\nf: ~\ng: True\nh: '3'\ni: 1e3\nj: 12:30\n");
         assert_eq!(
             v,
             serde_json::json!({"a": "on", "b": "no", "c": 755, "d": 31, "e": 1.5, "f": null, "g": true, "h": "3", "i": 1000.0, "j": "12:30"})
@@ -705,10 +623,7 @@ mod tests {
     fn duplicate_keys_are_errors_with_both_positions() {
         let e = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
         assert_eq!(e.message, "duplicate key \"a\"");
-        assert_eq!(
-            e.location.unwrap().span.unwrap().start,
-            Pos { line: 3, col: 1 }
-        );
+        assert_eq!(e.location.unwrap().span.unwrap().start, Pos { line: 3, col: 1 });
         assert_eq!(e.related[0].0.span.unwrap().start, Pos { line: 1, col: 1 });
     }
 
@@ -723,25 +638,19 @@ mod tests {
         let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..12 {
             let p = i - 1;
-            text.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
         }
         let e = parse(&text).unwrap_err();
-        assert!(
-            e.message.contains("more than 100000 nodes"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
     }
 
     #[test]
     fn deep_nesting_fails_fast() {
         let text = "[".repeat(100) + &"]".repeat(100);
         let e = parse(&text).unwrap_err();
-        assert!(
-            e.message.contains("nesting is deeper than the limit of 64"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("nesting is deeper than the limit of 64"), "{}", e.message);
         // Far deeper input is stopped by the parser itself.
         let text = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(parse(&text).is_err());
@@ -758,15 +667,13 @@ mod tests {
 
     #[test]
     fn bom_and_crlf_are_accepted() {
-        assert_eq!(
-            one("\u{feff}a: 1\r\nb: x\r\n"),
-            serde_json::json!({"a": 1, "b": "x"})
-        );
+        assert_eq!(one("\u{feff}a: 1\r\nb: x\r\n"), serde_json::json!({"a": 1, "b": "x"}));
     }
 
     #[test]
     fn emitted_strings_survive_a_yaml_1_1_reader() {
-        let v = serde_json::json!({"a": "on", "b": "0755", "c": "1_000", "d": "12:30", "e": "", "f": "x: y", "g": "true"});
+        let v =
+            serde_json::json!({"a": "on", "b": "0755", "c": "1_000", "d": "12:30", "e": "", "f": "x: y", "g": "true"});
         let text = to_string(&v);
         for line in text.lines() {
             let (_, rhs) = line.split_once(": ").unwrap();

@@ -65,30 +65,18 @@ fn committed_cases(valid_service: &Path) -> Vec<Case> {
         }
         let rel = format!("tests/bad/{file_name}");
         if path.is_dir() {
-            cases.push(Case {
-                name: file_name,
-                cwd: root.clone(),
-                args: vec![rel],
-            });
+            cases.push(Case { name: file_name, cwd: root.clone(), args: vec![rel] });
             continue;
         }
         let Some(name) = file_name.strip_suffix(".yaml") else {
             panic!("unexpected file {rel}: cases are .yaml files or directories");
         };
         let args = if name.starts_with("platform-") {
-            vec![
-                "--platform".to_string(),
-                rel,
-                valid_service.display().to_string(),
-            ]
+            vec!["--platform".to_string(), rel, valid_service.display().to_string()]
         } else {
             vec![rel]
         };
-        cases.push(Case {
-            name: name.to_string(),
-            cwd: root.clone(),
-            args,
-        });
+        cases.push(Case { name: name.to_string(), cwd: root.clone(), args });
     }
     cases
 }
@@ -97,8 +85,7 @@ fn committed_cases(valid_service: &Path) -> Vec<Case> {
 fn generated_cases(dir: &Path) -> Vec<Case> {
     let gen_dir = dir.join("generated");
     std::fs::create_dir_all(&gen_dir).unwrap();
-    let header =
-        "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {name: qwen3}\n";
+    let header = "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {name: qwen3}\n";
 
     // A scalar one byte over the 1 MiB limit.
     let mut huge = String::from(header);
@@ -120,21 +107,14 @@ fn generated_cases(dir: &Path) -> Vec<Case> {
     let mut latin1 = header.as_bytes().to_vec();
     latin1.extend_from_slice(b"spec:\n  replicas: 3\n  model: mod\xe8le\n");
 
-    let files: [(&str, Vec<u8>); 3] = [
-        ("huge-scalar", huge.into_bytes()),
-        ("huge-file", big.into_bytes()),
-        ("non-utf8", latin1),
-    ];
+    let files: [(&str, Vec<u8>); 3] =
+        [("huge-scalar", huge.into_bytes()), ("huge-file", big.into_bytes()), ("non-utf8", latin1)];
     files
         .into_iter()
         .map(|(name, bytes)| {
             let rel = format!("generated/{name}.yaml");
             std::fs::write(dir.join(&rel), bytes).unwrap();
-            Case {
-                name: format!("generated-{name}"),
-                cwd: dir.to_path_buf(),
-                args: vec![rel],
-            }
+            Case { name: format!("generated-{name}"), cwd: dir.to_path_buf(), args: vec![rel] }
         })
         .collect()
 }
@@ -157,11 +137,7 @@ fn run(case: &Case, mode: &[String]) -> Run {
     let started = Instant::now();
     let output = cmd.output().expect("isvc runs");
     let elapsed = started.elapsed();
-    assert!(
-        elapsed < TIMEOUT,
-        "case {}: still running after {elapsed:?}; killed",
-        case.name
-    );
+    assert!(elapsed < TIMEOUT, "case {}: still running after {elapsed:?}; killed", case.name);
     Run {
         code: output.status.code(),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -178,9 +154,7 @@ fn normalize(stderr: &str, tmp: &Path) -> String {
         let chars = line.chars().count();
         if chars > MAX_SNAPSHOT_LINE {
             let head: String = line.chars().take(60).collect();
-            out.push_str(&format!(
-                "{head}[... line of {chars} characters shortened]\n"
-            ));
+            out.push_str(&format!("{head}[... line of {chars} characters shortened]\n"));
         } else {
             out.push_str(line);
             out.push('\n');
@@ -206,47 +180,20 @@ fn bad_inputs_give_the_expected_errors() {
         let to_stdout = run(case, &["--stdout".to_string()]);
 
         for (mode, r) in [("--out", &to_dir), ("--stdout", &to_stdout)] {
-            assert!(
-                !r.stderr.contains("panicked"),
-                "case {} ({mode}) panicked:\n{}",
-                case.name,
-                r.stderr
-            );
-            assert_eq!(
-                r.code,
-                Some(2),
-                "case {} ({mode}): expected exit status 2\nstderr:\n{}",
-                case.name,
-                r.stderr
-            );
-            assert_eq!(
-                r.stdout, "",
-                "case {} ({mode}) printed to stdout",
-                case.name
-            );
+            assert!(!r.stderr.contains("panicked"), "case {} ({mode}) panicked:\n{}", case.name, r.stderr);
+            assert_eq!(r.code, Some(2), "case {} ({mode}): expected exit status 2\nstderr:\n{}", case.name, r.stderr);
+            assert_eq!(r.stdout, "", "case {} ({mode}) printed to stdout", case.name);
         }
         let written: Vec<_> = match std::fs::read_dir(&out_dir) {
             Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
             Err(_) => Vec::new(),
         };
-        assert!(
-            written.is_empty(),
-            "case {}: wrote {written:?} despite the errors",
-            case.name
-        );
-        assert_eq!(
-            to_dir.stderr, to_stdout.stderr,
-            "case {}: --out and --stdout report different errors",
-            case.name
-        );
+        assert!(written.is_empty(), "case {}: wrote {written:?} despite the errors", case.name);
+        assert_eq!(to_dir.stderr, to_stdout.stderr, "case {}: --out and --stdout report different errors", case.name);
 
         let stderr = normalize(&to_dir.stderr, &tmp_path);
-        let shown_args = case
-            .args
-            .iter()
-            .map(|a| a.replace(&tmp_path.display().to_string(), "[TMP]"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let shown_args =
+            case.args.iter().map(|a| a.replace(&tmp_path.display().to_string(), "[TMP]")).collect::<Vec<_>>().join(" ");
         insta::with_settings!({
             snapshot_path => manifest_dir().join("tests/snapshots"),
             prepend_module_to_snapshot => false,

@@ -13,10 +13,7 @@ fn examples() -> Vec<PathBuf> {
         .filter(|p| p.join("services").is_dir())
         .collect();
     dirs.sort();
-    assert!(
-        dirs.len() >= 3,
-        "expected the shipped examples, found {dirs:?}"
-    );
+    assert!(dirs.len() >= 3, "expected the shipped examples, found {dirs:?}");
     dirs
 }
 
@@ -35,12 +32,7 @@ fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
         .into_iter()
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            (
-                e.path().strip_prefix(dir).unwrap().to_path_buf(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
+        .map(|e| (e.path().strip_prefix(dir).unwrap().to_path_buf(), std::fs::read(e.path()).unwrap()))
         .collect();
     out.sort();
     out
@@ -51,12 +43,7 @@ fn committed_output_is_up_to_date() {
     for ex in examples() {
         let mut args = render_args(&ex, "rendered");
         args.push("--check".to_string());
-        let out = Command::cargo_bin("isvc")
-            .unwrap()
-            .current_dir(&ex)
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = Command::cargo_bin("isvc").unwrap().current_dir(&ex).args(&args).output().unwrap();
         assert!(
             out.status.success(),
             "{}: rendered/ is stale; run `isvc {}` there\n{}{}",
@@ -84,52 +71,26 @@ fn fresh_render_matches_committed_bytes_and_rerender_is_a_no_op() {
             copy_dir(&ex.join("templates"), &copy.join("templates"));
         }
         let run = || {
-            Command::cargo_bin("isvc")
-                .unwrap()
-                .current_dir(&copy)
-                .args(render_args(&ex, "rendered"))
-                .assert()
-                .success()
+            Command::cargo_bin("isvc").unwrap().current_dir(&copy).args(render_args(&ex, "rendered")).assert().success()
         };
         run();
-        assert_eq!(
-            files(&copy.join("rendered")),
-            files(&ex.join("rendered")),
-            "{}",
-            ex.display()
-        );
+        assert_eq!(files(&copy.join("rendered")), files(&ex.join("rendered")), "{}", ex.display());
         let first = files(&copy.join("rendered"));
         let out = run();
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
-        assert!(
-            stderr.contains(" 0 created, 0 updated, 0 deleted"),
-            "{stderr}"
-        );
+        assert!(stderr.contains(" 0 created, 0 updated, 0 deleted"), "{stderr}");
         assert_eq!(files(&copy.join("rendered")), first);
         // diff of an up-to-date tree reports nothing and exits 0.
-        let mut diff = vec![
-            "diff".to_string(),
-            "services".to_string(),
-            "--out".to_string(),
-            "rendered".to_string(),
-        ];
+        let mut diff = vec!["diff".to_string(), "services".to_string(), "--out".to_string(), "rendered".to_string()];
         if ex.join("platform.yaml").is_file() {
             diff.extend(["--platform".to_string(), "platform.yaml".to_string()]);
         }
-        Command::cargo_bin("isvc")
-            .unwrap()
-            .current_dir(&copy)
-            .args(&diff)
-            .assert()
-            .success();
+        Command::cargo_bin("isvc").unwrap().current_dir(&copy).args(&diff).assert().success();
     }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from)
-        .into_iter()
-        .filter_map(Result::ok)
-    {
+    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
         let target = to.join(e.path().strip_prefix(from).unwrap());
         if e.file_type().is_dir() {
             std::fs::create_dir_all(&target).unwrap();
@@ -142,12 +103,8 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn shipped_schemas_are_up_to_date() {
     for (name, text) in isvc::schema::files() {
-        let committed =
-            std::fs::read_to_string(Path::new("schemas").join(name)).unwrap_or_default();
-        assert!(
-            committed == text,
-            "schemas/{name} is stale; run `isvc schema`"
-        );
+        let committed = std::fs::read_to_string(Path::new("schemas").join(name)).unwrap_or_default();
+        assert!(committed == text, "schemas/{name} is stale; run `isvc schema`");
     }
 }
 
@@ -167,16 +124,43 @@ fn rendered_examples_pass_the_cluster_validator_when_available() {
         return;
     }
     for ex in examples() {
-        let out = std::process::Command::new(tool)
-            .arg(ex.join("rendered"))
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(tool).arg(ex.join("rendered")).output().unwrap();
         assert!(
             out.status.success(),
             "{} fails validation:\n{}{}",
             ex.display(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn readme_documents_every_platform_field() {
+    fn fields(schema: &serde_json::Value, root: &serde_json::Value, prefix: &str, out: &mut Vec<String>) {
+        let schema = match schema.get("$ref").and_then(|r| r.as_str()) {
+            Some(r) => &root["$defs"][r.rsplit('/').next().unwrap()],
+            None => schema,
+        };
+        for (k, v) in schema.get("properties").and_then(|p| p.as_object()).into_iter().flatten() {
+            let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+            out.push(name.clone());
+            fields(v, root, &name, out);
+        }
+    }
+    let schema = isvc::schema::platform();
+    let mut names = Vec::new();
+    fields(&schema, &schema, "", &mut names);
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    for name in names.iter().filter(|n| {
+        !matches!(
+            n.as_str(),
+            "defaults" | "defaults.resources" | "defaults.probes" | "defaults.autoscaling" | "defaults.rollout"
+        )
+    }) {
+        assert!(
+            readme.contains(&format!("`{name}`")) || (name == "apiVersion" || name == "kind"),
+            "README.md does not document platform field `{name}`"
         );
     }
 }

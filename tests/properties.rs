@@ -56,22 +56,11 @@ fn compile(doc: &Value) -> Vec<Object> {
     let text = isvc::yaml::to_string(doc);
     let source: Arc<Source> = Source::new("services/generated.yaml", text.clone());
     let (services, diags) = isvc::load::parse_services(&source);
-    assert!(
-        diags.is_empty(),
-        "valid input was rejected:\n{text}\n{diags:?}"
-    );
-    let compiled = isvc::compile(
-        &services,
-        &Platform::default(),
-        &Templates::builtin(),
-        &|_| "services/generated.yaml".to_string(),
-    )
-    .unwrap_or_else(|d| {
-        panic!(
-            "valid input failed to compile:\n{text}\n{}",
-            d.render(false)
-        )
-    });
+    assert!(diags.is_empty(), "valid input was rejected:\n{text}\n{diags:?}");
+    let compiled = isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| {
+        "services/generated.yaml".to_string()
+    })
+    .unwrap_or_else(|d| panic!("valid input failed to compile:\n{text}\n{}", d.render(false)));
     compiled.objects
 }
 
