@@ -4,8 +4,9 @@
 //! Each rule has a stable ID. `render` refuses to write output with an
 //! error-level finding.
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::diagnostics::{Diagnostic, Severity};
@@ -75,55 +76,90 @@ impl Finding {
     }
 }
 
-/// Runs every rule over `objects`.
+/// Runs every rule over `objects`. Linear in the number of objects: pod
+/// templates are indexed by namespace and label, targets by identity.
 pub fn run(objects: &[Object]) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    // Pod templates by namespace: (labels, containers).
-    let mut pods: BTreeMap<&str, Vec<(&Object, &Value)>> = BTreeMap::new();
-    for o in objects {
-        if let Some(template) = o.value.pointer("/spec/template") {
-            if o.id.kind == "Deployment" {
-                pods.entry(o.id.namespace.as_deref().unwrap_or_default()).or_default().push((o, template));
-            }
-        }
-    }
+    let index = Index::new(objects);
     let finding = |rule: Rule, o: &Object, message: String| Finding {
         rule,
         object: o.id.to_string(),
         source: o.source.clone(),
         message,
     };
-    for o in objects {
-        match o.id.kind.as_str() {
-            "Service" => {
-                check_service(o, pods.get(o.id.namespace.as_deref().unwrap_or_default()), &mut findings, &finding)
+    objects
+        .par_iter()
+        .flat_map_iter(|o| {
+            let mut findings = Vec::new();
+            match o.id.kind.as_str() {
+                "Service" => check_service(o, &index, &mut findings, &finding),
+                "Deployment" => check_pod_template(o, &mut findings, &finding),
+                "HorizontalPodAutoscaler" => check_autoscaler(o, &index, &mut findings, &finding),
+                _ => {}
             }
-            "Deployment" => check_pod_template(o, &mut findings, &finding),
-            "HorizontalPodAutoscaler" => check_autoscaler(o, objects, &mut findings, &finding),
-            _ => {}
-        }
-    }
-    findings
+            findings
+        })
+        .collect()
 }
 
-type MakeFinding<'a> = dyn Fn(Rule, &Object, String) -> Finding + 'a;
+/// Lookups the rules need, built once per run.
+struct Index<'a> {
+    /// (namespace, label key, label value) to the pod templates carrying it.
+    pods_by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Value>>,
+    /// (kind, namespace, name) of every object.
+    ids: HashSet<(&'a str, &'a str, &'a str)>,
+}
 
-fn check_service(o: &Object, pods: Option<&Vec<(&Object, &Value)>>, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
-    let Some(selector) = o.value.pointer("/spec/selector").and_then(Value::as_object) else {
-        return;
-    };
+impl<'a> Index<'a> {
+    fn new(objects: &'a [Object]) -> Index<'a> {
+        let mut pods_by_label: HashMap<(&str, &str, &str), Vec<&Value>> = HashMap::new();
+        let mut ids = HashSet::new();
+        for o in objects {
+            let ns = o.id.namespace.as_deref().unwrap_or_default();
+            ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()));
+            if o.id.kind != "Deployment" {
+                continue;
+            }
+            let Some(template) = o.value.pointer("/spec/template") else { continue };
+            for (k, v) in template.pointer("/metadata/labels").and_then(Value::as_object).into_iter().flatten() {
+                if let Some(v) = v.as_str() {
+                    pods_by_label.entry((ns, k.as_str(), v)).or_default().push(template);
+                }
+            }
+        }
+        Index { pods_by_label, ids }
+    }
+
+    /// Pod templates in `ns` whose labels include every pair of `selector`.
+    fn selected(&self, ns: &str, selector: &serde_json::Map<String, Value>) -> Vec<&'a Value> {
+        let mut candidates: Option<&Vec<&Value>> = None;
+        for (k, v) in selector {
+            let list = self.pods_by_label.get(&(ns, k.as_str(), v.as_str().unwrap_or_default()));
+            match list {
+                None => return Vec::new(),
+                Some(l) if candidates.is_none_or(|c| l.len() < c.len()) => candidates = Some(l),
+                Some(_) => {}
+            }
+        }
+        candidates
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                let labels = t.pointer("/metadata/labels").and_then(Value::as_object);
+                selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+            })
+            .copied()
+            .collect()
+    }
+}
+
+type MakeFinding<'a> = dyn Fn(Rule, &Object, String) -> Finding + Sync + 'a;
+
+fn check_service(o: &Object, index: &Index<'_>, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
+    let Some(selector) = o.value.pointer("/spec/selector").and_then(Value::as_object) else { return };
     if selector.is_empty() {
         return;
     }
-    let matched: Vec<&Value> = pods
-        .into_iter()
-        .flatten()
-        .filter(|(_, t)| {
-            let labels = t.pointer("/metadata/labels").and_then(Value::as_object);
-            selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-        })
-        .map(|(_, t)| *t)
-        .collect();
+    let matched = index.selected(o.id.namespace.as_deref().unwrap_or_default(), selector);
     if matched.is_empty() {
         let sel: Vec<String> =
             selector.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect();
@@ -214,10 +250,10 @@ fn quantity_text(v: Option<&Value>) -> String {
     }
 }
 
-fn check_autoscaler(o: &Object, objects: &[Object], out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
+fn check_autoscaler(o: &Object, index: &Index<'_>, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
     let target = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
     let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
-    if !objects.iter().any(|t| t.id.kind == kind && t.id.name == target && t.id.namespace == o.id.namespace) {
+    if !index.ids.contains(&(kind, o.id.namespace.as_deref().unwrap_or_default(), target)) {
         out.push(finding(AUTOSCALER_TARGET_MISSING, o, format!("scaleTargetRef {kind}/{target} is not rendered")));
     }
     let min = o.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);

@@ -147,6 +147,13 @@ fn print(text: &str) {
     let _ = out.flush();
 }
 
+/// Prints text that never holds colour codes, without scanning it for them.
+fn print_plain(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 fn eprint_diagnostics(diags: &Diagnostics) {
     let mut err = anstream::stderr();
     let _ = err.write_all(diags.render(true).as_bytes());
@@ -229,7 +236,8 @@ fn header_base(out: Option<&Path>) -> PathBuf {
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let compiled = compile(&args.inputs, &header_base(args.out.as_deref()))?;
     let Some(out) = args.out else {
-        print(&objects::to_stream(&compiled.objects));
+        print_plain(&objects::to_stream(&compiled.objects));
+        std::mem::forget(compiled);
         return Ok(ExitCode::SUCCESS);
     };
     let tree = output::tree(&compiled.objects);
@@ -258,6 +266,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let changes = output::write(&out, &tree)?;
     status(&format!("rendered {} objects into {}: {}", compiled.objects.len(), out.display(), changes.summary()));
+    // The process ends here; freeing tens of thousands of objects one by one
+    // would only delay the exit.
+    std::mem::forget((tree, compiled));
     Ok(ExitCode::SUCCESS)
 }
 

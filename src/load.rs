@@ -128,7 +128,7 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
 /// Parses every InferenceService document of one source text.
 pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
     let (docs, fatal) = yaml::parse_stream(source, Limits::default());
-    let schema = crate::schema::inference_service();
+    let schema = crate::schema::inference_service_cached();
     let mut services = Vec::new();
     let mut diags = Vec::new();
     for doc in docs {
@@ -137,7 +137,7 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
             continue;
         }
         let Some(node) = doc.root else { continue };
-        match parse_service(source, node, &schema) {
+        match parse_service(source, node, schema) {
             Ok(s) => services.push(s),
             Err(d) => diags.extend(d),
         }

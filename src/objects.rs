@@ -145,10 +145,12 @@ fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {
 
 /// All objects as one multi-document YAML stream, in order.
 pub fn to_stream(objects: &[Object]) -> String {
-    let mut out = String::new();
-    for o in objects {
+    use rayon::prelude::*;
+    let docs: Vec<String> = objects.par_iter().map(Object::to_file).collect();
+    let mut out = String::with_capacity(docs.iter().map(|d| d.len() + 4).sum());
+    for d in docs {
         out.push_str("---\n");
-        out.push_str(&o.to_file());
+        out.push_str(&d);
     }
     out
 }

