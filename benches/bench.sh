@@ -297,9 +297,9 @@ verdict() {
     awk -v v="$1" -v op="$2" -v l="$3" 'BEGIN {
         ok = (op == "<=") ? (v <= l) : (v >= l); print ok ? "PASS" : "MISS" }'
 }
-us_per() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.1f", s * 1e6 / n }'; }
+us_per() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.0f", s * 1e6 / n }'; }
 
-FMT='%-46s %9s  %-26s %-24s %s\n'
+FMT='%-46s %9s  %-28s %-24s %s\n'
 row() { printf "$FMT" "$@"; }
 # timed KEY LABEL RATIO-TEXT TARGET RESULT (or the failure / skip)
 timed() {
@@ -316,7 +316,7 @@ echo "isvc render benchmark: N=$N services ($OBJECTS objects, $FILES files), $NA
 echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }')"
 echo
 row "measurement" "seconds" "ratio" "target" "result"
-row "----------------------------------------------" "---------" "--------------------------" "------------------------" "------"
+row "----------------------------------------------" "---------" "----------------------------" "------------------------" "------"
 timed cat "cat of all $N inputs" "reference" "" ""
 r=$(ratio stdout cat)
 timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 3x cat" "$(verdict "$r" '<=' 3)"
@@ -347,9 +347,9 @@ for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
         a=$(us_per "${SECS[$small]}" "$SMALL") b=$(us_per "${SECS[$big]}" "$N")
         r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
-        timed "$small" "scaling $label: $SMALL -> $N (us/service)" "$a -> $b = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
+        timed "$small" "scaling $label: $SMALL vs $N services" "$a -> $b us/svc = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
     else
-        timed "$small" "scaling $label: $SMALL -> $N (us/service)" "" "<= 1.25x (linear)" "-"
+        timed "$small" "scaling $label: $SMALL vs $N services" "" "<= 1.25x (linear)" "-"
     fi
 done
 case $EQ_PY in match*) res=PASS ;; skipped*) res=${EQ_PY} ;; *) res="MISS: $EQ_PY" ;; esac
@@ -357,6 +357,7 @@ row "same objects: python vs isvc ($SMALL services)" "" "${EQ_PY#match }" "ident
 case $EQ_HELM in match*) res=PASS ;; skipped*) res=${EQ_HELM} ;; *) res="MISS: $EQ_HELM" ;; esac
 row "same objects: helm vs isvc ($SMALL services)" "" "${EQ_HELM#match }" "identical parsed objects" "$res"
 echo
-echo "ratios: time of the row / time of its reference; files take about 30-40 us each to create even on tmpfs."
+echo "ratio: time of the row / time of its reference; scaling rows: seconds at $SMALL services, then"
+echo "microseconds per service at $SMALL and at $N. Creating a file costs about 30-40 us even on tmpfs."
 
 exit "$ANY_FAILED"
