@@ -194,8 +194,10 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
     }
     let base = absolute(base);
     let label =
-        move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
-    let compiled = crate::compile(&services, &platform, &templates, &label)?;
+        |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
+    let platform_label =
+        inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"));
+    let compiled = crate::compile(&services, &platform, &templates, &label, platform_label.as_deref())?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }

@@ -41,6 +41,9 @@ pub struct DesiredService {
     /// The Deployment's and Service's selector: a subset of `pod_labels`.
     pub selector: BTreeMap<String, String>,
     pub pod_labels: BTreeMap<String, String>,
+    /// Labels of the Deployment itself: `labels` plus the Kueue queue and
+    /// priority labels when a queue admits the service.
+    pub workload_labels: BTreeMap<String, String>,
     pub model: String,
     pub container: Container,
     /// Deployment replicas; `None` when the autoscaler owns the count (so a
@@ -49,6 +52,16 @@ pub struct DesiredService {
     pub rollout: RolloutPlan,
     /// The autoscaler; `None` for a service scaled to zero.
     pub autoscaler: Option<Autoscaler>,
+    /// `spec.replicas` as written (the steady state).
+    pub spec_replicas: i32,
+    /// Tenant owning the namespace, if the platform declares tenants.
+    pub tenant: Option<String>,
+    /// Priority tier, which is also the PriorityClass name.
+    pub priority: Option<String>,
+    /// Kueue LocalQueue admitting the pods.
+    pub queue: Option<String>,
+    /// PodDisruptionBudget for tiers that ask for one.
+    pub disruption_budget: Option<DisruptionBudget>,
     /// The objects to render, in order, each with its template.
     pub objects: Vec<Child>,
 }
@@ -103,6 +116,14 @@ pub struct Autoscaler {
     pub scale_down_stabilization_seconds: i32,
 }
 
+/// A PodDisruptionBudget that can never block a rollout or a drain forever:
+/// at most `max_unavailable` pods down at once, and unhealthy pods (still
+/// loading, or crashing) may always be evicted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DisruptionBudget {
+    pub max_unavailable: i32,
+}
+
 /// One object to render for a service.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Child {
@@ -114,8 +135,17 @@ pub struct Child {
 
 pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml" };
 pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml" };
+pub const DISRUPTION_BUDGET: Child =
+    Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml" };
 pub const AUTOSCALER: Child =
     Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml" };
+
+impl DesiredService {
+    /// Pods at steady state: `spec.replicas`.
+    pub fn steady_replicas(&self) -> i32 {
+        self.spec_replicas
+    }
+}
 
 /// Autoscaler bounds for a service with `replicas` > 0, as the reference
 /// Operator sets them: min = max(1, replicas / 2), max = replicas x 3.
@@ -127,6 +157,7 @@ pub fn autoscaler_bounds(replicas: i32) -> Option<(i32, i32)> {
 /// that are not valid quantities (the loader reports those with positions).
 pub fn derive(service: &InferenceService, platform: &Platform) -> Result<DesiredService, String> {
     let d = &platform.defaults;
+    let placement = crate::tenancy::place(service, platform).map_err(|(_, e)| e)?;
     let name = service.name().to_string();
     let namespace = service.namespace_or_default().to_string();
     let gpus = service.spec.gpus_per_replica;
@@ -198,9 +229,25 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         target_average_value: d.autoscaling.target_average_value.0.clone(),
         scale_down_stabilization_seconds: d.autoscaling.scale_down_stabilization_seconds,
     });
+    let disruption_budget = placement
+        .tier
+        .as_ref()
+        .filter(|(_, tier)| tier.disruption_budget && replicas > 0)
+        .map(|_| DisruptionBudget { max_unavailable: 1 });
     let mut objects = vec![SERVICE, DEPLOYMENT];
     if autoscaler.is_some() {
         objects.push(AUTOSCALER);
+    }
+    if disruption_budget.is_some() {
+        objects.push(DISRUPTION_BUDGET);
+    }
+    let priority = placement.tier.map(|(name, _)| name);
+    let mut workload_labels = labels.clone();
+    if let Some(q) = &placement.queue {
+        workload_labels.insert(crate::kueue::QUEUE_LABEL.to_string(), q.clone());
+        if let Some(p) = &priority {
+            workload_labels.insert(crate::kueue::PRIORITY_LABEL.to_string(), p.clone());
+        }
     }
 
     Ok(DesiredService {
@@ -210,6 +257,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         annotations,
         selector,
         pod_labels,
+        workload_labels,
         model: service.spec.model.clone(),
         container: Container {
             name: CONTAINER_NAME.to_string(),
@@ -231,6 +279,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
         autoscaler,
+        spec_replicas: replicas,
+        tenant: placement.tenant,
+        priority,
+        queue: placement.queue,
+        disruption_budget,
         objects,
     })
 }
@@ -243,7 +296,13 @@ mod tests {
     fn service(replicas: i32, gpus: i32) -> InferenceService {
         let mut s = InferenceService::new(
             "qwen3",
-            InferenceServiceSpec { model: "Qwen/Qwen3-0.6B".into(), replicas, gpus_per_replica: gpus },
+            InferenceServiceSpec {
+                model: "Qwen/Qwen3-0.6B".into(),
+                replicas,
+                gpus_per_replica: gpus,
+                priority: None,
+                queue: None,
+            },
         );
         s.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
         s

@@ -7,7 +7,10 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,17 +25,6 @@ pub struct Problem {
     pub message: String,
 }
 
-/// Whether isvc knows how to check `api_version`/`kind`.
-pub fn is_known(api_version: &str, kind: &str) -> bool {
-    matches!(
-        (api_version, kind),
-        ("apps/v1", "Deployment")
-            | ("v1", "Service")
-            | ("autoscaling/v2", "HorizontalPodAutoscaler")
-            | ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-    )
-}
-
 /// Checks `value` against the type of its kind.
 pub fn check(value: &Value) -> Vec<Problem> {
     let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
@@ -42,6 +34,15 @@ pub fn check(value: &Value) -> Vec<Problem> {
         ("v1", "Service") => round_trip::<Service>(value),
         ("autoscaling/v2", "HorizontalPodAutoscaler") => round_trip::<HorizontalPodAutoscaler>(value),
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => round_trip::<CustomResourceDefinition>(value),
+        ("policy/v1", "PodDisruptionBudget") => round_trip::<PodDisruptionBudget>(value),
+        ("v1", "Namespace") => round_trip::<Namespace>(value),
+        ("v1", "ResourceQuota") => round_trip::<ResourceQuota>(value),
+        ("v1", "LimitRange") => round_trip::<LimitRange>(value),
+        ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(value),
+        ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(value),
+        // Kueue has no Rust types here; its objects are built from the typed
+        // platform file and validated against Kueue's CRDs in CI.
+        (crate::kueue::API_VERSION, _) => Vec::new(),
         _ => {
             vec![Problem { path: Vec::new(), message: format!("isvc does not render {kind} objects of {api_version}") }]
         }

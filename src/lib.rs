@@ -20,6 +20,7 @@ pub mod derive;
 pub mod diagnostics;
 pub mod diff;
 pub mod kinds;
+pub mod kueue;
 pub mod load;
 pub mod names;
 pub mod objects;
@@ -30,6 +31,7 @@ pub mod render;
 pub mod schema;
 pub mod schema_check;
 pub mod spec;
+pub mod tenancy;
 pub mod yaml;
 
 use rayon::prelude::*;
@@ -48,30 +50,56 @@ pub struct Compiled {
     pub warnings: Diagnostics,
 }
 
-/// Derives, renders and checks every service, plus the CRD. `label` names a
-/// service's input file as the output headers should show it.
+/// Derives, renders and checks every service, plus the CRD and the objects
+/// of the platform's tenants. `label` names a service's input file as the
+/// output headers should show it; `platform_file` names the platform file.
 pub fn compile(
     services: &[LoadedService],
     platform: &Platform,
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
 ) -> Result<Compiled, Diagnostics> {
-    let results: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = services
+    let mut diags = Diagnostics::new();
+    diags.extend(tenancy::check_placements(services, platform));
+    if diags.has_errors() {
+        diags.sort();
+        return Err(diags);
+    }
+    let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
         .par_iter()
         .map(|s| {
-            let desired = derive::derive(&s.service, platform).map_err(|e| {
-                vec![Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))]
-            })?;
-            render::render_service(templates, &desired, Some(&label(s)))
+            derive::derive(&s.service, platform)
+                .map(|d| (s, d))
+                .map_err(|e| Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[])))
         })
         .collect();
-    let mut diags = Diagnostics::new();
+    let mut desired = Vec::with_capacity(derived.len());
+    for d in derived {
+        match d {
+            Ok(pair) => desired.push(pair),
+            Err(e) => diags.push(e),
+        }
+    }
+    let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
+    diags.extend(tenancy::check_quotas(&pairs, platform, platform_file));
+    diags.extend(tenancy::check_limits(&pairs, platform));
+    diags.extend(kueue::check(&pairs, platform, platform_file));
+
+    let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
+        desired.par_iter().map(|(s, d)| render::render_service(templates, d, Some(&label(s)))).collect();
     let mut objects = vec![crd::object()];
-    for r in results {
+    for r in rendered {
         match r {
             Ok(o) => objects.extend(o),
             Err(d) => diags.extend(d),
         }
+    }
+    for o in tenancy::objects(platform, platform_file).into_iter().chain(kueue::objects(platform, platform_file)) {
+        for p in kinds::check(&o.value) {
+            diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+        }
+        objects.push(o);
     }
     objects::sort(&mut objects);
     for finding in check::run(&objects) {

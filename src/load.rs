@@ -388,7 +388,15 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     if !diags.is_empty() {
         return Err(diags);
     }
-    decode(source, &node)
+    let platform: Platform = decode(source, &node)?;
+    let problems = crate::tenancy::check_platform(&platform);
+    if problems.is_empty() {
+        return Ok(platform);
+    }
+    Err(problems
+        .into_iter()
+        .map(|(path, message)| Diagnostic::error(message).at(Location::span(source, node.at_path(&path).span)))
+        .collect())
 }
 
 /// Checks the platform's quantities and cross-field rules on the tree, so

@@ -6,6 +6,7 @@
 //! queues, clusters) without breaking old files.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -33,6 +34,21 @@ pub struct Platform {
     /// Values every service gets unless the platform overrides them.
     #[serde(default)]
     pub defaults: Defaults,
+    /// Priority tiers, by name (the PriorityClass name). Left out, a platform
+    /// with tenants gets `online` (high, preempts, disruption budget) and
+    /// `offline` (low, never preempts, preemptible).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub priorities: BTreeMap<String, PriorityTier>,
+    /// Namespaces allowed to reach the serving port of every tenant.
+    #[serde(default)]
+    pub network: Network,
+    /// Kueue admission for tenants that declare queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kueue: Option<Kueue>,
+    /// Teams sharing the cluster, each with its namespaces, quota, limits,
+    /// priorities, queues and network isolation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<Tenant>,
 }
 
 fn api_version() -> String {
@@ -261,5 +277,242 @@ impl JsonSchema for QuantityText {
             "type": ["string", "number"],
             "pattern": "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
         })
+    }
+}
+
+/// A priority tier: a PriorityClass (and a Kueue WorkloadPriorityClass).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PriorityTier {
+    /// Priority value; higher wins. User tiers stay below 1000000000.
+    #[schemars(range(min = -2147483648, max = 1000000000))]
+    pub value: i32,
+    /// Whether pods of this tier may preempt lower-priority pods to get
+    /// scheduled (`PreemptLowerPriority`); false renders `preemptionPolicy: Never`.
+    #[serde(default = "yes")]
+    pub preempt: bool,
+    /// Whether this tier's pods may be preempted at peak: quota checks at the
+    /// autoscalers' maximum leave preemptible services out.
+    #[serde(default)]
+    pub preemptible: bool,
+    /// Whether services of this tier get a PodDisruptionBudget
+    /// (`maxUnavailable: 1`), so maintenance never takes more than one pod.
+    #[serde(default)]
+    pub disruption_budget: bool,
+    /// Shown by `kubectl get priorityclass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The tiers a platform with tenants gets when it declares none.
+pub fn default_priorities() -> BTreeMap<String, PriorityTier> {
+    BTreeMap::from([
+        (
+            "online".to_string(),
+            PriorityTier {
+                value: 100000,
+                preempt: true,
+                preemptible: false,
+                disruption_budget: true,
+                description: Some("Online inference: preempts offline work at peak.".to_string()),
+            },
+        ),
+        (
+            "offline".to_string(),
+            PriorityTier {
+                value: 1000,
+                preempt: false,
+                preemptible: true,
+                disruption_budget: false,
+                description: Some("Offline work: runs on spare capacity and never preempts.".to_string()),
+            },
+        ),
+    ])
+}
+
+/// Network isolation settings shared by all tenants.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Network {
+    /// Namespaces (for example the gateway's and monitoring's) allowed to
+    /// reach the serving port of every tenant's pods.
+    #[serde(default)]
+    pub allow_from: Vec<String>,
+}
+
+/// Kueue settings: the flavor of the GPU nodes and the declared capacity.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kueue {
+    /// The ResourceFlavor every queue's quota is given in.
+    #[serde(default)]
+    pub flavor: Flavor,
+    /// What the cluster has, resource to quantity. The nominal quotas of all
+    /// queues must fit in it.
+    #[serde(default)]
+    pub capacity: BTreeMap<String, QuantityText>,
+}
+
+/// A Kueue ResourceFlavor: which nodes provide the quota.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Flavor {
+    /// ResourceFlavor name.
+    pub name: String,
+    /// Node labels of the nodes of this flavor.
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+    /// Tolerations Kueue adds to admitted pods (for tainted GPU nodes).
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+}
+
+impl Default for Flavor {
+    fn default() -> Flavor {
+        Flavor { name: "default-flavor".to_string(), node_labels: BTreeMap::new(), tolerations: Vec::new() }
+    }
+}
+
+/// A Kubernetes toleration.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    pub key: String,
+    /// `Exists` or `Equal`.
+    #[serde(default = "exists")]
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`; all effects when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+}
+
+fn exists() -> String {
+    "Exists".to_string()
+}
+
+/// A team sharing the cluster.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tenant {
+    /// Tenant name: names its ResourceQuota, ClusterQueues and labels.
+    pub name: String,
+    /// Namespaces of the tenant; just the tenant's name when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Hard ResourceQuota per namespace, quota key to quantity
+    /// (`requests.nvidia.com/gpu`, `requests.cpu`, `requests.memory`,
+    /// `count/deployments.apps`, or any other key Kubernetes knows).
+    #[serde(default)]
+    pub quota: BTreeMap<String, QuantityText>,
+    /// LimitRange for containers in the tenant's namespaces.
+    #[serde(default)]
+    pub limits: ContainerLimits,
+    /// Tiers its services may use; every declared tier when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub priorities: Vec<String>,
+    /// Tier of services that name none: `online` if allowed, else the first allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_priority: Option<String>,
+    /// Kueue cohort the tenant's queues belong to (tenants that share one can
+    /// borrow each other's unused quota); the tenant's name when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort: Option<String>,
+    /// Kueue queues: a ClusterQueue each, with a LocalQueue of the same name
+    /// in every namespace of the tenant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<Queue>,
+    /// Deny ingress from other namespaces except `network.allowFrom`.
+    #[serde(default = "yes")]
+    pub isolation: bool,
+}
+
+/// LimitRange values for one container.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ContainerLimits {
+    /// Requests given to containers that set none (with a quota on
+    /// `requests.*`, such pods are otherwise rejected).
+    pub default_request: BTreeMap<String, QuantityText>,
+    /// Limits given to containers that set none.
+    pub default_limit: BTreeMap<String, QuantityText>,
+    /// The most one container may ask for.
+    pub max: BTreeMap<String, QuantityText>,
+}
+
+impl Default for ContainerLimits {
+    fn default() -> ContainerLimits {
+        ContainerLimits {
+            default_request: BTreeMap::from([
+                ("cpu".to_string(), QuantityText::from("500m")),
+                ("memory".to_string(), QuantityText::from("1Gi")),
+            ]),
+            default_limit: BTreeMap::from([("memory".to_string(), QuantityText::from("1Gi"))]),
+            max: BTreeMap::new(),
+        }
+    }
+}
+
+/// A Kueue queue of a tenant.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Queue {
+    /// LocalQueue name; the ClusterQueue is `<tenant>-<name>`.
+    pub name: String,
+    /// Tier whose services use this queue unless they name another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// Quota the queue owns, resource to quantity (`nvidia.com/gpu`, `cpu`, `memory`).
+    pub nominal_quota: BTreeMap<String, QuantityText>,
+    /// How much more it may borrow from unused quota in the cohort; no limit
+    /// when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowing_limit: Option<BTreeMap<String, QuantityText>>,
+    /// How much of its unused quota others may borrow; all of it when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lending_limit: Option<BTreeMap<String, QuantityText>>,
+}
+
+impl Platform {
+    /// The priority tiers in force: the declared ones, or the defaults.
+    pub fn tiers(&self) -> BTreeMap<String, PriorityTier> {
+        if self.priorities.is_empty() { default_priorities() } else { self.priorities.clone() }
+    }
+
+    /// The tenant that owns `namespace`, if any.
+    pub fn tenant_of(&self, namespace: &str) -> Option<&Tenant> {
+        self.tenants.iter().find(|t| t.namespace_list().iter().any(|n| n == namespace))
+    }
+}
+
+impl Tenant {
+    /// The tenant's namespaces, with the default applied.
+    pub fn namespace_list(&self) -> Vec<String> {
+        if self.namespaces.is_empty() { vec![self.name.clone()] } else { self.namespaces.clone() }
+    }
+
+    /// The Kueue cohort, with the default applied.
+    pub fn cohort_name(&self) -> &str {
+        self.cohort.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The tier a service gets when it names none.
+    pub fn default_tier(&self, tiers: &BTreeMap<String, PriorityTier>) -> Option<String> {
+        if let Some(p) = &self.default_priority {
+            return Some(p.clone());
+        }
+        let allowed: Vec<&String> =
+            if self.priorities.is_empty() { tiers.keys().collect() } else { self.priorities.iter().collect() };
+        allowed.iter().find(|p| p.as_str() == "online").or(allowed.first()).map(|p| p.to_string())
+    }
+
+    /// Whether services may use tier `name`.
+    pub fn allows(&self, name: &str) -> bool {
+        self.priorities.is_empty() || self.priorities.iter().any(|p| p == name)
     }
 }

@@ -78,14 +78,18 @@ impl Quantity {
         Quantity { digits: self.digits.saturating_mul(n as i128), ..self.clone() }
     }
 
-    /// The sum, in the suffix of `self` when exact, else in milli-units.
+    /// The sum, in the suffix of the first non-zero operand when exact
+    /// (`512Gi + 512Gi` is `1024Gi`), else in milli-units.
     pub fn plus(&self, other: &Quantity) -> Quantity {
         let total = self.nanos().saturating_add(other.nanos());
-        let unit = self.suffix_nanos();
-        for scale in self.scale..=9 {
-            let ten = 10i128.pow(scale);
-            if (total * ten) % unit == 0 {
-                return Quantity { digits: total * ten / unit, scale, suffix: self.suffix };
+        let shape = if self.digits == 0 { other } else { self };
+        for candidate in [shape, other, self] {
+            let unit = candidate.suffix_nanos();
+            for scale in candidate.scale..=9 {
+                let ten = 10i128.pow(scale);
+                if (total * ten) % unit == 0 {
+                    return Quantity { digits: total * ten / unit, scale, suffix: candidate.suffix };
+                }
             }
         }
         Quantity { digits: total / 1_000_000, scale: 0, suffix: Suffix::Milli }
@@ -164,6 +168,7 @@ mod tests {
         assert_eq!(q("1e3").nanos(), q("1k").nanos());
         assert_eq!(q("2Gi").plus(&q("512Mi")).to_string(), "2.5Gi");
         assert_eq!(q("1").plus(&q("500m")).to_string(), "1.5");
+        assert_eq!(Quantity::zero().plus(&q("512Gi")).plus(&q("512Gi")).to_string(), "1024Gi");
     }
 
     #[test]

@@ -26,10 +26,11 @@ use crate::objects::{Object, ObjectId};
 use crate::yaml::{self, Limits};
 
 /// The built-in templates, by file name.
-pub const BUILTIN: [(&str, &str); 3] = [
+pub const BUILTIN: [(&str, &str); 4] = [
     ("deployment.yaml", include_str!("../templates/deployment.yaml")),
     ("service.yaml", include_str!("../templates/service.yaml")),
     ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
+    ("poddisruptionbudget.yaml", include_str!("../templates/poddisruptionbudget.yaml")),
 ];
 
 /// Work one template render may do before it is stopped.

@@ -60,6 +60,18 @@ pub struct InferenceServiceSpec {
     #[serde(default = "default_gpus_per_replica")]
     #[schemars(range(min = 1, max = 8))]
     pub gpus_per_replica: i32,
+
+    /// Priority tier declared by the platform (for example `online` or
+    /// `offline`); the tenant's default when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub priority: Option<String>,
+
+    /// Kueue LocalQueue that admits the pods; the tenant's queue for the
+    /// service's tier when left out (only where the platform uses Kueue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub queue: Option<String>,
 }
 
 fn default_gpus_per_replica() -> i32 {

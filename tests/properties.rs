@@ -57,9 +57,13 @@ fn compile(doc: &Value) -> Vec<Object> {
     let source: Arc<Source> = Source::new("services/generated.yaml", text.clone());
     let (services, diags) = isvc::load::parse_services(&source);
     assert!(diags.is_empty(), "valid input was rejected:\n{text}\n{diags:?}");
-    let compiled = isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| {
-        "services/generated.yaml".to_string()
-    })
+    let compiled = isvc::compile(
+        &services,
+        &Platform::default(),
+        &Templates::builtin(),
+        &|_| "services/generated.yaml".to_string(),
+        None,
+    )
     .unwrap_or_else(|d| panic!("valid input failed to compile:\n{text}\n{}", d.render(false)));
     compiled.objects
 }
@@ -149,7 +153,7 @@ proptest! {
             let source = Source::new("services/all.yaml", text);
             let (services, diags) = isvc::load::parse_services(&source);
             prop_assert!(diags.is_empty());
-            isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/all.yaml".to_string()).unwrap().objects
+            isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/all.yaml".to_string(), None).unwrap().objects
         };
         let dir = tempfile::tempdir().unwrap();
         let tree = isvc::output::tree(&objects);

@@ -1,0 +1,167 @@
+//! Multi-tenancy: quota, LimitRange, priority and Kueue checks at compile
+//! time, in the words the API server would use.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use assert_cmd::Command;
+use isvc::diagnostics::Source;
+use isvc::objects::Object;
+use isvc::render::Templates;
+
+/// Compiles a platform file and services given as text.
+fn compile(platform: &str, services: &str) -> Result<Vec<Object>, String> {
+    let psrc: Arc<Source> = Source::new("platform.yaml", platform);
+    let platform = isvc::load::parse_platform(&psrc).map_err(|d| isvc::diagnostics::Diagnostics(d).render(false))?;
+    let ssrc = Source::new("services.yaml", services);
+    let (loaded, diags) = isvc::load::parse_services(&ssrc);
+    assert!(diags.is_empty(), "{diags:?}");
+    isvc::compile(&loaded, &platform, &Templates::builtin(), &|_| "services.yaml".to_string(), Some("platform.yaml"))
+        .map(|c| c.objects)
+        .map_err(|d| d.render(false))
+}
+
+const PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+tenants:
+  - name: team-a
+    quota:
+      requests.nvidia.com/gpu: 8
+      count/deployments.apps: 2
+";
+
+fn service(name: &str, replicas: i32, gpus: i32, extra: &str) -> String {
+    format!(
+        "---\napiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {{name: {name}, namespace: team-a}}\nspec: {{model: m, replicas: {replicas}, gpusPerReplica: {gpus}{extra}}}\n"
+    )
+}
+
+#[test]
+fn steady_state_over_quota_names_the_services_that_use_it() {
+    let services = service("a", 2, 2, "") + &service("b", 3, 2, ", priority: offline");
+    let err = compile(PLATFORM, &services).unwrap_err();
+    assert!(
+        err.contains("error: exceeded quota: team-a, requested: requests.nvidia.com/gpu=6, used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=8 (namespace team-a, at steady state)"),
+        "{err}"
+    );
+    assert!(err.contains("(a uses requests.nvidia.com/gpu=4 (2 pods))"), "{err}");
+}
+
+#[test]
+fn the_autoscaler_maximum_counts_only_tiers_that_are_not_preemptible() {
+    // a: 1 replica x 2 GPUs, peak 3 x 2 = 6; b is offline (preemptible): 8 at peak is fine.
+    let ok = service("a", 1, 2, "") + &service("b", 1, 2, ", priority: offline");
+    compile(PLATFORM, &ok).unwrap();
+    let too_much = service("a", 2, 2, "");
+    let err = compile(PLATFORM, &too_much).unwrap_err();
+    assert!(err.contains("requested: requests.nvidia.com/gpu=12, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=8 (namespace team-a, at the autoscalers' maximum)"), "{err}");
+}
+
+#[test]
+fn object_counts_are_quota_too() {
+    let services = service("a", 0, 1, "") + &service("b", 0, 1, "") + &service("c", 0, 1, "");
+    let err = compile(PLATFORM, &services).unwrap_err();
+    assert!(err.contains("exceeded quota: team-a, requested: count/deployments.apps=1, used: count/deployments.apps=2, limited: count/deployments.apps=2"), "{err}");
+}
+
+#[test]
+fn a_quota_on_limits_needs_a_limit_or_a_default() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    quota: {limits.cpu: 64}\n";
+    let err = compile(platform, &service("a", 1, 1, "")).unwrap_err();
+    assert!(err.contains("pods of team-a/a would be rejected: failed quota: team-a: must specify limits.cpu"), "{err}");
+    let with_default = format!("{platform}    limits:\n      defaultLimit: {{cpu: 4}}\n");
+    compile(&with_default, &service("a", 1, 1, "")).unwrap();
+}
+
+#[test]
+fn requests_above_the_limit_range_maximum_are_rejected() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    limits:\n      max: {nvidia.com/gpu: 4}\n";
+    let err = compile(platform, &service("a", 1, 8, "")).unwrap_err();
+    assert!(err.contains("maximum nvidia.com/gpu usage per Container is 4, but request is 8"), "{err}");
+    compile(platform, &service("a", 1, 4, "")).unwrap();
+}
+
+#[test]
+fn a_surge_that_cannot_fit_stalls_the_rollout() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  rollout: {maxSurge: 1, maxUnavailable: 0}\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 8}\n";
+    let err = compile(platform, &service("a", 1, 8, ", priority: offline")).unwrap_err();
+    assert!(err.contains("rollout of team-a/a cannot make progress under quota team-a"), "{err}");
+}
+
+#[test]
+fn priorities_and_queues_must_exist_and_be_allowed() {
+    let platform =
+        "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    priorities: [offline]\n";
+    let err = compile(platform, &service("a", 1, 1, ", priority: online")).unwrap_err();
+    assert!(err.contains("tenant \"team-a\" may not use priority \"online\"; it may use offline"), "{err}");
+    assert!(err.contains("--> services.yaml:5:"), "points at the service: {err}");
+    let err = compile(platform, &service("a", 1, 1, ", priority: gold")).unwrap_err();
+    assert!(err.contains("unknown priority \"gold\"; the platform declares offline, online"), "{err}");
+    let err = compile(platform, &service("a", 1, 1, ", queue: fast")).unwrap_err();
+    assert!(err.contains("tenant \"team-a\" has no queue \"fast\" (it has none)"), "{err}");
+}
+
+#[test]
+fn every_pod_carries_its_priority_class_and_online_gets_a_disruption_budget() {
+    let objects = compile(PLATFORM, &(service("a", 1, 1, "") + &service("b", 1, 1, ", priority: offline"))).unwrap();
+    let find =
+        |kind: &str, name: &str| objects.iter().find(|o| o.id.kind == kind && o.id.name == name).map(|o| &o.value);
+    assert_eq!(find("Deployment", "a").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "online");
+    assert_eq!(find("Deployment", "b").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "offline");
+    let pdb = find("PodDisruptionBudget", "a").unwrap();
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    assert_eq!(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
+    assert!(find("PodDisruptionBudget", "b").is_none(), "offline gets no budget");
+    assert_eq!(find("PriorityClass", "offline").unwrap()["preemptionPolicy"], "Never");
+    assert_eq!(find("PriorityClass", "online").unwrap()["preemptionPolicy"], "PreemptLowerPriority");
+    assert_eq!(find("ResourceQuota", "team-a").unwrap()["spec"]["hard"]["requests.nvidia.com/gpu"], "8");
+    assert!(find("LimitRange", "container-limits").unwrap()["spec"]["limits"][0]["defaultRequest"]["cpu"] == "500m");
+}
+
+#[test]
+fn kueue_queues_must_cover_what_the_pods_request() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    queues:\n      - {name: online, priority: online, nominalQuota: {nvidia.com/gpu: 8}}\n";
+    let err = compile(platform, &service("a", 1, 1, "")).unwrap_err();
+    assert!(
+        err.contains("team-a/a requests cpu, which queue \"online\" does not cover: Kueue never admits its pods"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kueue_nominal_quotas_must_fit_the_quota_and_the_cluster() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nkueue:\n  capacity: {nvidia.com/gpu: 8}\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 8}\n    queues:\n      - {name: a, nominalQuota: {nvidia.com/gpu: 6}}\n      - {name: b, nominalQuota: {nvidia.com/gpu: 6}}\n";
+    let err = compile(platform, "").unwrap_err();
+    assert!(
+        err.contains(
+            "tenant \"team-a\": its queues' nominal quota nvidia.com/gpu=12 exceeds its ResourceQuota nvidia.com/gpu=8"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("the queues' nominal quotas add up to nvidia.com/gpu=12, more than the declared cluster capacity nvidia.com/gpu=8"), "{err}");
+}
+
+#[test]
+fn platform_mistakes_point_at_the_platform_file() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: Team_A\n  - name: b\n    namespaces: [shared]\n  - name: c\n    namespaces: [shared]\n    quota: {requests.cpu: 12cores}\n";
+    let err = compile(platform, "").unwrap_err();
+    assert!(err.contains("invalid tenant name \"Team_A\""), "{err}");
+    assert!(err.contains("namespace \"shared\" belongs to tenant \"b\" already"), "{err}");
+    assert!(err.contains("quota \"requests.cpu\": \"12cores\" has an unknown suffix"), "{err}");
+    assert!(err.contains("--> platform.yaml:9:"), "{err}");
+}
+
+#[test]
+fn the_over_quota_example_fails_with_the_expected_errors() {
+    let dir = Path::new("tests/tenancy/over-quota");
+    let out = Command::cargo_bin("isvc")
+        .unwrap()
+        .current_dir(dir)
+        .args(["--color", "never", "render", "services", "--platform", "platform.yaml", "--stdout"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let expected = std::fs::read_to_string(dir.join("expected.stderr")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), expected);
+}
