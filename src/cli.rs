@@ -65,6 +65,27 @@ pub struct Inputs {
     /// template of the same name.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+
+    /// Also emit the GitOps engine's objects (an Argo CD Application or
+    /// ApplicationSet, or Flux Kustomizations) under `_gitops/`, and order
+    /// the output for it. Overrides the platform file's `gitops.engine`.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub gitops: Option<GitOpsEngine>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum GitOpsEngine {
+    Argocd,
+    Flux,
+}
+
+impl From<GitOpsEngine> for crate::platform::Engine {
+    fn from(e: GitOpsEngine) -> crate::platform::Engine {
+        match e {
+            GitOpsEngine::Argocd => crate::platform::Engine::Argocd,
+            GitOpsEngine::Flux => crate::platform::Engine::Flux,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -197,7 +218,14 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
         |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
     let platform_label =
         inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"));
-    let compiled = crate::compile(&services, &platform, &templates, &label, platform_label.as_deref())?;
+    let compiled = crate::compile_all(
+        &services,
+        &platform,
+        &templates,
+        &label,
+        platform_label.as_deref(),
+        inputs.gitops.map(Into::into),
+    )?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
@@ -267,7 +295,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::from(1));
     }
     let changes = output::write(&out, &tree)?;
-    status(&format!("rendered {} objects into {}: {}", compiled.objects.len(), out.display(), changes.summary()));
+    status(&format!(
+        "rendered {} objects into {} ({} files): {}",
+        compiled.objects.len(),
+        out.display(),
+        tree.len(),
+        changes.summary()
+    ));
     // The process ends here; freeing tens of thousands of objects one by one
     // would only delay the exit.
     std::mem::forget((tree, compiled));

@@ -24,6 +24,8 @@ pub fn object() -> Object {
         value,
         owner: None,
         source: None,
+        cluster: None,
+        bootstrap: false,
     }
 }
 

@@ -82,6 +82,9 @@ pub struct Container {
     /// Size of the memory-backed `/dev/shm`.
     pub shm_size: String,
     pub probes: ProbePlan,
+    /// Node selector and tolerations of the pod.
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<crate::platform::Toleration>,
 }
 
 /// Probe settings, all three on the same HTTP path and port.
@@ -271,6 +274,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             limits,
             shm_size,
             probes,
+            node_selector: d.node_selector.clone(),
+            tolerations: d.tolerations.clone(),
         },
         replicas: if autoscaler.is_some() { None } else { Some(replicas) },
         rollout: RolloutPlan {

@@ -53,6 +53,9 @@ impl Impact {
 /// One object's change.
 #[derive(Clone, Debug, Serialize)]
 pub struct ObjectDiff {
+    /// The cluster whose tree the object is in, when the platform lists clusters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     pub change: Change,
     pub api_version: String,
     pub kind: String,
@@ -109,13 +112,23 @@ impl Report {
 }
 
 /// Compares the objects a render would write with what `existing` holds.
+/// kustomize entry points are not objects and are left to `render --check`.
 pub fn diff(objects: &[Object], existing: &Existing) -> Report {
-    let mut current: BTreeMap<ObjectId, (PathBuf, &str, Value)> = BTreeMap::new();
+    let clustered = objects.iter().any(|o| o.cluster.is_some());
+    let cluster_of = |path: &std::path::Path| {
+        let first = path.components().next()?.as_os_str().to_string_lossy().into_owned();
+        (clustered && first != crate::objects::GITOPS_DIR).then_some(first)
+    };
+    type Key = (Option<String>, ObjectId);
+    let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
     for (path, text) in &existing.ours {
+        if path.file_name().is_some_and(|n| n == crate::gitops::KUSTOMIZATION) {
+            continue;
+        }
         match parse(path, text) {
             Some((id, value)) => {
-                current.insert(id, (path.clone(), text.as_str(), value));
+                current.insert((cluster_of(path), id), (path.clone(), text.as_str(), value));
             }
             None => unparsable.push((path.clone(), text.as_str())),
         }
@@ -123,10 +136,12 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     let mut report = Report::default();
     for o in objects {
         let new_text = o.to_file();
-        match current.remove(&o.id) {
+        let cluster = o.cluster.clone();
+        match current.remove(&(cluster.clone(), o.id.clone())) {
             None => {
                 let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
                 report.objects.push(entry(
+                    cluster,
                     Change::Added,
                     &o.id,
                     o.relative_path(),
@@ -145,6 +160,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
                 let impact = impact_of(&o.id.kind, &fields);
                 let fields = fields.iter().map(|p| path_string(p)).collect();
                 report.objects.push(entry(
+                    cluster,
                     Change::Changed,
                     &o.id,
                     o.relative_path(),
@@ -155,9 +171,10 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
             }
         }
     }
-    for (id, (path, old_text, _)) in current {
+    for ((cluster, id), (path, old_text, _)) in current {
         let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
         report.objects.push(entry(
+            cluster,
             Change::Removed,
             &id,
             path.clone(),
@@ -169,6 +186,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     for (path, old_text) in unparsable {
         let id = ObjectId::new("", "(unreadable file)", None, &path.display().to_string());
         report.objects.push(entry(
+            cluster_of(&path),
             Change::Removed,
             &id,
             path.clone(),
@@ -178,7 +196,8 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         ));
     }
     report.objects.sort_by(|a, b| {
-        (crate::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
+        (&a.cluster, crate::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
+            &b.cluster,
             crate::objects::kind_rank(&b.kind),
             &b.namespace,
             &b.name,
@@ -189,6 +208,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
 }
 
 fn entry(
+    cluster: Option<String>,
     change: Change,
     id: &ObjectId,
     file: PathBuf,
@@ -197,6 +217,7 @@ fn entry(
     diff: String,
 ) -> ObjectDiff {
     ObjectDiff {
+        cluster,
         change,
         api_version: id.api_version.clone(),
         kind: id.kind.clone(),
@@ -286,7 +307,12 @@ pub fn to_text(report: &Report, color: bool) -> String {
         }
     };
     let mut out = String::new();
+    let mut cluster: Option<&str> = None;
     for o in &report.objects {
+        if o.cluster.is_some() && o.cluster.as_deref() != cluster {
+            cluster = o.cluster.as_deref();
+            out.push_str(&format!("cluster {}:\n", cluster.unwrap_or_default()));
+        }
         let (mark, c) = match o.change {
             Change::Added => ("+", AnsiColor::Green),
             Change::Removed => ("-", AnsiColor::Red),
@@ -335,8 +361,15 @@ pub fn to_markdown(report: &Report) -> String {
     if !removed.is_empty() {
         out.push_str(&format!("> [!CAUTION]\n> Deletes from the cluster: {}\n\n", removed.join(", ")));
     }
-    out.push_str("| Change | Kind | Namespace | Name | Pods |\n|---|---|---|---|---|\n");
+    let clustered = report.objects.iter().any(|o| o.cluster.is_some());
+    out.push_str(if clustered { "| Cluster " } else { "" });
+    out.push_str("| Change | Kind | Namespace | Name | Pods |\n");
+    out.push_str(if clustered { "|---" } else { "" });
+    out.push_str("|---|---|---|---|---|\n");
     for o in &report.objects {
+        if clustered {
+            out.push_str(&format!("| {} ", o.cluster.as_deref().unwrap_or("(GitOps)")));
+        }
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
             match o.change {
@@ -355,7 +388,8 @@ pub fn to_markdown(report: &Report) -> String {
     }
     out.push('\n');
     for o in &report.objects {
-        out.push_str(&format!("<details><summary>{} <code>{}</code></summary>\n\n", o.change_word(), o.id()));
+        let place = o.cluster.as_ref().map(|c| format!(" in {c}")).unwrap_or_default();
+        out.push_str(&format!("<details><summary>{} <code>{}</code>{place}</summary>\n\n", o.change_word(), o.id()));
         if !o.fields.is_empty() {
             out.push_str(&format!(
                 "Fields: {}\n\n",

@@ -47,6 +47,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         value,
         owner: None,
         source: source.map(str::to_string),
+        cluster: None,
+        bootstrap: false,
     };
     let mut out = Vec::new();
     let mut flavor_spec = serde_json::Map::new();

@@ -15,10 +15,12 @@
 
 pub mod check;
 pub mod cli;
+pub mod clusters;
 pub mod crd;
 pub mod derive;
 pub mod diagnostics;
 pub mod diff;
+pub mod gitops;
 pub mod kinds;
 pub mod kueue;
 pub mod load;
@@ -109,5 +111,93 @@ pub fn compile(
     if diags.has_errors() {
         return Err(diags);
     }
+    Ok(Compiled { objects, warnings: diags })
+}
+
+/// Compiles for every cluster the platform lists (or the one cluster), and
+/// adds the GitOps engine's objects when `engine` (or the platform's
+/// `gitops.engine`) names one. Each cluster's objects carry its name.
+pub fn compile_all(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+    engine: Option<platform::Engine>,
+) -> Result<Compiled, Diagnostics> {
+    let engine = engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
+    let mut compiled = if platform.clusters.is_empty() {
+        compile(services, platform, templates, label, platform_file)?
+    } else {
+        compile_clusters(services, platform, templates, label, platform_file)?
+    };
+    if let Some(engine) = engine {
+        gitops::annotate(&mut compiled.objects, engine);
+        let mut targets: Vec<gitops::Target<'_>> = Vec::new();
+        let clusters: Vec<Option<&platform::Cluster>> =
+            if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
+        for c in clusters {
+            let namespaces = compiled
+                .objects
+                .iter()
+                .filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()))
+                .filter_map(|o| o.id.namespace.clone())
+                .collect();
+            targets.push(gitops::Target { cluster: c, namespaces });
+        }
+        let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
+        compiled.objects.extend(extra);
+        objects::sort(&mut compiled.objects);
+    }
+    Ok(compiled)
+}
+
+fn compile_clusters(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+) -> Result<Compiled, Diagnostics> {
+    let mut objects = Vec::new();
+    let mut per_cluster: Vec<(String, Diagnostics)> = Vec::new();
+    let mut failed = false;
+    for input in clusters::inputs(services, platform) {
+        let name = input.cluster.name.clone();
+        match compile(&input.services, &input.platform, templates, label, platform_file) {
+            Ok(c) => {
+                objects.extend(c.objects.into_iter().map(|mut o| {
+                    o.cluster = Some(name.clone());
+                    o
+                }));
+                per_cluster.push((name, c.warnings));
+            }
+            Err(d) => {
+                failed = true;
+                per_cluster.push((name, d));
+            }
+        }
+    }
+    // A finding every cluster shares is reported once; the others name
+    // their cluster.
+    let mut diags = Diagnostics::new();
+    let all = per_cluster.len();
+    for (name, found) in &per_cluster {
+        for d in found.iter() {
+            let everywhere = per_cluster.iter().filter(|(_, other)| other.iter().any(|x| x == d)).count() == all;
+            if everywhere {
+                diags.push(d.clone());
+            } else {
+                let mut d = d.clone();
+                d.message = format!("cluster {name}: {}", d.message);
+                diags.push(d);
+            }
+        }
+    }
+    diags.sort();
+    if failed {
+        return Err(diags);
+    }
+    objects::sort(&mut objects);
     Ok(Compiled { objects, warnings: diags })
 }

@@ -27,9 +27,14 @@ const TEMP_PREFIX: &str = ".isvc-tmp-";
 /// The planned tree: relative path to file contents.
 pub type Tree = BTreeMap<PathBuf, String>;
 
-/// The files for `objects`.
+/// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
-    objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect()
+    let mut tree: Tree = objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect();
+    let roots: BTreeSet<String> = objects.iter().filter_map(|o| o.cluster.clone()).collect();
+    let roots: Vec<String> = roots.into_iter().collect();
+    let extra = crate::gitops::kustomizations(tree.keys(), &roots);
+    tree.extend(extra);
+    tree
 }
 
 /// What is in an output directory now.

@@ -49,6 +49,14 @@ pub struct Platform {
     /// priorities, queues and network isolation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<Tenant>,
+    /// Where the rendered output lives in git and how Argo CD or Flux
+    /// applies it (`render --gitops`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gitops: Option<GitOps>,
+    /// Clusters to render for: one output tree each, with per-cluster
+    /// overrides. Left out, one tree for one cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<Cluster>,
 }
 
 fn api_version() -> String {
@@ -80,6 +88,12 @@ pub struct Defaults {
     pub autoscaling: Autoscaling,
     /// How the Deployment replaces pods.
     pub rollout: Rollout,
+    /// Node labels the serving pods must run on (for example a GPU product).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of the serving pods (for tainted GPU nodes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
 }
 
 impl Default for Defaults {
@@ -92,6 +106,8 @@ impl Default for Defaults {
             probes: Probes::default(),
             autoscaling: Autoscaling::default(),
             rollout: Rollout::default(),
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
         }
     }
 }
@@ -515,4 +531,109 @@ impl Tenant {
     pub fn allows(&self, name: &str) -> bool {
         self.priorities.is_empty() || self.priorities.iter().any(|p| p == name)
     }
+}
+
+/// The GitOps engine that applies the output.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Argocd,
+    Flux,
+}
+
+/// Where the output lives in git and how the engine applies it. Nothing here
+/// is guessed: the repository, revision and path must be given.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitOps {
+    /// Engine to emit objects for; `render --gitops` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
+    /// Name of the Application, ApplicationSet or Kustomizations.
+    #[schemars(length(min = 1, max = 40))]
+    pub name: String,
+    /// URL of the git repository holding the rendered output.
+    #[serde(rename = "repoURL")]
+    #[schemars(length(min = 1))]
+    pub repo_url: String,
+    /// Branch to follow.
+    #[schemars(length(min = 1))]
+    pub revision: String,
+    /// Path of the output directory (`--out`) inside the repository.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// Argo CD settings.
+    #[serde(default)]
+    pub argocd: ArgoCd,
+    /// Flux settings.
+    #[serde(default)]
+    pub flux: Flux,
+}
+
+/// Argo CD settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ArgoCd {
+    /// Namespace Argo CD runs in.
+    pub namespace: String,
+    /// Argo CD project.
+    pub project: String,
+    /// Destination cluster API server for a single-cluster platform (for
+    /// several clusters, each cluster's `server`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl Default for ArgoCd {
+    fn default() -> ArgoCd {
+        ArgoCd { namespace: "argocd".to_string(), project: "default".to_string(), server: None }
+    }
+}
+
+/// Flux settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Flux {
+    /// Namespace the Flux objects live in.
+    pub namespace: String,
+    /// How often Flux reconciles (a Go duration).
+    pub interval: String,
+}
+
+impl Default for Flux {
+    fn default() -> Flux {
+        Flux { namespace: "flux-system".to_string(), interval: "10m".to_string() }
+    }
+}
+
+/// A cluster to render for, with its overrides.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cluster {
+    /// Cluster name: the directory of its tree.
+    pub name: String,
+    /// API server URL (the Argo CD destination).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Secret (in the Flux namespace) holding this cluster's kubeconfig, for
+    /// Flux to apply remotely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_config_secret: Option<String>,
+    /// Replicas are multiplied by this and rounded up (0 keeps 0).
+    #[serde(default = "one")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub replica_factor: f64,
+    /// Node labels added to the serving pods' node selector.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Registry mirror: images are pulled from here instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_registry: Option<String>,
+    /// Services that run here, as `name` or `namespace/name`; all when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+}
+
+fn one() -> f64 {
+    1.0
 }

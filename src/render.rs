@@ -129,6 +129,8 @@ pub fn render_service(
                 value,
                 owner: Some(desired.name.clone()),
                 source: source.map(str::to_string),
+                cluster: None,
+                bootstrap: false,
             }),
             Err(d) => diags.extend(d),
         }

@@ -148,6 +148,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         value,
         owner: None,
         source: source.map(str::to_string),
+        cluster: None,
+        bootstrap: false,
     };
     for (name, tier) in platform.tiers() {
         let mut value = json!({

@@ -2,6 +2,8 @@
 //! `isvc render services [--platform platform.yaml] --out rendered` produces
 //! from inside the example directory, and rendering is idempotent there.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -123,12 +125,19 @@ fn rendered_examples_pass_the_cluster_validator_when_available() {
         eprintln!("SKIPPED: ISVC_SKIP_VALIDATOR is set (.ci/run runs the validator itself)");
         return;
     }
-    for ex in examples() {
-        let out = std::process::Command::new(tool).arg(ex.join("rendered")).output().unwrap();
+    let mut trees = common::example_trees();
+    trees.extend(
+        examples()
+            .iter()
+            .map(|e| e.join("rendered/_gitops"))
+            .filter(|g| g.is_dir() && !g.parent().unwrap().join("kustomization.yaml").exists()),
+    );
+    for tree in trees {
+        let out = std::process::Command::new(tool).arg(&tree).output().unwrap();
         assert!(
             out.status.success(),
             "{} fails validation:\n{}{}",
-            ex.display(),
+            tree.display(),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

@@ -1,0 +1,75 @@
+//! GitOps delivery: engine objects only from what the platform file says,
+//! per-cluster trees with their overrides, and a diff grouped by cluster.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+fn isvc(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("isvc").unwrap();
+    c.current_dir(dir).arg("--color").arg("never");
+    c
+}
+
+fn copy_example(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let from = Path::new("examples").join(name);
+    for e in walkdir::WalkDir::new(&from).into_iter().filter_map(Result::ok) {
+        let target = dir.path().join(e.path().strip_prefix(&from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn an_engine_without_a_gitops_section_is_an_error_not_a_guess() {
+    let dir = copy_example("basic");
+    let out = isvc(dir.path()).args(["render", "services", "--stdout", "--gitops", "argocd"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path"), "{err}");
+}
+
+#[test]
+fn clusters_get_their_overrides() {
+    let dir = copy_example("gitops");
+    let read = |p: &str| std::fs::read_to_string(dir.path().join("rendered").join(p)).unwrap();
+    // qwen3 has 4 replicas: 12 at most in prod-us, 6 in prod-eu (x0.5), 3 in staging (x0.25).
+    assert!(read("prod-us/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 12\n"));
+    assert!(read("prod-eu/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 6\n"));
+    assert!(read("staging/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 3\n"));
+    assert!(read("prod-eu/default/qwen3/deployment.yaml").contains("image: registry.eu.example.com/vllm/vllm-openai:v0.11.0\n"));
+    assert!(!dir.path().join("rendered/staging/default/llama-70b").exists(), "staging runs only qwen3");
+    let set = read("_gitops/applicationset-inference.yaml");
+    assert!(set.contains("- cluster: staging\n        server: https://staging.k8s.example.com\n        path: examples/gitops/rendered/staging\n"), "{set}");
+}
+
+#[test]
+fn diff_is_grouped_by_cluster() {
+    let dir = copy_example("gitops");
+    let svc = dir.path().join("services/qwen3.yaml");
+    std::fs::write(&svc, std::fs::read_to_string(&svc).unwrap().replace("replicas: 4", "replicas: 8")).unwrap();
+    let out = isvc(dir.path()).args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let clusters: Vec<&str> = text.lines().filter(|l| l.starts_with("cluster ")).collect();
+    assert_eq!(clusters, ["cluster prod-eu:", "cluster prod-us:", "cluster staging:"], "{text}");
+    let md = isvc(dir.path()).args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered", "--format", "markdown"]).output().unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| Cluster | Change | Kind | Namespace | Name | Pods |"), "{md}");
+    assert!(md.contains("| prod-eu | changed | HorizontalPodAutoscaler | default | qwen3 | scaling only |"), "{md}");
+}
+
+#[test]
+fn flux_layers_prerequisites_before_namespaces() {
+    let dir = copy_example("gitops-flux");
+    let k = std::fs::read_to_string(dir.path().join("rendered/_gitops/kustomization-inference-search.yaml")).unwrap();
+    assert!(k.contains("dependsOn:\n  - name: inference-cluster\n"), "{k}");
+    assert!(k.contains("prune: true\n") && k.contains("wait: true\n"));
+    let root = std::fs::read_to_string(dir.path().join("rendered/kustomization.yaml")).unwrap();
+    assert!(root.ends_with("resources:\n- _cluster\n- search\n"), "{root}");
+}
