@@ -31,7 +31,10 @@ fn an_engine_without_a_gitops_section_is_an_error_not_a_guess() {
     let out = isvc(dir.path()).args(["render", "services", "--stdout", "--gitops", "argocd"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path"), "{err}");
+    assert!(
+        err.contains("--gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -42,7 +45,10 @@ fn clusters_get_their_overrides() {
     assert!(read("prod-us/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 12\n"));
     assert!(read("prod-eu/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 6\n"));
     assert!(read("staging/default/qwen3/horizontalpodautoscaler.yaml").contains("maxReplicas: 3\n"));
-    assert!(read("prod-eu/default/qwen3/deployment.yaml").contains("image: registry.eu.example.com/vllm/vllm-openai:v0.11.0\n"));
+    assert!(
+        read("prod-eu/default/qwen3/deployment.yaml")
+            .contains("image: registry.eu.example.com/vllm/vllm-openai:v0.11.0\n")
+    );
     assert!(!dir.path().join("rendered/staging/default/llama-70b").exists(), "staging runs only qwen3");
     let set = read("_gitops/applicationset-inference.yaml");
     assert!(set.contains("- cluster: staging\n        server: https://staging.k8s.example.com\n        path: examples/gitops/rendered/staging\n"), "{set}");
@@ -53,12 +59,18 @@ fn diff_is_grouped_by_cluster() {
     let dir = copy_example("gitops");
     let svc = dir.path().join("services/qwen3.yaml");
     std::fs::write(&svc, std::fs::read_to_string(&svc).unwrap().replace("replicas: 4", "replicas: 8")).unwrap();
-    let out = isvc(dir.path()).args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered"]).output().unwrap();
+    let out = isvc(dir.path())
+        .args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let clusters: Vec<&str> = text.lines().filter(|l| l.starts_with("cluster ")).collect();
     assert_eq!(clusters, ["cluster prod-eu:", "cluster prod-us:", "cluster staging:"], "{text}");
-    let md = isvc(dir.path()).args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered", "--format", "markdown"]).output().unwrap();
+    let md = isvc(dir.path())
+        .args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered", "--format", "markdown"])
+        .output()
+        .unwrap();
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("| Cluster | Change | Kind | Namespace | Name | Pods |"), "{md}");
     assert!(md.contains("| prod-eu | changed | HorizontalPodAutoscaler | default | qwen3 | scaling only |"), "{md}");
