@@ -157,6 +157,8 @@ gen() {
 }
 
 BIG=$WORK/big SMALLDIR=$WORK/small
+loadavg() { cut -d ' ' -f 1 /proc/loadavg 2>/dev/null || echo "?"; }
+LOAD_START=$(loadavg)
 log "generating $N services in $BIG and $SMALL in $SMALLDIR"
 gen "$BIG" "$N"
 gen "$SMALLDIR" "$SMALL"
@@ -313,7 +315,8 @@ timed() {
 
 echo
 echo "isvc render benchmark: N=$N services ($OBJECTS objects, $FILES files), $NAMESPACES namespaces,"
-echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }')"
+echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }'),"
+echo "load average $LOAD_START at the start, $(loadavg) at the end (other work on the machine slows every row)"
 echo
 row "measurement" "seconds" "ratio" "target" "result"
 row "----------------------------------------------" "---------" "----------------------------" "------------------------" "------"
