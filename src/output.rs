@@ -187,9 +187,18 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 
 /// Writes `planned` into `out`: creates and updates changed files, removes
 /// isvc's stale files, leaves everything else alone.
+///
+/// Runs under a lock on `out`'s parent directory, so two renders into the
+/// same place cannot interleave (the second waits). The new tree is built
+/// beside `out` — unchanged and foreign files hard-linked, so they keep
+/// their inode and modification time — and exchanged with `out` in one
+/// atomic rename: a render killed at any moment leaves the old tree or the
+/// new one, never a mix. Where that is impossible (another file system,
+/// `out` is a mount point, not Linux), files are replaced one by one, each
+/// atomically.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
-    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
+    let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) if !parent.is_dir() => {
             return Err(Diagnostic::error(format!(
                 "cannot create {}: {} does not exist",
                 out.display(),
@@ -198,18 +207,148 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
             .help("create the parent directory first")
             .into());
         }
-    }
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let _lock = lock(&parent, out)?;
+    remove_leftovers(&parent);
     let existing = scan(out)?;
     let diags = conflicts(planned, &existing, out);
     if diags.has_errors() {
         return Err(diags);
     }
     let changes = changes(planned, &existing);
+    if changes.is_empty() {
+        return Ok(changes);
+    }
     if is_missing_or_empty(out) {
         write_fresh(out, planned)?;
         return Ok(changes);
     }
-    std::fs::create_dir_all(out).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", out.display())))?;
+    match write_swap(out, &parent, planned, &changes) {
+        Ok(()) => Ok(changes),
+        Err(Swap::Unsupported) => write_in_place(out, planned, &existing, changes),
+        Err(Swap::Failed(d)) => Err(d.into()),
+    }
+}
+
+/// Holds the lock on the output's parent directory until dropped.
+pub struct Lock {
+    _dir: std::fs::File,
+}
+
+fn lock(parent: &Path, out: &Path) -> Result<Lock, Diagnostic> {
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot lock {}: {e}", parent.display()));
+    let dir = std::fs::File::open(parent).map_err(fail)?;
+    match dir.try_lock() {
+        Ok(()) => return Ok(Lock { _dir: dir }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("waiting for another isvc render into {} to finish...", out.display());
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+    }
+    dir.lock().map_err(fail)?;
+    Ok(Lock { _dir: dir })
+}
+
+/// Staging directories of a killed run. The parent's lock is held, so no
+/// other render is using them.
+fn remove_leftovers(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+enum Swap {
+    /// The platform or file system cannot do it; nothing was changed.
+    Unsupported,
+    Failed(Diagnostic),
+}
+
+/// Builds the new tree beside `out` and exchanges the two atomically.
+fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Swap> {
+    let fail = |what: &Path, e: std::io::Error| {
+        Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
+    };
+    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let stage = staging.path();
+    let replaced: BTreeSet<&PathBuf> = changes.update.iter().chain(&changes.delete).collect();
+    // Mirror the current tree: directories, links, and every file that stays.
+    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+        let entry =
+            entry.map_err(|e| Swap::Failed(Diagnostic::error(format!("cannot read {}: {e}", out.display()))))?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+        let target = stage.join(&rel);
+        let ft = entry.file_type();
+        if ft.is_dir() {
+            if !rel.as_os_str().is_empty() {
+                std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
+            }
+            if let Ok(meta) = entry.metadata() {
+                let _ = std::fs::set_permissions(&target, meta.permissions());
+            }
+        } else if ft.is_symlink() {
+            let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
+            symlink(&link, &target).map_err(|_| Swap::Unsupported)?;
+        } else if ft.is_file() {
+            if replaced.contains(&rel) || entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                continue;
+            }
+            if std::fs::hard_link(entry.path(), &target).is_err() {
+                return Err(Swap::Unsupported);
+            }
+        } else {
+            return Err(Swap::Unsupported);
+        }
+    }
+    let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
+    for rel in &written {
+        if let Some(dir) = rel.parent() {
+            std::fs::create_dir_all(stage.join(dir)).map_err(|e| fail(&out.join(dir), e))?;
+        }
+    }
+    let errors: Vec<Swap> = written
+        .par_iter()
+        .filter_map(|rel| std::fs::write(stage.join(rel), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
+        .collect();
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    for rel in &changes.delete {
+        remove_empty_parents(stage, rel);
+    }
+    exchange(stage, out)?;
+    // `stage` now holds the old tree; dropping `staging` removes it.
+    drop(staging);
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> Result<(), Swap> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(|_| Swap::Unsupported)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> Result<(), Swap> {
+    Err(Swap::Unsupported)
+}
+
+#[cfg(unix)]
+fn symlink(link: &Path, at: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(link, at)
+}
+
+#[cfg(not(unix))]
+fn symlink(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("symbolic links are not supported here"))
+}
+
+/// Replaces changed files one by one (each atomically), then removes stale ones.
+fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Changes) -> Result<Changes, Diagnostics> {
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
@@ -244,6 +383,12 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let fail = |what: &Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", what.display()));
     let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    // tempdir is private (0700); the output is an ordinary directory.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755));
+    }
     let dirs: BTreeSet<&Path> = planned.keys().filter_map(|p| p.parent()).collect();
     for dir in dirs {
         std::fs::create_dir_all(staging.path().join(dir)).map_err(|e| fail(&out.join(dir), e))?;
@@ -267,10 +412,24 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
-    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir).map_err(fail)?;
+    let mut tmp =
+        tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(readable()).tempfile_in(dir).map_err(fail)?;
     tmp.write_all(bytes).map_err(fail)?;
     tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
+}
+
+/// Mode of written files: readable by everyone, like files `git checkout` writes.
+fn readable() -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o644)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(".").map(|m| m.permissions()).unwrap_or_else(|_| unreachable!())
+    }
 }
 
 fn remove_empty_parents(out: &Path, rel: &Path) {
