@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::platform::Platform;
 use crate::quantity::Quantity;
+use crate::security::{self, PodSecurity};
 use crate::spec::InferenceService;
 
 /// Labels isvc sets on every object; users cannot set them.
@@ -49,6 +50,8 @@ pub struct DesiredService {
     pub rollout: RolloutPlan,
     /// The autoscaler; `None` for a service scaled to zero.
     pub autoscaler: Option<Autoscaler>,
+    /// Pod and container security settings (see [`crate::security`]).
+    pub security: PodSecurity,
     /// The objects to render, in order, each with its template.
     pub objects: Vec<Child>,
 }
@@ -203,6 +206,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         objects.push(AUTOSCALER);
     }
 
+    let security = security::derive(&security::settings_for(platform, &namespace, &name));
+
     Ok(DesiredService {
         name,
         namespace,
@@ -231,6 +236,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
         autoscaler,
+        security,
         objects,
     })
 }
