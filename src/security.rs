@@ -443,6 +443,17 @@ mod tests {
         s
     }
 
+    fn everything_relaxed() -> Security {
+        relaxed(|s| {
+            s.allow_root_user = true;
+            s.allow_privilege_escalation = true;
+            s.writable_root_filesystem = true;
+            s.mount_service_account_token = true;
+            s.unconfined_seccomp = true;
+            s.add_capabilities = vec!["SYS_PTRACE".into()];
+        })
+    }
+
     #[test]
     fn the_default_is_non_root_read_only_and_drops_everything() {
         let d = derive(&Security::default());
@@ -526,14 +537,7 @@ mod tests {
 
     #[test]
     fn grant_tokens_round_trip() {
-        let all = grants(&relaxed(|s| {
-            s.allow_root_user = true;
-            s.allow_privilege_escalation = true;
-            s.writable_root_filesystem = true;
-            s.mount_service_account_token = true;
-            s.unconfined_seccomp = true;
-            s.add_capabilities = vec!["NET_ADMIN".into()];
-        }));
+        let all = grants(&everything_relaxed());
         assert_eq!(all.len(), 6);
         for g in all {
             assert_eq!(Grant::parse(&g.token()), Some(g));
@@ -569,15 +573,7 @@ mod tests {
     #[test]
     fn derived_settings_pass_the_rules_relaxed_or_not() {
         assert_eq!(rule_ids(rendered_pod(&Security::default())), Vec::<&str>::new());
-        let everything = relaxed(|s| {
-            s.allow_root_user = true;
-            s.allow_privilege_escalation = true;
-            s.writable_root_filesystem = true;
-            s.mount_service_account_token = true;
-            s.unconfined_seccomp = true;
-            s.add_capabilities = vec!["SYS_PTRACE".into()];
-        });
-        assert_eq!(rule_ids(rendered_pod(&everything)), Vec::<&str>::new());
+        assert_eq!(rule_ids(rendered_pod(&everything_relaxed())), Vec::<&str>::new());
     }
 
     #[test]
