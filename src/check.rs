@@ -98,6 +98,7 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
             }
             findings
         })
+        .chain(crate::security::check(objects))
         .collect()
 }
 

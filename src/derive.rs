@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::platform::Platform;
 use crate::quantity::Quantity;
+use crate::security::{self, PodSecurity};
 use crate::spec::InferenceService;
 
 /// Labels isvc sets on every object; users cannot set them.
@@ -62,6 +63,8 @@ pub struct DesiredService {
     pub queue: Option<String>,
     /// PodDisruptionBudget for tiers that ask for one.
     pub disruption_budget: Option<DisruptionBudget>,
+    /// Pod and container security settings (see [`crate::security`]).
+    pub security: PodSecurity,
     /// The objects to render, in order, each with its template.
     pub objects: Vec<Child>,
 }
@@ -253,6 +256,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         }
     }
 
+    let security = security::derive(&security::settings_for(platform, &namespace, &name));
+
     Ok(DesiredService {
         name,
         namespace,
@@ -289,6 +294,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         priority,
         queue: placement.queue,
         disruption_budget,
+        security,
         objects,
     })
 }

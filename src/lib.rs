@@ -32,6 +32,7 @@ pub mod quantity;
 pub mod render;
 pub mod schema;
 pub mod schema_check;
+pub mod security;
 pub mod spec;
 pub mod tenancy;
 pub mod yaml;

@@ -306,6 +306,13 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
                             .at(Location::span(source, k.span)),
                     );
                 }
+                if k.name == crate::security::EXCEPTIONS_ANNOTATION {
+                    diags.push(
+                        Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
+                            .at(Location::span(source, k.span))
+                            .help("security exceptions are granted in the platform file (securityExceptions)"),
+                    );
+                }
             }
             if total > 256 * 1024 {
                 diags.push(
@@ -477,6 +484,7 @@ fn check_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
             );
         }
     }
+    crate::security::check_platform(source, node, diags);
     let int = |path: &[&str], default: i32| match &field(path) {
         (true, Node { value: NodeValue::Int(i), .. }) => Some(*i),
         (true, _) => None,

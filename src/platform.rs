@@ -57,6 +57,11 @@ pub struct Platform {
     /// overrides. Left out, one tree for one cluster.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clusters: Vec<Cluster>,
+    /// Relaxations of `defaults.security` for the services of one namespace
+    /// (or some of them), each with the reason the image needs it. Nothing
+    /// is relaxed for a service no entry names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_exceptions: Vec<SecurityException>,
 }
 
 fn api_version() -> String {
@@ -94,6 +99,9 @@ pub struct Defaults {
     /// Tolerations of the serving pods (for tainted GPU nodes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tolerations: Vec<Toleration>,
+    /// Pod and container security settings of every service. Secure by
+    /// default; each switch relaxes one setting for images that need it.
+    pub security: Security,
 }
 
 impl Default for Defaults {
@@ -108,6 +116,7 @@ impl Default for Defaults {
             rollout: Rollout::default(),
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
+            security: Security::default(),
         }
     }
 }
@@ -241,6 +250,70 @@ impl Default for Rollout {
     fn default() -> Rollout {
         Rollout { max_surge: 0, max_unavailable: 1 }
     }
+}
+
+/// Pod and container security settings (see `src/security.rs` for what each
+/// becomes). Every switch is off unless set; each allows exactly what it
+/// names. In `securityExceptions`, a switch that is off keeps what
+/// `defaults.security` says: an exception can relax, never tighten.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Security {
+    /// UID the server runs as. Unset: 10001 (with `allowRootUser`, the
+    /// image's own user). 0 (root) needs `allowRootUser`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub run_as_user: Option<i64>,
+    /// Primary GID of the server. Unset: 10001 (with `allowRootUser`, the
+    /// image's own group). Use 0 for images that make their writable
+    /// directories group-0 writable (the OpenShift convention).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub run_as_group: Option<i64>,
+    /// Group that owns the pod's volumes. Unset: 10001.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub fs_group: Option<i64>,
+    /// Allow the server to run as root: `runAsNonRoot` is not enforced and,
+    /// unless `runAsUser` is given, the image's user (root for
+    /// vllm/vllm-openai) is used.
+    pub allow_root_user: bool,
+    /// Allow setuid binaries and file capabilities to raise the process's
+    /// privileges (`allowPrivilegeEscalation: true`).
+    pub allow_privilege_escalation: bool,
+    /// Allow writes to the image's root filesystem (`readOnlyRootFilesystem:
+    /// false`), for images that write outside home, cache and /tmp.
+    pub writable_root_filesystem: bool,
+    /// Mount the service account's API token into the pods
+    /// (`automountServiceAccountToken: true`).
+    pub mount_service_account_token: bool,
+    /// Run without a seccomp filter (`seccompProfile: Unconfined`) instead
+    /// of the container runtime's default profile.
+    pub unconfined_seccomp: bool,
+    /// Linux capabilities to add back after all are dropped, without the
+    /// `CAP_` prefix (`IPC_LOCK`, `SYS_PTRACE`).
+    #[schemars(inner(regex(pattern = r"^[A-Z][A-Z0-9_]*$")))]
+    pub add_capabilities: Vec<String>,
+}
+
+/// A relaxation of `defaults.security` for some services, with its reason.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecurityException {
+    /// Namespace of the services the exception covers. Always required, so
+    /// an exception never reaches another team's namespace by name alone.
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: String,
+    /// Names of the services it covers in that namespace; empty or left
+    /// out: every service there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+    /// Why the image needs it, for the security review.
+    #[schemars(length(min = 1))]
+    pub reason: String,
+    /// The settings relaxed: switches set here are added to
+    /// `defaults.security`'s, ids given here replace its ids.
+    pub security: Security,
 }
 
 /// A Kubernetes quantity as written: a string (`500m`, `32Gi`) or a plain
