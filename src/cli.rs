@@ -26,6 +26,14 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
     pub color: ColorWhen,
 
+    /// Print errors only: no progress lines, warnings or quota tables.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Also list every file written or removed.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -47,6 +55,13 @@ pub enum Command {
     Crd,
     /// Write the JSON Schemas of the InferenceService and platform files.
     Schema(SchemaArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), for `man -l -` or a man directory.
+    Man,
 }
 
 /// Inputs shared by every command that compiles.
@@ -137,8 +152,17 @@ pub struct SchemaArgs {
 }
 
 /// Runs the command line and returns the process exit code.
+/// How much to print besides results and errors: 0 quiet, 1 normal, 2 verbose.
+static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
+fn verbosity() -> u8 {
+    VERBOSITY.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let level = if cli.quiet { 0 } else if cli.verbose { 2 } else { 1 };
+    VERBOSITY.store(level, std::sync::atomic::Ordering::Relaxed);
     match cli.color {
         ColorWhen::Always => anstream::ColorChoice::Always.write_global(),
         ColorWhen::Never => anstream::ColorChoice::Never.write_global(),
@@ -152,6 +176,24 @@ pub fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema(args) => write_schemas(&args.out),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "isvc", &mut out);
+            print_plain(&String::from_utf8_lossy(&out));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                Ok(()) => {
+                    print_plain(&String::from_utf8_lossy(&out));
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => Err(Diagnostic::error(format!("cannot render the manual page: {e}")).into()),
+            }
+        }
     };
     match result {
         Ok(code) => code,
@@ -176,11 +218,16 @@ fn print_plain(text: &str) {
 }
 
 fn eprint_diagnostics(diags: &Diagnostics) {
+    let shown = if verbosity() == 0 { Diagnostics(diags.iter().filter(|d| d.is_error()).cloned().collect()) } else { diags.clone() };
     let mut err = anstream::stderr();
-    let _ = err.write_all(diags.render(true).as_bytes());
+    let _ = err.write_all(shown.render(true).as_bytes());
 }
 
+/// A progress line on stderr, unless --quiet.
 fn status(line: &str) {
+    if verbosity() == 0 {
+        return;
+    }
     let mut err = anstream::stderr();
     let _ = writeln!(err, "{line}");
 }
@@ -295,6 +342,16 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::from(1));
     }
     let changes = output::write(&out, &tree)?;
+    if verbosity() >= 2 {
+        for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)] {
+            for p in paths {
+                status(&format!("{label} {}", out.join(p).display()));
+            }
+        }
+    }
+    if !compiled.quota.is_empty() {
+        status(crate::tenancy::format_quota_table(&compiled.quota).trim_end());
+    }
     status(&format!(
         "rendered {} objects into {} ({} files): {}",
         compiled.objects.len(),

@@ -51,6 +51,8 @@ use crate::render::Templates;
 pub struct Compiled {
     pub objects: Vec<Object>,
     pub warnings: Diagnostics,
+    /// Quota use of every tenant namespace (empty without tenant quotas).
+    pub quota: Vec<tenancy::QuotaUsage>,
 }
 
 /// Derives, renders and checks every service, plus the CRD and the objects
@@ -87,6 +89,7 @@ pub fn compile(
     let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
     diags.extend(tenancy::check_quotas(&pairs, platform, platform_file));
     diags.extend(tenancy::check_limits(&pairs, platform));
+    let quota = tenancy::quota_usage(&pairs, platform);
     diags.extend(kueue::check(&pairs, platform, platform_file));
 
     let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
@@ -112,7 +115,7 @@ pub fn compile(
     if diags.has_errors() {
         return Err(diags);
     }
-    Ok(Compiled { objects, warnings: diags })
+    Ok(Compiled { objects, warnings: diags, quota })
 }
 
 /// Compiles for every cluster the platform lists (or the one cluster), and
@@ -161,6 +164,7 @@ fn compile_clusters(
     platform_file: Option<&str>,
 ) -> Result<Compiled, Diagnostics> {
     let mut objects = Vec::new();
+    let mut quota = Vec::new();
     let mut per_cluster: Vec<(String, Diagnostics)> = Vec::new();
     let mut failed = false;
     for input in clusters::inputs(services, platform) {
@@ -170,6 +174,10 @@ fn compile_clusters(
                 objects.extend(c.objects.into_iter().map(|mut o| {
                     o.cluster = Some(name.clone());
                     o
+                }));
+                quota.extend(c.quota.into_iter().map(|mut q| {
+                    q.cluster = Some(name.clone());
+                    q
                 }));
                 per_cluster.push((name, c.warnings));
             }
@@ -200,5 +208,5 @@ fn compile_clusters(
         return Err(diags);
     }
     objects::sort(&mut objects);
-    Ok(Compiled { objects, warnings: diags })
+    Ok(Compiled { objects, warnings: diags, quota })
 }

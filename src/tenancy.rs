@@ -615,3 +615,90 @@ fn unknown_tier(name: &str, tiers: &BTreeMap<String, PriorityTier>) -> String {
     let known: Vec<&str> = tiers.keys().map(String::as_str).collect();
     format!("unknown priority \"{name}\"; the platform declares {}", known.join(", "))
 }
+
+/// One row of a namespace's quota table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuotaUsage {
+    pub cluster: Option<String>,
+    pub namespace: String,
+    pub quota: String,
+    pub key: String,
+    /// At steady state (replicas).
+    pub steady: String,
+    /// At the autoscalers' maximum, preemptible tiers left out.
+    pub peak: String,
+    pub hard: String,
+}
+
+/// What every tenant namespace's services use of each quota key, as
+/// `kubectl describe quota` would show it once they run.
+pub fn quota_usage(services: &[(&LoadedService, &DesiredService)], platform: &Platform) -> Vec<QuotaUsage> {
+    let tiers = platform.tiers();
+    let mut rows = Vec::new();
+    for tenant in &platform.tenants {
+        for ns in tenant.namespace_list() {
+            for (key, hard) in &tenant.quota {
+                let (mut steady, mut peak) = (Quantity::zero(), Quantity::zero());
+                let mut known = true;
+                for (_, d) in services.iter().filter(|(_, d)| d.namespace == ns) {
+                    let Some(u) = usage(key, d) else {
+                        known = false;
+                        break;
+                    };
+                    let preemptible = d.priority.as_ref().and_then(|p| tiers.get(p)).is_some_and(|t| t.preemptible);
+                    let max = d.autoscaler.as_ref().map_or(d.steady_replicas(), |a| a.max_replicas);
+                    let (s, p) = match (&u.per_pod, &u.per_object) {
+                        (Some(per), _) => (per.times(i64::from(d.steady_replicas())), per.times(i64::from(max))),
+                        (None, Some(o)) => (o.clone(), o.clone()),
+                        (None, None) => (Quantity::zero(), Quantity::zero()),
+                    };
+                    steady = steady.plus(&s);
+                    // Objects exist at peak whatever their tier; pods of
+                    // preemptible tiers give way to online ones.
+                    if !preemptible || u.per_pod.is_none() {
+                        peak = peak.plus(&p);
+                    }
+                }
+                let shown = |q: &Quantity| if known { q.to_string() } else { "?".to_string() };
+                rows.push(QuotaUsage {
+                    cluster: None,
+                    namespace: ns.clone(),
+                    quota: tenant.name.clone(),
+                    key: key.clone(),
+                    steady: shown(&steady),
+                    peak: shown(&peak),
+                    hard: hard.0.clone(),
+                });
+            }
+        }
+    }
+    rows
+}
+
+/// The rows as tables, one per namespace, in the layout of `kubectl describe quota`.
+pub fn format_quota_table(rows: &[QuotaUsage]) -> String {
+    let mut out = String::new();
+    let mut groups: BTreeMap<(Option<&str>, &str, &str), Vec<&QuotaUsage>> = BTreeMap::new();
+    for r in rows {
+        groups.entry((r.cluster.as_deref(), &r.namespace, &r.quota)).or_default().push(r);
+    }
+    for ((cluster, ns, quota), rows) in groups {
+        let place = cluster.map(|c| format!(" (cluster {c})")).unwrap_or_default();
+        out.push_str(&format!("Name:       {quota}\nNamespace:  {ns}{place}\n"));
+        let header = ["Resource", "Used (steady state)", "Used (HPA maximum)", "Hard"];
+        let cells: Vec<[&str; 4]> = rows.iter().map(|r| [r.key.as_str(), &r.steady, &r.peak, &r.hard]).collect();
+        let width = |i: usize| cells.iter().map(|c| c[i].len()).chain([header[i].len()]).max().unwrap_or(0);
+        let widths = [width(0), width(1), width(2), width(3)];
+        let line = |c: [&str; 4]| format!("{:<w0$}  {:<w1$}  {:<w2$}  {}\n", c[0], c[1], c[2], c[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]);
+        out.push_str(&line(header));
+        out.push_str(&line(["--------", "-------------------", "------------------", "----"]));
+        for c in cells {
+            out.push_str(&line(c));
+        }
+        out.push('\n');
+    }
+    if !out.is_empty() {
+        out.push_str("(HPA maximum: every autoscaler at maxReplicas; services of preemptible tiers are left out, online work preempts them at peak)\n");
+    }
+    out
+}
