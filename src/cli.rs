@@ -161,7 +161,13 @@ fn verbosity() -> u8 {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let level = if cli.quiet { 0 } else if cli.verbose { 2 } else { 1 };
+    let level = if cli.quiet {
+        0
+    } else if cli.verbose {
+        2
+    } else {
+        1
+    };
     VERBOSITY.store(level, std::sync::atomic::Ordering::Relaxed);
     match cli.color {
         ColorWhen::Always => anstream::ColorChoice::Always.write_global(),
@@ -218,7 +224,11 @@ fn print_plain(text: &str) {
 }
 
 fn eprint_diagnostics(diags: &Diagnostics) {
-    let shown = if verbosity() == 0 { Diagnostics(diags.iter().filter(|d| d.is_error()).cloned().collect()) } else { diags.clone() };
+    let shown = if verbosity() == 0 {
+        Diagnostics(diags.iter().filter(|d| d.is_error()).cloned().collect())
+    } else {
+        diags.clone()
+    };
     let mut err = anstream::stderr();
     let _ = err.write_all(shown.render(true).as_bytes());
 }
@@ -343,7 +353,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let changes = output::write(&out, &tree)?;
     if verbosity() >= 2 {
-        for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)] {
+        for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
+        {
             for p in paths {
                 status(&format!("{label} {}", out.join(p).display()));
             }

@@ -689,7 +689,18 @@ pub fn format_quota_table(rows: &[QuotaUsage]) -> String {
         let cells: Vec<[&str; 4]> = rows.iter().map(|r| [r.key.as_str(), &r.steady, &r.peak, &r.hard]).collect();
         let width = |i: usize| cells.iter().map(|c| c[i].len()).chain([header[i].len()]).max().unwrap_or(0);
         let widths = [width(0), width(1), width(2), width(3)];
-        let line = |c: [&str; 4]| format!("{:<w0$}  {:<w1$}  {:<w2$}  {}\n", c[0], c[1], c[2], c[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]);
+        let line = |c: [&str; 4]| {
+            format!(
+                "{:<w0$}  {:<w1$}  {:<w2$}  {}\n",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                w0 = widths[0],
+                w1 = widths[1],
+                w2 = widths[2]
+            )
+        };
         out.push_str(&line(header));
         out.push_str(&line(["--------", "-------------------", "------------------", "----"]));
         for c in cells {
