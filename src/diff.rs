@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -122,20 +123,23 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     type Key = (Option<String>, ObjectId);
     let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    for (path, text) in &existing.ours {
-        if path.file_name().is_some_and(|n| n == crate::gitops::KUSTOMIZATION) {
-            continue;
-        }
-        match parse(path, text) {
+    let parsed: Vec<(&PathBuf, &String, Option<(ObjectId, Value)>)> = existing
+        .ours
+        .par_iter()
+        .filter(|(path, _)| !path.file_name().is_some_and(|n| n == crate::gitops::KUSTOMIZATION))
+        .map(|(path, text)| (path, text, parse(path, text)))
+        .collect();
+    for (path, text, parsed) in parsed {
+        match parsed {
             Some((id, value)) => {
                 current.insert((cluster_of(path), id), (path.clone(), text.as_str(), value));
             }
             None => unparsable.push((path.clone(), text.as_str())),
         }
     }
+    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
     let mut report = Report::default();
-    for o in objects {
-        let new_text = o.to_file();
+    for (o, new_text) in objects.iter().zip(texts) {
         let cluster = o.cluster.clone();
         match current.remove(&(cluster.clone(), o.id.clone())) {
             None => {
