@@ -250,26 +250,17 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
     let Some(meta) = node.get("metadata") else {
         return;
     };
-    if let Some(name_node) = meta.get("name") {
-        if let Some(name) = name_node.as_str() {
-            if let Err(e) = names::dns1035_label(name) {
-                diags.push(
-                    Diagnostic::error(format!("invalid name \"{name}\": {e}"))
-                        .at(Location::span(source, name_node.span))
-                        .help(suggest_dns(name)),
-                );
-            }
-        }
-    }
-    if let Some(ns_node) = meta.get("namespace") {
-        if let Some(ns) = ns_node.as_str() {
-            if let Err(e) = names::dns1123_label(ns) {
-                diags.push(
-                    Diagnostic::error(format!("invalid namespace \"{ns}\": {e}"))
-                        .at(Location::span(source, ns_node.span))
-                        .help(suggest_dns(ns)),
-                );
-            }
+    let rules: [(&str, fn(&str) -> Result<(), String>); 2] =
+        [("name", names::dns1035_label), ("namespace", names::dns1123_label)];
+    for (field, rule) in rules {
+        let Some(n) = meta.get(field) else { continue };
+        let Some(value) = n.as_str() else { continue };
+        if let Err(e) = rule(value) {
+            diags.push(
+                Diagnostic::error(format!("invalid {field} \"{value}\": {e}"))
+                    .at(Location::span(source, n.span))
+                    .help(suggest_dns(value)),
+            );
         }
     }
     if let Some(NodeValue::Map(labels)) = meta.get("labels").map(|n| &n.value) {

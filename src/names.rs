@@ -2,23 +2,12 @@
 //! written. Each function returns `Err` with the reason in the words of the
 //! API server's own validation.
 
-/// A DNS-1035 label: what a Service name must be. Lower-case letters, digits
-/// and '-', starting with a letter, ending with a letter or digit, at most 63.
+/// A DNS-1035 label: what a Service name must be. A DNS-1123 label that
+/// starts with a letter.
 pub fn dns1035_label(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("must not be empty".to_string());
-    }
-    if s.len() > 63 {
-        return Err(format!("must be no more than 63 characters (it has {})", s.len()));
-    }
-    if !s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
-        return Err("must consist of lower case alphanumeric characters or '-'".to_string());
-    }
+    dns1123_label(s)?;
     if !s.as_bytes()[0].is_ascii_lowercase() {
         return Err("must start with a lower case letter (a Service name is a DNS-1035 label)".to_string());
-    }
-    if s.ends_with('-') {
-        return Err("must end with a lower case letter or digit".to_string());
     }
     Ok(())
 }
