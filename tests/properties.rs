@@ -2,54 +2,18 @@
 //! deterministic and idempotent, values cannot break out of their YAML
 //! scalars, and the invariants every rendered service must keep hold.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use common::service;
 use isvc::diagnostics::Source;
 use isvc::objects::Object;
 use isvc::platform::Platform;
 use isvc::render::Templates;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-fn dns_label() -> impl Strategy<Value = String> {
-    "[a-z]([a-z0-9-]{0,30}[a-z0-9])?"
-}
-
-/// Any text at all: quotes, colons, newlines, YAML indicators, unicode.
-fn any_text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "\\PC{1,40}",
-        Just("a: b\n  evil: true".to_string()),
-        Just("\"}\n---\nkind: Secret".to_string()),
-        Just("{{ name }}".to_string()),
-        Just("on".to_string()),
-        Just("0755".to_string()),
-        Just("- item".to_string()),
-        Just("*alias".to_string()),
-        Just("Ünïcödé 🚀".to_string()),
-    ]
-}
-
-prop_compose! {
-    fn service()(
-        name in dns_label(),
-        namespace in proptest::option::of(dns_label()),
-        model in any_text().prop_filter("non-empty", |m| !m.is_empty()),
-        replicas in prop_oneof![Just(0), 1..=1000i32],
-        gpus in proptest::option::of(1..=8i32),
-        labels in proptest::collection::btree_map("[a-z][a-z0-9]{0,10}", "[a-zA-Z0-9]([a-zA-Z0-9._-]{0,20}[a-zA-Z0-9])?", 0..3),
-        annotations in proptest::collection::btree_map("[a-z][a-z0-9.]{0,10}[a-z]", any_text(), 0..3),
-    ) -> Value {
-        let mut metadata = json!({"name": name});
-        if let Some(ns) = namespace { metadata["namespace"] = json!(ns); }
-        if !labels.is_empty() { metadata["labels"] = json!(labels); }
-        if !annotations.is_empty() { metadata["annotations"] = json!(annotations); }
-        let mut spec = json!({"model": model, "replicas": replicas});
-        if let Some(g) = gpus { spec["gpusPerReplica"] = json!(g); }
-        json!({"apiVersion": "ai.example.com/v1alpha1", "kind": "InferenceService", "metadata": metadata, "spec": spec})
-    }
-}
 
 /// Writes `doc` as YAML text, loads it like a file, and compiles it.
 fn compile(doc: &Value) -> Vec<Object> {

@@ -1,6 +1,11 @@
 //! Helpers shared by the integration tests.
 
+#![allow(dead_code)]
+
 use std::path::PathBuf;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
 
 /// Roots of the example output trees: `examples/*/rendered`, or with
 /// clusters `examples/*/rendered/<cluster>`, plus each `_gitops` directory
@@ -21,4 +26,43 @@ pub fn example_trees() -> Vec<PathBuf> {
     out.sort();
     assert!(out.len() >= 7, "{out:?}");
     out
+}
+
+pub fn dns_label() -> impl Strategy<Value = String> {
+    "[a-z]([a-z0-9-]{0,30}[a-z0-9])?"
+}
+
+/// Any text at all: quotes, colons, newlines, YAML indicators, unicode.
+pub fn any_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "\\PC{1,40}",
+        Just("a: b\n  evil: true".to_string()),
+        Just("\"}\n---\nkind: Secret".to_string()),
+        Just("{{ name }}".to_string()),
+        Just("on".to_string()),
+        Just("0755".to_string()),
+        Just("- item".to_string()),
+        Just("*alias".to_string()),
+        Just("Ünïcödé 🚀".to_string()),
+    ]
+}
+
+prop_compose! {
+    pub fn service()(
+        name in dns_label(),
+        namespace in proptest::option::of(dns_label()),
+        model in any_text().prop_filter("non-empty", |m| !m.is_empty()),
+        replicas in prop_oneof![Just(0), 1..=1000i32],
+        gpus in proptest::option::of(1..=8i32),
+        labels in proptest::collection::btree_map("[a-z][a-z0-9]{0,10}", "[a-zA-Z0-9]([a-zA-Z0-9._-]{0,20}[a-zA-Z0-9])?", 0..3),
+        annotations in proptest::collection::btree_map("[a-z][a-z0-9.]{0,10}[a-z]", any_text(), 0..3),
+    ) -> Value {
+        let mut metadata = json!({"name": name});
+        if let Some(ns) = namespace { metadata["namespace"] = json!(ns); }
+        if !labels.is_empty() { metadata["labels"] = json!(labels); }
+        if !annotations.is_empty() { metadata["annotations"] = json!(annotations); }
+        let mut spec = json!({"model": model, "replicas": replicas});
+        if let Some(g) = gpus { spec["gpusPerReplica"] = json!(g); }
+        json!({"apiVersion": "ai.example.com/v1alpha1", "kind": "InferenceService", "metadata": metadata, "spec": spec})
+    }
 }
