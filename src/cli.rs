@@ -8,8 +8,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::check::{self, report, sarif};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::load::{self, LoadedService};
+use crate::platform::Platform;
 use crate::render::Templates;
 use crate::{Compiled, diff, objects, output, schema};
 
@@ -43,6 +45,9 @@ pub enum Command {
     Render(RenderArgs),
     /// Show what `render` would change in the output tree, object by object.
     Diff(DiffArgs),
+    /// Run every rule over the rendered objects and report what would break
+    /// in a cluster.
+    Check(CheckArgs),
     /// Print the InferenceService CustomResourceDefinition.
     Crd,
     /// Write the JSON Schemas of the InferenceService and platform files.
@@ -65,6 +70,11 @@ pub struct Inputs {
     /// template of the same name.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
+
+    /// Rules to turn off for this run: IDs, comma-separated or repeated
+    /// (`isvc check --explain ID` describes a rule).
+    #[arg(long, value_name = "IDS")]
+    pub disable: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -109,6 +119,32 @@ pub enum DiffFormat {
 }
 
 #[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// Report format: text, JSON for scripts, or SARIF for GitHub code scanning.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+
+    /// Print what a rule is about (symptom, cause, fix, how to disable it)
+    /// and exit.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
+
+    /// Exit 1 on warnings too, not only on errors.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+#[derive(Args, Debug)]
 pub struct SchemaArgs {
     /// Directory to write the schema files into.
     #[arg(long, value_name = "DIR", default_value = "schemas")]
@@ -126,6 +162,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render(args),
         Command::Diff(args) => diff_cmd(args),
+        Command::Check(args) => check_cmd(args),
         Command::Crd => {
             print(&crate::objects::Object::to_file(&crate::crd::object()));
             Ok(ExitCode::SUCCESS)
@@ -164,9 +201,16 @@ fn status(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
-/// Loads inputs and compiles them; `base` is the directory the output
-/// headers name input files relative to.
-fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
+/// Everything a run reads: the platform, the templates and the services.
+struct Loaded {
+    platform: Platform,
+    templates: Templates,
+    services: Vec<LoadedService>,
+    config: check::Config,
+}
+
+/// Loads the inputs, reporting every problem of every one together.
+fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform(inputs.platform.as_deref());
     let template_dir = inputs.templates.clone().or_else(|| {
         let p = platform.as_ref().ok()?;
@@ -176,12 +220,14 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
     });
     let templates = load_templates(template_dir.as_deref());
     let services = load::load_services(&inputs.paths);
-    // Report every input error together: platform, templates and services.
+    let config = check::Config::with_disabled(&inputs.disable);
     let mut diags = Diagnostics::new();
     let platform = platform.map_err(|d| diags.extend(d)).ok();
     let templates = templates.map_err(|d| diags.extend(d)).ok();
     let services = services.map_err(|d| diags.extend(d)).ok();
-    let (Some(platform), Some(templates), Some(services)) = (platform, templates, services) else {
+    let config = config.map_err(|d| diags.extend(d)).ok();
+    let (Some(platform), Some(templates), Some(services), Some(config)) = (platform, templates, services, config)
+    else {
         diags.sort();
         return Err(diags);
     };
@@ -192,14 +238,24 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
                 .help("the output holds only the CRD; a render removes the objects of every service rendered before"),
         ));
     }
+    Ok(Loaded { platform, templates, services, config })
+}
+
+/// Names input files relative to `base`, as output headers show them.
+fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
     let base = absolute(base);
-    let label =
-        move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
-    let compiled = crate::compile(&services, &platform, &templates, &label)?;
+    move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/")
+}
+
+/// Loads inputs and compiles them; `base` is the directory the output
+/// headers name input files relative to.
+fn compile(inputs: &Inputs, base: &Path) -> Result<(Compiled, Vec<LoadedService>), Diagnostics> {
+    let i = load_inputs(inputs)?;
+    let compiled = crate::compile_with(&i.services, &i.platform, &i.templates, &labeller(base), &i.config)?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
-    Ok(compiled)
+    Ok((compiled, i.services))
 }
 
 fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
@@ -234,7 +290,7 @@ fn header_base(out: Option<&Path>) -> PathBuf {
 }
 
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(args.out.as_deref()))?;
+    let (compiled, _) = compile(&args.inputs, &header_base(args.out.as_deref()))?;
     let Some(out) = args.out else {
         print_plain(&objects::to_stream(&compiled.objects));
         std::mem::forget(compiled);
@@ -273,7 +329,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(Some(&args.out)))?;
+    let (compiled, _) = compile(&args.inputs, &header_base(Some(&args.out)))?;
     let existing = output::scan(&args.out)?;
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
@@ -283,6 +339,32 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     };
     print(&text);
     Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
+    if let Some(id) = &args.explain {
+        let rule = check::rule(id).ok_or_else(|| check::unknown_rule(id))?;
+        print(&rule.long_text());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let i = load_inputs(&args.inputs)?;
+    let objects = crate::render_objects(&i.services, &i.platform, &i.templates, &labeller(&header_base(None)))?;
+    let problems = Diagnostics(check::annotation_problems(&i.services));
+    if !problems.is_empty() {
+        eprint_diagnostics(&problems);
+    }
+    let mut findings = check::run_with(&objects, &i.config);
+    check::locate(&mut findings, &i.services);
+    match args.format {
+        CheckFormat::Text => print(&report::to_text(&findings, objects.len(), true)),
+        CheckFormat::Json => print_plain(&report::to_json(&findings, objects.len())),
+        CheckFormat::Sarif => {
+            let platform = args.inputs.platform.as_ref().map(|p| p.display().to_string());
+            print_plain(&sarif::to_sarif(&findings, platform.as_deref()));
+        }
+    }
+    let (errors, warnings) = report::counts(&findings);
+    Ok(if errors > 0 || (args.strict && warnings > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {

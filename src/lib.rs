@@ -34,7 +34,7 @@ pub mod yaml;
 
 use rayon::prelude::*;
 
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::load::LoadedService;
 use crate::objects::Object;
 use crate::platform::Platform;
@@ -48,14 +48,61 @@ pub struct Compiled {
     pub warnings: Diagnostics,
 }
 
-/// Derives, renders and checks every service, plus the CRD. `label` names a
-/// service's input file as the output headers should show it.
+/// Derives, renders and checks every service, plus the CRD, with every
+/// rule on. `label` names a service's input file as the output headers
+/// should show it.
 pub fn compile(
     services: &[LoadedService],
     platform: &Platform,
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
 ) -> Result<Compiled, Diagnostics> {
+    compile_with(services, platform, templates, label, &check::Config::default())
+}
+
+/// [`compile`], with the rules `config` disables left out. Only error-level
+/// rules run: an error stops the compile; warnings are for `isvc check`.
+pub fn compile_with(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    config: &check::Config,
+) -> Result<Compiled, Diagnostics> {
+    let (objects, mut diags) = render_all(services, platform, templates, label);
+    let mut findings = check::run_with(&objects, config);
+    findings.retain(|f| f.rule.severity == Severity::Error);
+    check::locate(&mut findings, services);
+    diags.extend(findings.iter().map(check::Finding::to_diagnostic));
+    diags.extend(check::annotation_problems(services));
+    diags.sort();
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(Compiled { objects, warnings: diags })
+}
+
+/// Derives and renders every service, plus the CRD, without running the
+/// rules: what `isvc check` examines.
+pub fn render_objects(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+) -> Result<Vec<Object>, Diagnostics> {
+    let (objects, mut diags) = render_all(services, platform, templates, label);
+    diags.sort();
+    if diags.has_errors() { Err(diags) } else { Ok(objects) }
+}
+
+/// The objects that rendered, in output order, and the errors of those
+/// that did not.
+fn render_all(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+) -> (Vec<Object>, Diagnostics) {
     let results: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = services
         .par_iter()
         .map(|s| {
@@ -74,12 +121,5 @@ pub fn compile(
         }
     }
     objects::sort(&mut objects);
-    for finding in check::run(&objects) {
-        diags.push(finding.to_diagnostic());
-    }
-    diags.sort();
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Ok(Compiled { objects, warnings: diags })
+    (objects, diags)
 }
