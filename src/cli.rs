@@ -13,7 +13,7 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::load::{self, LoadedService};
 use crate::platform::Platform;
 use crate::render::Templates;
-use crate::{Compiled, diff, objects, output, schema};
+use crate::{Compiled, diff, objects, output, plan, schema};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -48,6 +48,11 @@ pub enum Command {
     /// Run every rule over the rendered objects and report what would break
     /// in a cluster.
     Check(CheckArgs),
+    /// Show the actions that would bring a cluster (a `kubectl get -o yaml`
+    /// snapshot) to the desired state.
+    Plan(PlanArgs),
+    /// Show each InferenceService's status against a cluster snapshot.
+    Status(StatusArgs),
     /// Print the InferenceService CustomResourceDefinition.
     Crd,
     /// Write the JSON Schemas of the InferenceService and platform files.
@@ -144,6 +149,40 @@ pub enum CheckFormat {
     Sarif,
 }
 
+/// A cluster snapshot and what to print.
+#[derive(Args, Debug)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// What `kubectl get deploy,svc,hpa -A -o yaml` (or `-o json`) printed;
+    /// `-` reads standard input.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub live: PathBuf,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = LiveFormat::Text)]
+    pub format: LiveFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LiveFormat {
+    Text,
+    Json,
+}
+
 #[derive(Args, Debug)]
 pub struct SchemaArgs {
     /// Directory to write the schema files into.
@@ -163,6 +202,8 @@ pub fn main() -> ExitCode {
         Command::Render(args) => render(args),
         Command::Diff(args) => diff_cmd(args),
         Command::Check(args) => check_cmd(args),
+        Command::Plan(args) => plan_cmd(args.live),
+        Command::Status(args) => status_cmd(args.live),
         Command::Crd => {
             print(&crate::objects::Object::to_file(&crate::crd::object()));
             Ok(ExitCode::SUCCESS)
@@ -365,6 +406,47 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
     }
     let (errors, warnings) = report::counts(&findings);
     Ok(if errors > 0 || (args.strict && warnings > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Compiles the inputs and reads the snapshot, reporting the problems of both.
+fn reconcile(
+    args: &LiveArgs,
+) -> Result<(Compiled, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
+    let compiled = compile(&args.inputs, &header_base(None));
+    let live = plan::read_snapshot(&args.live);
+    let (compiled, live) = match (compiled, live) {
+        (Ok(c), Ok(l)) => (c, l),
+        (c, l) => {
+            let mut diags = Diagnostics::new();
+            diags.extend(c.err().into_iter().flatten());
+            diags.extend(l.err().into_iter().flatten());
+            return Err(diags);
+        }
+    };
+    let (compiled, services) = compiled;
+    let plan = plan::plan(&compiled.objects, &live);
+    Ok((compiled, services, live, plan))
+}
+
+fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
+    let (_, _, _, plan) = reconcile(&args)?;
+    match args.format {
+        LiveFormat::Text => print(&plan::to_text(&plan, true)),
+        LiveFormat::Json => print_plain(&plan::to_json(&plan)),
+    }
+    Ok(if plan.is_converged() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
+    let (compiled, services, live, plan) = reconcile(&args)?;
+    let services: Vec<&crate::spec::InferenceService> = services.iter().map(|s| &s.service).collect();
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    match args.format {
+        LiveFormat::Text => print_plain(&plan::status_to_text(&statuses)),
+        LiveFormat::Json => print_plain(&plan::status_to_json(&services, &statuses)),
+    }
+    let ready = statuses.iter().all(|s| s.phase == crate::spec::Phase::Ready);
+    Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {

@@ -3,15 +3,17 @@
 //! The pipeline, one module per stage:
 //!
 //! ```text
-//! load ─▶ derive ─▶ render ─▶ check ─▶ output | diff
+//! load ─▶ derive ─▶ render ─▶ check ─▶ output | diff | plan
 //! (files,   (pure:     (templates,  (rules over   (atomic tree write,
 //!  schema,   desired    parse back,  rendered      prune, --check;
-//!  names)    state)     kinds)       objects)      object diff)
+//!  names)    state)     kinds)       objects)      object diff;
+//!                                                  reconcile against a
+//!                                                  live snapshot)
 //! ```
 //!
 //! [`compile`] runs derive, render and check over loaded services; it does no
-//! I/O, so an Operator can embed it. `yaml` and `diagnostics` are leaves that
-//! every stage uses.
+//! I/O, so an Operator can embed it, and [`plan`] is the Operator's reconcile
+//! over its result. `yaml` and `diagnostics` are leaves that every stage uses.
 
 pub mod check;
 pub mod cli;
@@ -24,6 +26,7 @@ pub mod load;
 pub mod names;
 pub mod objects;
 pub mod output;
+pub mod plan;
 pub mod platform;
 pub mod quantity;
 pub mod render;
