@@ -31,6 +31,7 @@ mod scaling;
 mod tenancy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use serde_json::{Map, Value};
@@ -380,6 +381,11 @@ pub(crate) struct Context<'a> {
     autoscalers: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
     /// Workloads (objects with pod templates) by namespace.
     workloads: HashMap<&'a str, Vec<Workload<'a>>>,
+    /// (kind, namespace, name) of a workload to its place in `workloads`.
+    workload_at: HashMap<(&'a str, &'a str, &'a str), usize>,
+    /// What the workloads count against each ResourceQuota, by (namespace,
+    /// name), at the low and the high end; worked out once, when needed.
+    quota_usage: HashMap<(&'a str, &'a str), [OnceLock<Vec<tenancy::Usage>>; 2]>,
     /// Objects of each kind by namespace, for namespace-wide rules.
     by_kind: HashMap<(&'a str, &'a str), Vec<&'a Object>>,
     /// The PriorityClass pods without one get (`globalDefault: true`).
@@ -410,6 +416,8 @@ impl<'a> Context<'a> {
             ids: HashMap::new(),
             autoscalers: HashMap::new(),
             workloads: HashMap::new(),
+            workload_at: HashMap::new(),
+            quota_usage: HashMap::new(),
             by_kind: HashMap::new(),
             default_priority_class: None,
         };
@@ -424,6 +432,9 @@ impl<'a> Context<'a> {
                     if let (Some(kind), Some(name)) = (target("kind"), target("name")) {
                         cx.autoscalers.insert((ns, kind, name), o);
                     }
+                }
+                "ResourceQuota" => {
+                    cx.quota_usage.insert((ns, o.id.name.as_str()), Default::default());
                 }
                 "PriorityClass" if o.value.get("globalDefault").and_then(Value::as_bool) == Some(true) => {
                     cx.default_priority_class = Some(o.id.name.as_str());
@@ -440,7 +451,9 @@ impl<'a> Context<'a> {
         }
         for o in objects {
             if let Some(w) = cx.workload(o) {
-                cx.workloads.entry(namespace(o)).or_default().push(w);
+                let list = cx.workloads.entry(namespace(o)).or_default();
+                cx.workload_at.insert((o.id.kind.as_str(), namespace(o), o.id.name.as_str()), list.len());
+                list.push(w);
             }
         }
         cx
@@ -506,7 +519,16 @@ impl<'a> Context<'a> {
     }
 
     pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {
-        self.workloads_in(namespace(o)).iter().find(|w| std::ptr::eq(w.object, o))
+        let i = self.workload_at.get(&(o.id.kind.as_str(), namespace(o), o.id.name.as_str()))?;
+        self.workloads_in(namespace(o)).get(*i).filter(|w| std::ptr::eq(w.object, o))
+    }
+
+    /// What the workloads of its namespace count against `quota` at `bound`.
+    pub fn quota_usage<'s>(&'s self, quota: &'s Object, bound: tenancy::Bound) -> &'s [tenancy::Usage] {
+        match self.quota_usage.get(&(namespace(quota), quota.id.name.as_str())) {
+            Some(cells) => cells[bound as usize].get_or_init(|| tenancy::usage(self, quota, bound)),
+            None => &[],
+        }
     }
 
     /// Every object of the namespace.

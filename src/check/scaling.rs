@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::tenancy::{self, Bound};
+use super::tenancy;
 use super::{Context, Finding, Rule, Severity, Workload, namespace};
 use crate::objects::Object;
 
@@ -218,10 +218,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     let replicas = w.min_replicas;
     let Some(extra) = scaled(Some(&surge), replicas, true).filter(|s| *s > 0 && replicas > 0) else { return };
     for quota in cx.objects_of_kind(namespace(o), "ResourceQuota") {
-        if !tenancy::excess(cx, quota, Bound::Min, None).is_empty() {
-            continue; // already over without the surge: ISVC021 says so
-        }
-        if let Some(e) = tenancy::excess(cx, quota, Bound::Min, Some((o, extra))).first() {
+        if let Some((resource, needed, hard)) = tenancy::surge_excess(cx, quota, w, extra) {
             out.push(Finding::new(
                 ROLLOUT_CANNOT_PROCEED,
                 o,
@@ -230,9 +227,9 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
                     if extra == 1 { "" } else { "s" },
                     super::show(Some(&surge)),
                     quota.id,
-                    e.resource,
-                    e.needed,
-                    e.hard
+                    resource,
+                    needed,
+                    hard
                 ),
             ));
         }

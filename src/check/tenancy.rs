@@ -184,18 +184,27 @@ fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effective {
 /// Which replica count of each workload to count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Bound {
-    Min,
-    Max,
+    Min = 0,
+    Max = 1,
 }
 
-/// A quota resource that the counted pods or objects exceed.
+/// One hard limit of a quota and what the rendered objects count against it.
 #[derive(Debug)]
-pub(crate) struct Excess {
+pub(crate) struct Usage {
     pub resource: String,
-    pub needed: Quantity,
     pub hard: Quantity,
+    /// The sum of `parts`, if anything counts.
+    pub used: Option<Quantity>,
     /// What each workload (or kind of object) contributes.
     pub parts: Vec<(String, Quantity)>,
+    /// Whether pods count here (so a rollout's surge pods do too).
+    per_pod: bool,
+}
+
+impl Usage {
+    pub fn exceeded(&self) -> bool {
+        self.used.as_ref().is_some_and(|u| *u > self.hard)
+    }
 }
 
 /// What a quota's hard key counts.
@@ -311,10 +320,10 @@ fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_ranges: &[&
         })
 }
 
-/// The hard limits of `quota` that the rendered workloads of its namespace
-/// exceed at `bound`, with `extra` pods of one workload added (a rollout's
-/// surge).
-pub(crate) fn excess(cx: &Context<'_>, quota: &Object, bound: Bound, extra: Option<(&Object, i64)>) -> Vec<Excess> {
+/// What the rendered objects of its namespace count against each hard
+/// limit of `quota`, with every workload at `bound`. Empty for a quota
+/// whose scopes isvc cannot judge.
+pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage> {
     if !scopes_known(&quota.value) {
         return Vec::new();
     }
@@ -322,44 +331,51 @@ pub(crate) fn excess(cx: &Context<'_>, quota: &Object, bound: Bound, extra: Opti
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
     let one = Quantity::parse("1").unwrap_or_else(|_| Quantity::zero());
     let hard = quota.value.pointer("/spec/hard").and_then(Value::as_object).into_iter().flatten();
-    let mut out = Vec::new();
-    for (key, limit) in hard {
-        let (Some(m), Some(limit)) = (measure(key), quantity(limit)) else { continue };
-        let mut parts: Vec<(String, Quantity)> = Vec::new();
-        match m {
-            Measure::Pods | Measure::Requests(_) | Measure::Limits(_) => {
-                for w in cx.workloads_in(ns) {
-                    let mut total: Option<Quantity> = None;
-                    for (i, (template, per_replica)) in w.templates.iter().enumerate() {
-                        if !in_scope(cx, &quota.value, template, limit_ranges) {
-                            continue;
-                        }
-                        let surge = extra.filter(|(o, _)| std::ptr::eq(*o, w.object) && i == 0).map_or(0, |(_, n)| n);
-                        let pods = per_replica * replicas(w, bound) + surge;
-                        let pod = pod_resources(template, limit_ranges);
-                        let each = match m {
-                            Measure::Requests(r) => pod.requests.get(r),
-                            Measure::Limits(r) => pod.limits.get(r),
-                            _ => Some(&one),
-                        };
-                        if let Some(each) = each.filter(|_| pods > 0) {
-                            let q = each.times(pods);
-                            total = Some(total.map_or_else(|| q.clone(), |t| t.plus(&q)));
-                        }
-                    }
-                    if let Some(t) = total.filter(|t| t.nanos() > 0) {
-                        parts.push((w.object.id.name.clone(), t));
-                    }
+    let keys: Vec<(&str, Measure<'_>, Quantity)> =
+        hard.filter_map(|(k, v)| Some((k.as_str(), measure(k)?, quantity(v)?))).collect();
+    let mut out: Vec<Usage> = keys
+        .iter()
+        .map(|(k, m, hard)| Usage {
+            resource: k.to_string(),
+            hard: hard.clone(),
+            used: None,
+            parts: Vec::new(),
+            per_pod: matches!(m, Measure::Pods | Measure::Requests(_) | Measure::Limits(_)),
+        })
+        .collect();
+    // Pods and their resources, one workload at a time.
+    for w in cx.workloads_in(ns) {
+        let mut totals: Vec<Option<Quantity>> = vec![None; keys.len()];
+        for (template, per_replica) in &w.templates {
+            let pods = per_replica * replicas(w, bound);
+            if pods <= 0 || !in_scope(cx, &quota.value, template, limit_ranges) {
+                continue;
+            }
+            let pod = pod_resources(template, limit_ranges);
+            for (i, (_, m, _)) in keys.iter().enumerate() {
+                if let Some(each) = per_pod(m, &pod, &one) {
+                    let q = each.times(pods);
+                    totals[i] = Some(totals[i].take().map_or_else(|| q.clone(), |t| t.plus(&q)));
                 }
             }
+        }
+        for (u, t) in out.iter_mut().zip(totals) {
+            if let Some(t) = t.filter(|t| t.nanos() > 0) {
+                u.parts.push((w.object.id.name.clone(), t));
+            }
+        }
+    }
+    // Objects, counted by kind.
+    for (u, (_, m, _)) in out.iter_mut().zip(&keys) {
+        match m {
             Measure::Objects(resource, group) => {
                 let mut kinds: BTreeMap<&str, i64> = BTreeMap::new();
                 for o in cx.objects_in(ns) {
-                    if plural(&o.id.kind) == resource && o.id.group() == group {
+                    if plural(&o.id.kind) == *resource && o.id.group() == *group {
                         *kinds.entry(o.id.kind.as_str()).or_default() += 1;
                     }
                 }
-                parts.extend(kinds.into_iter().map(|(k, n)| (format!("{n} {k}"), one.times(n))));
+                u.parts.extend(kinds.into_iter().map(|(k, n)| (format!("{n} {k}"), one.times(n))));
             }
             Measure::Services(types) => {
                 let n = cx
@@ -370,16 +386,52 @@ pub(crate) fn excess(cx: &Context<'_>, quota: &Object, bound: Bound, extra: Opti
                     })
                     .count() as i64;
                 if n > 0 {
-                    parts.push((format!("{n} Service"), one.times(n)));
+                    u.parts.push((format!("{n} Service"), one.times(n)));
                 }
             }
+            _ => {}
         }
-        let Some(needed) = parts.iter().map(|(_, q)| q.clone()).reduce(|a, b| a.plus(&b)) else { continue };
-        if needed > limit {
-            out.push(Excess { resource: key.clone(), needed, hard: limit, parts });
-        }
+        u.used = u.parts.iter().map(|(_, q)| q.clone()).reduce(|a, b| a.plus(&b));
     }
     out
+}
+
+/// What one pod counts against a pod-based hard limit.
+fn per_pod<'q>(m: &Measure<'_>, pod: &'q Effective, one: &'q Quantity) -> Option<&'q Quantity> {
+    match m {
+        Measure::Pods => Some(one),
+        Measure::Requests(r) => pod.requests.get(*r),
+        Measure::Limits(r) => pod.limits.get(*r),
+        _ => None,
+    }
+}
+
+/// The first hard limit of `quota` that `extra` more pods of the first
+/// template of `w` (a rollout's surge) would exceed, with what they would
+/// need: (resource, needed, hard). `None` when they fit, or when the quota
+/// is exceeded already without them.
+pub(crate) fn surge_excess(
+    cx: &Context<'_>,
+    quota: &Object,
+    w: &Workload<'_>,
+    extra: i64,
+) -> Option<(String, Quantity, Quantity)> {
+    let usage = cx.quota_usage(quota, Bound::Min);
+    if usage.iter().any(Usage::exceeded) {
+        return None;
+    }
+    let (template, _) = w.templates.first()?;
+    let limit_ranges = cx.objects_of_kind(namespace(quota), "LimitRange");
+    if !in_scope(cx, &quota.value, template, limit_ranges) {
+        return None;
+    }
+    let pod = pod_resources(template, limit_ranges);
+    let one = Quantity::parse("1").unwrap_or_else(|_| Quantity::zero());
+    usage.iter().filter(|u| u.per_pod).find_map(|u| {
+        let each = per_pod(&measure(&u.resource)?, &pod, &one)?.times(extra);
+        let needed = u.used.as_ref().map_or_else(|| each.clone(), |used| used.plus(&each));
+        (needed > u.hard).then(|| (u.resource.clone(), needed, u.hard.clone()))
+    })
 }
 
 fn replicas(w: &Workload<'_>, bound: Bound) -> i64 {
@@ -400,17 +452,19 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
 }
 
-fn describe(e: &Excess) -> String {
-    let parts: Vec<String> = e.parts.iter().map(|(n, q)| format!("{n}: {q}")).collect();
-    format!("{} would be {}, above the hard limit of {} ({})", e.resource, e.needed, e.hard, parts.join(", "))
+fn describe(u: &Usage) -> String {
+    let parts: Vec<String> = u.parts.iter().map(|(n, q)| format!("{n}: {q}")).collect();
+    let used = u.used.as_ref().map_or_else(|| "0".to_string(), Quantity::to_string);
+    format!("{} would be {used}, above the hard limit of {} ({})", u.resource, u.hard, parts.join(", "))
 }
 
 fn quota_totals(cx: &Context<'_>, quota: &Object, out: &mut Vec<Finding>) {
-    let at_min = excess(cx, quota, Bound::Min, None);
-    for e in &at_min {
-        out.push(Finding::new(QUOTA_EXCEEDED, quota, format!("at the lowest replica counts, {}", describe(e))));
+    let at_min: Vec<&Usage> = cx.quota_usage(quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
+    for u in &at_min {
+        out.push(Finding::new(QUOTA_EXCEEDED, quota, format!("at the lowest replica counts, {}", describe(u))));
     }
-    for e in excess(cx, quota, Bound::Max, None).iter().filter(|e| at_min.iter().all(|m| m.resource != e.resource)) {
+    let at_max = cx.quota_usage(quota, Bound::Max).iter().filter(|u| u.exceeded());
+    for e in at_max.filter(|e| at_min.iter().all(|m| m.resource != e.resource)) {
         out.push(Finding::new(
             QUOTA_BLOCKS_SCALE_UP,
             quota,
