@@ -643,3 +643,12 @@ fn sarif_has_rules_results_and_locations_for_code_scanning() {
         results.iter().map(|r| r["partialFingerprints"]["isvcFinding/v1"].as_str().unwrap()).collect();
     assert_eq!(prints.len(), 4);
 }
+
+#[test]
+fn readme_lists_every_rule_with_its_severity() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for r in check::RULES {
+        let row = format!("| {} | {} |", r.id, r.severity_name());
+        assert!(readme.contains(&row), "README.md has no row {row}");
+    }
+}
