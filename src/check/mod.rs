@@ -701,6 +701,12 @@ impl<'a> CommandLine<'a> {
         self.model().is_some() || self.is_vllm()
     }
 
+    /// The size of the model the server loads, as far as its name and the
+    /// quantization and dtype flags tell.
+    pub fn model_size(&self) -> Option<model::ModelSize> {
+        model::ModelSize::guess(self.model()?, self.value(&["--quantization", "-q"]), self.value(&["--dtype"]))
+    }
+
     /// The port the server listens on: `--port`, or vLLM's default 8000.
     pub fn port(&self) -> Option<i64> {
         self.number(&["--port"]).or_else(|| self.is_vllm().then_some(8000))

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::model::{self, ModelSize};
+use super::model;
 use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, pod_templates};
 use crate::objects::Object;
 
@@ -124,8 +124,7 @@ fn check_container(o: &Object, c: &Value, out: &mut Vec<Finding>) {
         ));
     }
     let Some(s) = startup else { return };
-    let size =
-        cl.model().and_then(|m| ModelSize::guess(m, cl.value(&["--quantization", "-q"]), cl.value(&["--dtype"])));
+    let size = cl.model_size();
     let need = model::startup_seconds(size.as_ref());
     let have = budget(s);
     if have < need {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::{self, ModelSize};
+use super::model;
 use super::tenancy::{self, Effective};
 use super::{
     CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates, quantity,
@@ -217,8 +217,7 @@ fn memory(
     out: &mut Vec<Finding>,
 ) {
     let Some(limit) = effective.limits.get("memory") else { return };
-    let size =
-        cl.model().and_then(|m| ModelSize::guess(m, cl.value(&["--quantization", "-q"]), cl.value(&["--dtype"])));
+    let size = cl.model_size();
     let shm_bytes = match shm {
         Shm::Memory(Some(q)) => (q.nanos() / 1_000_000_000) as f64,
         _ => 0.0,

@@ -329,7 +329,6 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
     }
     let ns = namespace(quota);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
-    let one = Quantity::parse("1").unwrap_or_else(|_| Quantity::zero());
     let hard = quota.value.pointer("/spec/hard").and_then(Value::as_object).into_iter().flatten();
     let keys: Vec<(&str, Measure<'_>, Quantity)> =
         hard.filter_map(|(k, v)| Some((k.as_str(), measure(k)?, quantity(v)?))).collect();
@@ -353,7 +352,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
             }
             let pod = pod_resources(template, limit_ranges);
             for (i, (_, m, _)) in keys.iter().enumerate() {
-                if let Some(each) = per_pod(m, &pod, &one) {
+                if let Some(each) = per_pod(m, &pod) {
                     let q = each.times(pods);
                     totals[i] = Some(totals[i].take().map_or_else(|| q.clone(), |t| t.plus(&q)));
                 }
@@ -375,7 +374,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
                         *kinds.entry(o.id.kind.as_str()).or_default() += 1;
                     }
                 }
-                u.parts.extend(kinds.into_iter().map(|(k, n)| (format!("{n} {k}"), one.times(n))));
+                u.parts.extend(kinds.into_iter().map(|(k, n)| (format!("{n} {k}"), one().times(n))));
             }
             Measure::Services(types) => {
                 let n = cx
@@ -386,7 +385,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
                     })
                     .count() as i64;
                 if n > 0 {
-                    u.parts.push((format!("{n} Service"), one.times(n)));
+                    u.parts.push((format!("{n} Service"), one().times(n)));
                 }
             }
             _ => {}
@@ -396,12 +395,17 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
     out
 }
 
+/// A count of one.
+fn one() -> Quantity {
+    Quantity::parse("1").unwrap_or_else(|_| Quantity::zero())
+}
+
 /// What one pod counts against a pod-based hard limit.
-fn per_pod<'q>(m: &Measure<'_>, pod: &'q Effective, one: &'q Quantity) -> Option<&'q Quantity> {
+fn per_pod(m: &Measure<'_>, pod: &Effective) -> Option<Quantity> {
     match m {
-        Measure::Pods => Some(one),
-        Measure::Requests(r) => pod.requests.get(*r),
-        Measure::Limits(r) => pod.limits.get(*r),
+        Measure::Pods => Some(one()),
+        Measure::Requests(r) => pod.requests.get(*r).cloned(),
+        Measure::Limits(r) => pod.limits.get(*r).cloned(),
         _ => None,
     }
 }
@@ -426,9 +430,8 @@ pub(crate) fn surge_excess(
         return None;
     }
     let pod = pod_resources(template, limit_ranges);
-    let one = Quantity::parse("1").unwrap_or_else(|_| Quantity::zero());
     usage.iter().filter(|u| u.per_pod).find_map(|u| {
-        let each = per_pod(&measure(&u.resource)?, &pod, &one)?.times(extra);
+        let each = per_pod(&measure(&u.resource)?, &pod)?.times(extra);
         let needed = u.used.as_ref().map_or_else(|| each.clone(), |used| used.plus(&each));
         (needed > u.hard).then(|| (u.resource.clone(), needed, u.hard.clone()))
     })
