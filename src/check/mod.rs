@@ -637,14 +637,21 @@ pub(crate) struct CommandLine<'a> {
 
 impl<'a> CommandLine<'a> {
     pub fn of(container: &'a Value) -> CommandLine<'a> {
-        let words: Vec<&str> = ["command", "args"]
+        let raw: Vec<&str> = ["command", "args"]
             .iter()
             .filter_map(|k| container.get(*k).and_then(Value::as_array))
             .flatten()
             .filter_map(Value::as_str)
-            // A shell script (`sh -c "vllm serve ..."`) is read word by word.
-            .flat_map(str::split_whitespace)
             .collect();
+        // A shell script (`sh -c "vllm serve ..."`) is read word by word.
+        let mut words = Vec::with_capacity(raw.len());
+        for (i, w) in raw.iter().enumerate() {
+            if i > 0 && raw[i - 1] == "-c" {
+                words.extend(w.split_whitespace());
+            } else {
+                words.push(*w);
+            }
+        }
         let mut flags = Vec::new();
         let mut positional = Vec::new();
         let is_flag = |w: &str| w.len() > 1 && w.starts_with('-') && !w[1..].starts_with(|c: char| c.is_ascii_digit());
@@ -752,6 +759,10 @@ mod tests {
         assert_eq!(cl.model(), Some("Qwen/Qwen3-8B"));
         assert_eq!(cl.port(), Some(8000));
         assert_eq!(cl.value(&["--host"]), Some("0.0.0.0"));
+        // Arguments are not split at spaces, outside a shell script.
+        let spaced =
+            json!({"image": "vllm/vllm-openai:v0.11.0", "args": ["--model", "/models/my model", "--port", "8001"]});
+        assert_eq!(CommandLine::of(&spaced).model(), Some("/models/my model"));
         // A flag's value never starts with a dash: `--model` gets nothing here.
         let odd = json!({"image": "server", "args": ["--model", "--port", "x"]});
         let cl = CommandLine::of(&odd);
