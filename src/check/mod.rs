@@ -16,9 +16,12 @@
 //! - `tenancy`: ResourceQuota and LimitRange admission.
 //!
 //! A family is a function over one object (run in parallel over all of
-//! them); a family that wants the whole list instead is registered in
-//! [`run_with`]. Rules can be turned off per service with the
-//! [`DISABLE_ANNOTATION`] annotation and per run with [`Config::disabled`].
+//! them); a family that wants the whole list instead (`fn(&[Object]) ->
+//! Vec<Finding>`) is called in [`run_with`] after the others. Either way its
+//! rules go into [`RULES`], which `--explain`, `--disable`, the annotation
+//! and SARIF read. Findings are built with [`Finding::new`]. Rules can be
+//! turned off per service with the [`DISABLE_ANNOTATION`] annotation and
+//! per run with [`Config::disabled`]; both apply to every family.
 
 mod image;
 mod model;
@@ -312,6 +315,8 @@ pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
             out
         })
         .collect();
+    // Families over the whole list of objects go here:
+    // findings.extend(family(objects));
     let disabled = disabled_by_annotation(objects);
     findings.retain(|f| {
         !config.disabled.contains(f.rule.id)
