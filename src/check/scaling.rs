@@ -102,14 +102,13 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if let Some(w) = cx.workload_of(o) {
         if let (Some(hpa), Some(replicas)) =
             (cx.autoscaler_of(o), o.value.pointer("/spec/replicas").and_then(Value::as_i64))
+            && replicas > 0
         {
-            if replicas > 0 {
-                out.push(Finding::new(
-                    REPLICAS_UNDER_AUTOSCALER,
-                    o,
-                    format!("sets spec.replicas: {replicas} while {} scales it", hpa.id),
-                ));
-            }
+            out.push(Finding::new(
+                REPLICAS_UNDER_AUTOSCALER,
+                o,
+                format!("sets spec.replicas: {replicas} while {} scales it", hpa.id),
+            ));
         }
         if o.id.kind == "Deployment" {
             rollout(cx, w, out);

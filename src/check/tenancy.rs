@@ -568,12 +568,12 @@ fn limit_ranges(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
             let e = effective(c, lrs);
             let what = format!("container \"{}\"", container_name(c));
             for (r, lr) in &e.defaulted_limits {
-                if let (Some(q), Some(l)) = (e.requests.get(r), e.limits.get(r)) {
-                    if q > l {
-                        problems.push(format!(
-                            "{what}: {r} request {q} is above the limit of {l} that LimitRange {lr} gives it by default"
-                        ));
-                    }
+                if let (Some(q), Some(l)) = (e.requests.get(r), e.limits.get(r))
+                    && q > l
+                {
+                    problems.push(format!(
+                        "{what}: {r} request {q} is above the limit of {l} that LimitRange {lr} gives it by default"
+                    ));
                 }
             }
             for lr in lrs {
