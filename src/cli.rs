@@ -8,10 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::check::{self, report, sarif};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::load::{self, LoadedService};
+use crate::platform::Platform;
 use crate::render::Templates;
-use crate::{Compiled, diff, objects, output, schema};
+use crate::{Compiled, diff, objects, output, plan, schema};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +53,14 @@ pub enum Command {
     Render(RenderArgs),
     /// Show what `render` would change in the output tree, object by object.
     Diff(DiffArgs),
+    /// Run every rule over the rendered objects and report what would break
+    /// in a cluster.
+    Check(CheckArgs),
+    /// Show the actions that would bring a cluster (a `kubectl get -o yaml`
+    /// snapshot) to the desired state.
+    Plan(PlanArgs),
+    /// Show each InferenceService's status against a cluster snapshot.
+    Status(StatusArgs),
     /// Print the InferenceService CustomResourceDefinition.
     Crd,
     /// Write the JSON Schemas of the InferenceService and platform files.
@@ -86,6 +96,11 @@ pub struct Inputs {
     /// the output for it. Overrides the platform file's `gitops.engine`.
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub gitops: Option<GitOpsEngine>,
+
+    /// Rules to turn off for this run: IDs, comma-separated or repeated
+    /// (`isvc check --explain ID` describes a rule).
+    #[arg(long, value_name = "IDS")]
+    pub disable: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -145,6 +160,66 @@ pub enum DiffFormat {
 }
 
 #[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// Report format: text, JSON for scripts, or SARIF for GitHub code scanning.
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+
+    /// Print what a rule is about (symptom, cause, fix, how to disable it)
+    /// and exit.
+    #[arg(long, value_name = "ID")]
+    pub explain: Option<String>,
+
+    /// Exit 1 on warnings too, not only on errors.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Sarif,
+}
+
+/// A cluster snapshot and what to print.
+#[derive(Args, Debug)]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub inputs: Inputs,
+
+    /// What `kubectl get deploy,svc,hpa -A -o yaml` (or `-o json`) printed;
+    /// `-` reads standard input.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub live: PathBuf,
+
+    /// Report format.
+    #[arg(long, value_enum, default_value_t = LiveFormat::Text)]
+    pub format: LiveFormat,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub live: LiveArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LiveFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
 pub struct SchemaArgs {
     /// Directory to write the schema files into.
     #[arg(long, value_name = "DIR", default_value = "schemas")]
@@ -177,6 +252,9 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render(args),
         Command::Diff(args) => diff_cmd(args),
+        Command::Check(args) => check_cmd(args),
+        Command::Plan(args) => plan_cmd(args.live),
+        Command::Status(args) => status_cmd(args.live),
         Command::Crd => {
             print(&crate::objects::Object::to_file(&crate::crd::object()));
             Ok(ExitCode::SUCCESS)
@@ -242,9 +320,16 @@ fn status(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
-/// Loads inputs and compiles them; `base` is the directory the output
-/// headers name input files relative to.
-fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
+/// Everything a run reads: the platform, the templates and the services.
+struct Loaded {
+    platform: Platform,
+    templates: Templates,
+    services: Vec<LoadedService>,
+    config: check::Config,
+}
+
+/// Loads the inputs, reporting every problem of every one together.
+fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform(inputs.platform.as_deref());
     let template_dir = inputs.templates.clone().or_else(|| {
         let p = platform.as_ref().ok()?;
@@ -254,12 +339,14 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
     });
     let templates = load_templates(template_dir.as_deref());
     let services = load::load_services(&inputs.paths);
-    // Report every input error together: platform, templates and services.
+    let config = check::Config::with_disabled(&inputs.disable);
     let mut diags = Diagnostics::new();
     let platform = platform.map_err(|d| diags.extend(d)).ok();
     let templates = templates.map_err(|d| diags.extend(d)).ok();
     let services = services.map_err(|d| diags.extend(d)).ok();
-    let (Some(platform), Some(templates), Some(services)) = (platform, templates, services) else {
+    let config = config.map_err(|d| diags.extend(d)).ok();
+    let (Some(platform), Some(templates), Some(services), Some(config)) = (platform, templates, services, config)
+    else {
         diags.sort();
         return Err(diags);
     };
@@ -270,23 +357,39 @@ fn compile(inputs: &Inputs, base: &Path) -> Result<Compiled, Diagnostics> {
                 .help("the output holds only the CRD; a render removes the objects of every service rendered before"),
         ));
     }
+    Ok(Loaded { platform, templates, services, config })
+}
+
+/// Names the platform file relative to `base`, as output headers show it.
+fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
     let base = absolute(base);
-    let label =
-        |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/");
-    let platform_label =
-        inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"));
+    inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"))
+}
+
+/// Names input files relative to `base`, as output headers show them.
+fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
+    let base = absolute(base);
+    move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/")
+}
+
+/// Loads inputs and compiles them; `base` is the directory the output
+/// headers name input files relative to.
+fn compile(inputs: &Inputs, base: &Path) -> Result<(Compiled, Vec<LoadedService>), Diagnostics> {
+    let i = load_inputs(inputs)?;
+    let platform_label = platform_label(inputs, base);
     let compiled = crate::compile_all(
-        &services,
-        &platform,
-        &templates,
-        &label,
+        &i.services,
+        &i.platform,
+        &i.templates,
+        &labeller(base),
         platform_label.as_deref(),
         inputs.gitops.map(Into::into),
+        &i.config,
     )?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
-    Ok(compiled)
+    Ok((compiled, i.services))
 }
 
 fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
@@ -321,7 +424,7 @@ fn header_base(out: Option<&Path>) -> PathBuf {
 }
 
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(args.out.as_deref()))?;
+    let (compiled, _) = compile(&args.inputs, &header_base(args.out.as_deref()))?;
     let Some(out) = args.out else {
         print_plain(&objects::to_stream(&compiled.objects));
         std::mem::forget(compiled);
@@ -377,7 +480,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(Some(&args.out)))?;
+    let (compiled, _) = compile(&args.inputs, &header_base(Some(&args.out)))?;
     let existing = output::scan(&args.out)?;
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
@@ -387,6 +490,79 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     };
     print(&text);
     Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
+    if let Some(id) = &args.explain {
+        let rule = check::rule(id).ok_or_else(|| check::unknown_rule(id))?;
+        print(&rule.long_text());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let i = load_inputs(&args.inputs)?;
+    let objects = crate::render_objects(
+        &i.services,
+        &i.platform,
+        &i.templates,
+        &labeller(&header_base(None)),
+        platform_label(&args.inputs, &header_base(None)).as_deref(),
+    )?;
+    let problems = Diagnostics(check::annotation_problems(&i.services));
+    if !problems.is_empty() {
+        eprint_diagnostics(&problems);
+    }
+    let mut findings = check::run_with(&objects, &i.config);
+    check::locate(&mut findings, &i.services);
+    match args.format {
+        CheckFormat::Text => print(&report::to_text(&findings, objects.len(), true)),
+        CheckFormat::Json => print_plain(&report::to_json(&findings, objects.len())),
+        CheckFormat::Sarif => {
+            let platform = args.inputs.platform.as_ref().map(|p| p.display().to_string());
+            print_plain(&sarif::to_sarif(&findings, platform.as_deref()));
+        }
+    }
+    let (errors, warnings) = report::counts(&findings);
+    Ok(if errors > 0 || (args.strict && warnings > 0) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Compiles the inputs and reads the snapshot, reporting the problems of both.
+fn reconcile(
+    args: &LiveArgs,
+) -> Result<(Compiled, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
+    let compiled = compile(&args.inputs, &header_base(None));
+    let live = plan::read_snapshot(&args.live);
+    let (compiled, live) = match (compiled, live) {
+        (Ok(c), Ok(l)) => (c, l),
+        (c, l) => {
+            let mut diags = Diagnostics::new();
+            diags.extend(c.err().into_iter().flatten());
+            diags.extend(l.err().into_iter().flatten());
+            return Err(diags);
+        }
+    };
+    let (compiled, services) = compiled;
+    let plan = plan::plan(&compiled.objects, &live);
+    Ok((compiled, services, live, plan))
+}
+
+fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
+    let (_, _, _, plan) = reconcile(&args)?;
+    match args.format {
+        LiveFormat::Text => print(&plan::to_text(&plan, true)),
+        LiveFormat::Json => print_plain(&plan::to_json(&plan)),
+    }
+    Ok(if plan.is_converged() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
+    let (compiled, services, live, plan) = reconcile(&args)?;
+    let services: Vec<&crate::spec::InferenceService> = services.iter().map(|s| &s.service).collect();
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    match args.format {
+        LiveFormat::Text => print_plain(&plan::status_to_text(&statuses)),
+        LiveFormat::Json => print_plain(&plan::status_to_json(&services, &statuses)),
+    }
+    let ready = statuses.iter().all(|s| s.phase == crate::spec::Phase::Ready);
+    Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {

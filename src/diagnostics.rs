@@ -94,6 +94,8 @@ pub struct Diagnostic {
     pub location: Option<Location>,
     /// Further places involved (for example the other file of a duplicate).
     pub related: Vec<(Location, String)>,
+    /// Background: why the problem matters (shown as `= note:` lines).
+    pub notes: Vec<String>,
     /// A suggested fix: "did you mean ...".
     pub help: Option<String>,
 }
@@ -105,6 +107,7 @@ impl Diagnostic {
             message: message.into(),
             location: None,
             related: Vec::new(),
+            notes: Vec::new(),
             help: None,
         }
     }
@@ -125,6 +128,11 @@ impl Diagnostic {
 
     pub fn help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
         self
     }
 
@@ -159,6 +167,9 @@ impl Diagnostic {
         }
         for (loc, note) in &self.related {
             render_location(&mut out, loc, Some(note), &style);
+        }
+        for note in &self.notes {
+            out.push_str(&format!("  {}= note{}: {note}\n", style.help.render(), style.help.render_reset()));
         }
         if let Some(help) = &self.help {
             out.push_str(&format!("  {}= help{}: {help}\n", style.help.render(), style.help.render_reset()));

@@ -3,15 +3,17 @@
 //! The pipeline, one module per stage:
 //!
 //! ```text
-//! load ─▶ derive ─▶ render ─▶ check ─▶ output | diff
+//! load ─▶ derive ─▶ render ─▶ check ─▶ output | diff | plan
 //! (files,   (pure:     (templates,  (rules over   (atomic tree write,
 //!  schema,   desired    parse back,  rendered      prune, --check;
-//!  names)    state)     kinds)       objects)      object diff)
+//!  names)    state)     kinds)       objects)      object diff;
+//!                                                  reconcile against a
+//!                                                  live snapshot)
 //! ```
 //!
 //! [`compile`] runs derive, render and check over loaded services; it does no
-//! I/O, so an Operator can embed it. `yaml` and `diagnostics` are leaves that
-//! every stage uses.
+//! I/O, so an Operator can embed it, and [`plan`] is the Operator's reconcile
+//! over its result. `yaml` and `diagnostics` are leaves that every stage uses.
 
 pub mod check;
 pub mod cli;
@@ -27,6 +29,7 @@ pub mod load;
 pub mod names;
 pub mod objects;
 pub mod output;
+pub mod plan;
 pub mod platform;
 pub mod quantity;
 pub mod render;
@@ -39,7 +42,7 @@ pub mod yaml;
 
 use rayon::prelude::*;
 
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::load::LoadedService;
 use crate::objects::Object;
 use crate::platform::Platform;
@@ -56,8 +59,9 @@ pub struct Compiled {
 }
 
 /// Derives, renders and checks every service, plus the CRD and the objects
-/// of the platform's tenants. `label` names a service's input file as the
-/// output headers should show it; `platform_file` names the platform file.
+/// of the platform's tenants, with every rule on. `label` names a service's
+/// input file as the output headers should show it; `platform_file` names
+/// the platform file.
 pub fn compile(
     services: &[LoadedService],
     platform: &Platform,
@@ -65,11 +69,64 @@ pub fn compile(
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
 ) -> Result<Compiled, Diagnostics> {
-    let mut diags = Diagnostics::new();
-    diags.extend(tenancy::check_placements(services, platform));
+    compile_with(services, platform, templates, label, platform_file, &check::Config::default())
+}
+
+/// [`compile`], with the rules `config` disables left out. Only error-level
+/// rules run: an error stops the compile; warnings are for `isvc check`.
+pub fn compile_with(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+    config: &check::Config,
+) -> Result<Compiled, Diagnostics> {
+    let (objects, mut diags, quota) = render_all(services, platform, templates, label, platform_file);
     if diags.has_errors() {
         diags.sort();
         return Err(diags);
+    }
+    let mut findings = check::run_with(&objects, config);
+    findings.retain(|f| f.rule.severity == Severity::Error);
+    check::locate(&mut findings, services);
+    diags.extend(findings.iter().map(check::Finding::to_diagnostic));
+    diags.extend(check::annotation_problems(services));
+    diags.sort();
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(Compiled { objects, warnings: diags, quota })
+}
+
+/// Derives and renders every service, plus the CRD and the tenants'
+/// objects, without running the rules: what `isvc check` examines.
+pub fn render_objects(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+) -> Result<Vec<Object>, Diagnostics> {
+    let (objects, mut diags, _) = render_all(services, platform, templates, label, platform_file);
+    diags.sort();
+    if diags.has_errors() { Err(diags) } else { Ok(objects) }
+}
+
+/// The objects that rendered, in output order, the errors of the inputs
+/// and of those that did not render (placement, quota and Kueue checks
+/// included), and the tenants' quota use.
+fn render_all(
+    services: &[LoadedService],
+    platform: &Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+) -> (Vec<Object>, Diagnostics, Vec<tenancy::QuotaUsage>) {
+    let mut diags = Diagnostics::new();
+    diags.extend(tenancy::check_placements(services, platform));
+    if diags.has_errors() {
+        return (Vec::new(), diags, Vec::new());
     }
     let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
         .par_iter()
@@ -89,8 +146,8 @@ pub fn compile(
     let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
     diags.extend(tenancy::check_quotas(&pairs, platform, platform_file));
     diags.extend(tenancy::check_limits(&pairs, platform));
-    let quota = tenancy::quota_usage(&pairs, platform);
     diags.extend(kueue::check(&pairs, platform, platform_file));
+    let quota = tenancy::quota_usage(&pairs, platform);
 
     let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
         desired.par_iter().map(|(s, d)| render::render_service(templates, d, Some(&label(s)))).collect();
@@ -108,14 +165,7 @@ pub fn compile(
         objects.push(o);
     }
     objects::sort(&mut objects);
-    for finding in check::run(&objects) {
-        diags.push(finding.to_diagnostic());
-    }
-    diags.sort();
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Ok(Compiled { objects, warnings: diags, quota })
+    (objects, diags, quota)
 }
 
 /// Compiles for every cluster the platform lists (or the one cluster), and
@@ -128,12 +178,13 @@ pub fn compile_all(
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
     engine: Option<platform::Engine>,
+    config: &check::Config,
 ) -> Result<Compiled, Diagnostics> {
     let engine = engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
     let mut compiled = if platform.clusters.is_empty() {
-        compile(services, platform, templates, label, platform_file)?
+        compile_with(services, platform, templates, label, platform_file, config)?
     } else {
-        compile_clusters(services, platform, templates, label, platform_file)?
+        compile_clusters(services, platform, templates, label, platform_file, config)?
     };
     if let Some(engine) = engine {
         gitops::annotate(&mut compiled.objects, engine);
@@ -162,6 +213,7 @@ fn compile_clusters(
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
+    config: &check::Config,
 ) -> Result<Compiled, Diagnostics> {
     let mut objects = Vec::new();
     let mut quota = Vec::new();
@@ -169,7 +221,7 @@ fn compile_clusters(
     let mut failed = false;
     for input in clusters::inputs(services, platform) {
         let name = input.cluster.name.clone();
-        match compile(&input.services, &input.platform, templates, label, platform_file) {
+        match compile_with(&input.services, &input.platform, templates, label, platform_file, config) {
             Ok(c) => {
                 objects.extend(c.objects.into_iter().map(|mut o| {
                     o.cluster = Some(name.clone());

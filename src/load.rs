@@ -76,14 +76,19 @@ fn is_yaml(path: &Path) -> bool {
 
 /// Reads a file into a [`Source`], refusing what is too large or not text.
 pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
+    read_source_limited(path, MAX_FILE_BYTES)
+}
+
+/// [`read_source`] with a size limit of `max_bytes`.
+pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, Diagnostic> {
     let meta =
         std::fs::metadata(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
-    if meta.len() > MAX_FILE_BYTES {
+    if meta.len() > max_bytes {
         return Err(Diagnostic::error(format!(
             "{} is {} bytes, larger than the limit of {} bytes for an input file",
             path.display(),
             meta.len(),
-            MAX_FILE_BYTES
+            max_bytes
         )));
     }
     let bytes = std::fs::read(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;

@@ -227,46 +227,83 @@ fn env() -> Vec<EnvVar> {
     .collect()
 }
 
-pub const RUNS_AS_ROOT: Rule = Rule {
-    id: "ISVC100",
-    severity: Severity::Error,
-    summary: "a container that may run as root owns everything in the image; set runAsNonRoot: true and a \
-              non-zero runAsUser, or allow it for the service with allowRootUser in the platform file",
-};
-pub const PRIVILEGE_ESCALATION: Rule = Rule {
-    id: "ISVC101",
-    severity: Severity::Error,
-    summary: "privileged containers, or containers without allowPrivilegeEscalation: false, can gain privileges \
-              through setuid binaries; allowPrivilegeEscalation is relaxed only by the platform file",
-};
-pub const CAPABILITIES_KEPT: Rule = Rule {
-    id: "ISVC102",
-    severity: Severity::Error,
-    summary: "containers drop ALL capabilities and add back only those the platform file lists in addCapabilities",
-};
-pub const NO_SECCOMP_PROFILE: Rule = Rule {
-    id: "ISVC103",
-    severity: Severity::Error,
-    summary: "without a seccomp profile every system call reaches the kernel; use seccompProfile: RuntimeDefault, \
-              or allow unconfinedSeccomp in the platform file",
-};
-pub const WRITABLE_ROOT_FILESYSTEM: Rule = Rule {
-    id: "ISVC104",
-    severity: Severity::Error,
-    summary: "a writable root filesystem lets a compromised server change its own code; use \
-              readOnlyRootFilesystem: true with volumes for what it writes, or allow writableRootFilesystem",
-};
-pub const SERVICE_ACCOUNT_TOKEN: Rule = Rule {
-    id: "ISVC105",
-    severity: Severity::Error,
-    summary: "a mounted service account token gives a compromised server the Kubernetes API; set \
-              automountServiceAccountToken: false, or allow mountServiceAccountToken in the platform file",
-};
-pub const NO_MEMORY_LIMIT: Rule = Rule {
-    id: "ISVC106",
-    severity: Severity::Error,
-    summary: "a container without a memory limit can take the node's memory from every other pod on it",
-};
+pub const RUNS_AS_ROOT: Rule = Rule::new(
+    "ISVC100",
+    Severity::Error,
+    "a container that may run as root owns everything in the image",
+)
+.symptom("a compromised or buggy server can rewrite its image, read mounted secrets and, with a kernel bug, reach the node")
+.fix("set runAsNonRoot: true and a non-zero runAsUser, or allow it for the service with allowRootUser in the platform file")
+.explain(
+    "isvc runs the server as UID 10001 with runAsNonRoot: true. An overridden template that drops the pod or \
+     container securityContext, or sets runAsUser: 0, makes the pod run as the image's user, which for the vLLM \
+     image is root. Relax it only through defaults.security.allowRootUser or a securityExceptions entry; the \
+     rendered pod then carries the isvc.ai.example.com/security-exceptions annotation that this rule honours.",
+);
+pub const PRIVILEGE_ESCALATION: Rule = Rule::new(
+    "ISVC101",
+    Severity::Error,
+    "a privileged container, or one without allowPrivilegeEscalation: false, can gain privileges",
+)
+.symptom("setuid binaries in the image can raise a process to root inside the container")
+.fix("set allowPrivilegeEscalation: false and privileged: false, or allow it with allowPrivilegeEscalation in the platform file")
+.explain(
+    "allowPrivilegeEscalation: false sets no_new_privs on the server process, so no setuid binary can raise its \
+     privileges. privileged: true gives the container every device and capability of the node; isvc never needs \
+     it, since the NVIDIA device plugin hands out GPUs without it.",
+);
+pub const CAPABILITIES_KEPT: Rule = Rule::new(
+    "ISVC102",
+    Severity::Error,
+    "a container keeps Linux capabilities it does not need",
+)
+.symptom("NET_RAW and the other default capabilities let a compromised server spoof traffic and more")
+.fix("drop ALL capabilities and add back only those the platform file lists in addCapabilities")
+.explain(
+    "Container runtimes grant a default set of capabilities (NET_RAW, CHOWN, SETUID, ...). vLLM needs none of them. \
+     isvc renders capabilities: {drop: [ALL]} and adds back exactly defaults.security.addCapabilities.",
+);
+pub const NO_SECCOMP_PROFILE: Rule = Rule::new(
+    "ISVC103",
+    Severity::Error,
+    "a container without a seccomp profile lets every system call reach the kernel",
+)
+.symptom("kernel vulnerabilities in rarely used system calls are reachable from the server")
+.fix("set seccompProfile: RuntimeDefault, or allow unconfinedSeccomp in the platform file")
+.explain(
+    "RuntimeDefault is the container runtime's default filter, which blocks system calls containers do not need. \
+     isvc sets it on the pod; an overridden template that drops it, or sets Unconfined, is caught here.",
+);
+pub const WRITABLE_ROOT_FILESYSTEM: Rule =
+    Rule::new("ISVC104", Severity::Error, "a writable root filesystem lets a compromised server change its own code")
+        .symptom("an attacker who gets code execution can persist it in the container's filesystem")
+        .fix(
+            "use readOnlyRootFilesystem: true with volumes for what the server writes, or allow writableRootFilesystem",
+        )
+        .explain(
+            "isvc mounts emptyDir volumes for everything vLLM writes (home, the Hugging Face and vLLM caches, /tmp; \
+     /dev/shm stays memory-backed) and points HOME, XDG_*, HF_HOME, VLLM_CACHE_ROOT and TMPDIR at them, so \
+     the root filesystem can be read-only.",
+        );
+pub const SERVICE_ACCOUNT_TOKEN: Rule = Rule::new(
+    "ISVC105",
+    Severity::Error,
+    "a mounted service account token gives a compromised server the Kubernetes API",
+)
+.symptom("whatever the namespace's default service account may do, the server can do")
+.fix("set automountServiceAccountToken: false, or allow mountServiceAccountToken in the platform file")
+.explain("vLLM never talks to the Kubernetes API, so its pods get no token.");
+pub const NO_MEMORY_LIMIT: Rule = Rule::new(
+    "ISVC106",
+    Severity::Error,
+    "a container without a memory limit can take the node's memory from every other pod on it",
+)
+.symptom("a leak or a loading peak makes the kernel kill other pods on the node, not this one")
+.fix("give every container a memory limit; isvc sets the server's to its request (memoryPerGpu x GPUs)")
+.explain(
+    "With a limit equal to the request, the pod's memory is reserved on the node and a peak above it kills this \
+     pod (OOMKilled, visible in its status) instead of its neighbours. Memory-backed /dev/shm counts against it.",
+);
 
 /// Every security rule, for listings.
 pub const RULES: [Rule; 7] = [
@@ -309,9 +346,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         .map(|s| s.split(',').filter_map(|t| Grant::parse(t.trim())).collect())
         .unwrap_or_default();
     let allowed = |g: &Grant| granted.contains(g);
-    let mut push = |rule: Rule, message: String| {
-        out.push(Finding { rule, object: o.id.to_string(), source: o.source.clone(), message })
-    };
+    let mut push = |rule: Rule, message: String| out.push(Finding::new(rule, o, message));
     let null = Value::Null;
     let spec = template.get("spec").unwrap_or(&null);
     let pod_context = spec.get("securityContext").unwrap_or(&null);

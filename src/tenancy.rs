@@ -26,6 +26,9 @@ use crate::yaml::PathSegment;
 pub const TENANT_LABEL: &str = "ai.example.com/tenant";
 /// Name of the NetworkPolicy in every isolated tenant namespace.
 pub const ISOLATION_POLICY: &str = "tenant-isolation";
+/// Marks the PriorityClass of a preemptible tier, for rules that read the
+/// rendered objects.
+pub const PREEMPTIBLE_ANNOTATION: &str = "ai.example.com/preemptible";
 /// Name of the LimitRange in every tenant namespace.
 pub const LIMIT_RANGE: &str = "container-limits";
 
@@ -162,6 +165,9 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         });
         if let Some(d) = &tier.description {
             value["description"] = json!(d);
+        }
+        if tier.preemptible {
+            value["metadata"]["annotations"] = json!({PREEMPTIBLE_ANNOTATION: "true"});
         }
         out.push(object("scheduling.k8s.io/v1", "PriorityClass", None, &name, value));
     }

@@ -103,6 +103,25 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 #[test]
+fn examples_pass_every_check_rule() {
+    for ex in examples() {
+        let mut args = vec!["check".to_string(), "services".to_string(), "--strict".to_string()];
+        if ex.join("platform.yaml").is_file() {
+            args.extend(["--platform".to_string(), "platform.yaml".to_string()]);
+        }
+        let out = Command::cargo_bin("isvc").unwrap().current_dir(&ex).args(&args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: `isvc {}` finds problems\n{}{}",
+            ex.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn shipped_schemas_are_up_to_date() {
     for (name, text) in isvc::schema::files() {
         let committed = std::fs::read_to_string(Path::new("schemas").join(name)).unwrap_or_default();

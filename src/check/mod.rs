@@ -1,0 +1,826 @@
+//! Checks over the rendered objects of a run, after templates: the causes of
+//! inference outages that can be seen before anything reaches a cluster.
+//!
+//! Each rule has a stable ID, a severity, a one-line summary, the symptom a
+//! user would otherwise meet in the cluster, the fix, and a longer text for
+//! `isvc check --explain ID`. `render` refuses to write output with an
+//! error-level finding; `check` reports every finding.
+//!
+//! Rules live in one file per family and share the lookups of [`Context`]:
+//!
+//! - `network`: Services, selectors, ports, listen addresses;
+//! - `probes`: startup, liveness and readiness probes;
+//! - `resources`: GPUs, `/dev/shm`, CPU and memory;
+//! - `scaling`: autoscalers, disruption budgets, rollouts;
+//! - `image`: image references;
+//! - `tenancy`: ResourceQuota and LimitRange admission.
+//!
+//! A family is a function over one object (run in parallel over all of
+//! them); a family that wants the whole list instead (`fn(&[Object]) ->
+//! Vec<Finding>`) is called in [`run_with`] after the others. Either way its
+//! rules go into [`RULES`], which `--explain`, `--disable`, the annotation
+//! and SARIF read. Findings are built with [`Finding::new`]. Rules can be
+//! turned off per service with the [`DISABLE_ANNOTATION`] annotation and
+//! per run with [`Config::disabled`]; both apply to every family.
+
+mod image;
+mod model;
+mod network;
+mod probes;
+pub mod report;
+mod resources;
+pub mod sarif;
+mod scaling;
+mod tenancy;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+
+pub use crate::diagnostics::Severity;
+use crate::diagnostics::{Diagnostic, Location, did_you_mean};
+use crate::load::LoadedService;
+use crate::objects::{Object, ObjectId};
+use crate::quantity::Quantity;
+use crate::yaml::PathSegment;
+
+pub use image::MUTABLE_IMAGE;
+pub use network::{
+    LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
+    WORKLOAD_SELECTOR_MISMATCH,
+};
+pub use probes::{LIVENESS_STRICTER_THAN_STARTUP, NO_STARTUP_PROBE, PROBE_NOT_SERVED, STARTUP_BUDGET_TOO_SHORT};
+pub use resources::{CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL};
+pub use scaling::{
+    AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, PDB_BLOCKS_DISRUPTION, REPLICAS_UNDER_AUTOSCALER,
+    ROLLOUT_CANNOT_PROCEED,
+};
+pub use tenancy::{LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
+
+/// The annotation of an InferenceService (copied to its objects) that turns
+/// rules off for that service: a comma-separated list of rule IDs.
+pub const DISABLE_ANNOTATION: &str = "isvc.ai.example.com/disable-checks";
+
+/// A rule: stable ID, severity, and what it is about.
+///
+/// Rules are constants built with [`Rule::new`] and the text setters, so
+/// adding a field never breaks a rule defined elsewhere:
+///
+/// ```
+/// use isvc::check::{Rule, Severity};
+/// const EXAMPLE: Rule = Rule::new("ISVC999", Severity::Warning, "one line: what is wrong")
+///     .symptom("what the user sees in the cluster")
+///     .fix("what to change")
+///     .explain("the longer story for --explain");
+/// assert_eq!(EXAMPLE.fix, "what to change");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rule {
+    pub id: &'static str,
+    pub severity: Severity,
+    /// One line: what is wrong and why it matters.
+    pub summary: &'static str,
+    /// What breaks in a cluster: the symptom a user would otherwise see.
+    pub symptom: &'static str,
+    /// How to fix it.
+    pub fix: &'static str,
+    /// The longer text `isvc check --explain` prints: cause and background.
+    pub explain: &'static str,
+}
+
+impl Rule {
+    pub const fn new(id: &'static str, severity: Severity, summary: &'static str) -> Rule {
+        Rule { id, severity, summary, symptom: "", fix: "", explain: "" }
+    }
+
+    pub const fn symptom(self, symptom: &'static str) -> Rule {
+        Rule { symptom, ..self }
+    }
+
+    pub const fn fix(self, fix: &'static str) -> Rule {
+        Rule { fix, ..self }
+    }
+
+    pub const fn explain(self, explain: &'static str) -> Rule {
+        Rule { explain, ..self }
+    }
+
+    pub fn severity_name(&self) -> &'static str {
+        match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+
+    /// The text of `isvc check --explain ID`.
+    pub fn long_text(&self) -> String {
+        let mut out = format!("{} ({}): {}\n", self.id, self.severity_name(), self.summary);
+        for (title, text) in [("Symptom", self.symptom), ("Cause", self.explain), ("Fix", self.fix)] {
+            if !text.is_empty() {
+                out.push_str(&format!("\n{title}:\n{}\n", wrap(text, 78, "  ")));
+            }
+        }
+        let when = match self.severity {
+            Severity::Error => "`isvc render` refuses to write output with this finding; `isvc check` reports it.",
+            Severity::Warning => "A warning: `isvc check` reports it; `isvc render` writes the output anyway.",
+        };
+        out.push_str(&format!("\nSeverity:\n{}\n", wrap(when, 78, "  ")));
+        out.push_str(&format!(
+            "\nDisable:\n  for one service, annotate the InferenceService:\n    metadata:\n      annotations:\n        \
+             {DISABLE_ANNOTATION}: \"{id}\"\n  for one run: isvc check --disable {id} (render takes the same flag)\n",
+            id = self.id
+        ));
+        out
+    }
+}
+
+/// Word-wraps `text` to `width` columns, each line indented by `indent`.
+fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut lines = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let mut line = String::new();
+        for word in paragraph.split_whitespace() {
+            if !line.is_empty() && indent.len() + line.len() + 1 + word.len() > width {
+                lines.push(format!("{indent}{line}"));
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        lines.push(format!("{indent}{line}"));
+        lines.push(String::new());
+    }
+    lines.pop();
+    lines.join("\n")
+}
+
+/// Every rule, in ID order.
+pub const RULES: &[Rule] = &[
+    SELECTOR_MATCHES_NO_POD,
+    TARGET_PORT_NOT_SERVED,
+    LISTENS_ON_LOOPBACK,
+    GPU_REQUEST_NOT_LIMIT,
+    AUTOSCALER_TARGET_MISSING,
+    WORKLOAD_SELECTOR_MISMATCH,
+    SERVER_PORT_NOT_DECLARED,
+    NO_STARTUP_PROBE,
+    STARTUP_BUDGET_TOO_SHORT,
+    LIVENESS_STRICTER_THAN_STARTUP,
+    PROBE_NOT_SERVED,
+    SHM_MISSING,
+    SHM_TOO_SMALL,
+    CPU_LIMIT,
+    MEMORY_BELOW_LOADING_PEAK,
+    AUTOSCALER_ON_ZERO_REPLICAS,
+    REPLICAS_UNDER_AUTOSCALER,
+    PDB_BLOCKS_DISRUPTION,
+    ROLLOUT_CANNOT_PROCEED,
+    MUTABLE_IMAGE,
+    QUOTA_EXCEEDED,
+    QUOTA_BLOCKS_SCALE_UP,
+    LIMIT_RANGE_VIOLATION,
+    crate::security::RUNS_AS_ROOT,
+    crate::security::PRIVILEGE_ESCALATION,
+    crate::security::CAPABILITIES_KEPT,
+    crate::security::NO_SECCOMP_PROFILE,
+    crate::security::WRITABLE_ROOT_FILESYSTEM,
+    crate::security::SERVICE_ACCOUNT_TOKEN,
+    crate::security::NO_MEMORY_LIMIT,
+];
+
+/// The rule with ID `id` (case-insensitive).
+pub fn rule(id: &str) -> Option<Rule> {
+    RULES.iter().find(|r| r.id.eq_ignore_ascii_case(id.trim())).copied()
+}
+
+/// An error for an ID that names no rule, with the closest ID as help.
+pub fn unknown_rule(id: &str) -> Diagnostic {
+    let d = Diagnostic::error(format!("no rule has the ID \"{id}\""));
+    match did_you_mean(id, RULES.iter().map(|r| r.id)) {
+        Some(m) => d.help(format!("did you mean {m}?")),
+        None => d.help(format!("rule IDs run from {} to {}", RULES[0].id, RULES[RULES.len() - 1].id)),
+    }
+}
+
+/// Options of a check run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Rule IDs to skip everywhere (`--disable`).
+    pub disabled: BTreeSet<String>,
+}
+
+impl Config {
+    /// A config that disables the rules listed in `lists` (each a
+    /// comma-separated list of IDs, as `--disable` takes them). Unknown IDs
+    /// are errors.
+    pub fn with_disabled<S: AsRef<str>>(lists: &[S]) -> Result<Config, Vec<Diagnostic>> {
+        let mut disabled = BTreeSet::new();
+        let mut errors = Vec::new();
+        for id in lists.iter().flat_map(|l| split_ids(l.as_ref())) {
+            match rule(id) {
+                Some(r) => {
+                    disabled.insert(r.id.to_string());
+                }
+                None => errors.push(unknown_rule(id)),
+            }
+        }
+        if errors.is_empty() { Ok(Config { disabled }) } else { Err(errors) }
+    }
+}
+
+fn split_ids(list: &str) -> impl Iterator<Item = &str> {
+    list.split([',', ' ', '\n', '\t']).map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// A finding: the rule, the object and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: Rule,
+    /// The object, as `Kind namespace/name`.
+    pub object: String,
+    /// The input file the object was rendered from, if any.
+    pub source: Option<String>,
+    pub message: String,
+    /// The object's identity.
+    pub id: ObjectId,
+    /// The InferenceService the object belongs to, if any.
+    pub owner: Option<String>,
+    /// Where in the input the service is defined, once [`locate`]d.
+    pub location: Option<Location>,
+}
+
+impl Finding {
+    /// A finding of `rule` on `object`. Rules in any module build findings
+    /// with this, so new fields get their value here.
+    pub fn new(rule: Rule, object: &Object, message: impl Into<String>) -> Finding {
+        Finding {
+            rule,
+            object: object.id.to_string(),
+            source: object.source.clone(),
+            message: message.into(),
+            id: object.id.clone(),
+            owner: object.owner.clone(),
+            location: None,
+        }
+    }
+
+    /// The file to point at: the located input, else the object's source.
+    pub fn file(&self) -> Option<String> {
+        match &self.location {
+            Some(l) => Some(l.path().display().to_string().replace('\\', "/")),
+            None => self.source.clone(),
+        }
+    }
+
+    /// The line of the service definition, where known.
+    pub fn line(&self) -> Option<usize> {
+        self.location.as_ref().and_then(|l| l.span).map(|s| s.start.line)
+    }
+
+    /// The finding as a diagnostic: message, location, symptom, fix.
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let mut message = format!("{} [{}]: {}", self.object, self.rule.id, self.message);
+        if let (None, Some(src)) = (&self.location, &self.source) {
+            message.push_str(&format!(" (from {src})"));
+        }
+        let mut d = Diagnostic::error(message).at_opt(self.location.clone());
+        d.severity = self.rule.severity;
+        if !self.rule.symptom.is_empty() {
+            d = d.note(format!("in a cluster: {}", self.rule.symptom));
+        }
+        d.help(if self.rule.fix.is_empty() { self.rule.summary } else { self.rule.fix })
+    }
+
+    fn sort_key(&self) -> (Option<String>, Option<usize>, &ObjectId, &str, &str) {
+        (self.file(), self.line(), &self.id, self.rule.id, &self.message)
+    }
+}
+
+/// Runs every rule over `objects`.
+pub fn run(objects: &[Object]) -> Vec<Finding> {
+    run_with(objects, &Config::default())
+}
+
+/// Runs every rule over `objects`, without the rules `config` or the
+/// objects' own annotations disable. Findings come sorted. Linear in the
+/// number of objects: lookups are indexed once per run.
+pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
+    let cx = Context::new(objects);
+    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 6] =
+        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check];
+    let mut findings: Vec<Finding> = objects
+        .par_iter()
+        .flat_map_iter(|o| {
+            let mut out = Vec::new();
+            for family in families {
+                family(&cx, o, &mut out);
+            }
+            out
+        })
+        .collect();
+    // Families over the whole list of objects:
+    findings.extend(crate::security::check(objects));
+    let disabled = disabled_by_annotation(objects);
+    findings.retain(|f| {
+        !config.disabled.contains(f.rule.id)
+            && !disabled
+                .get(&(f.id.namespace.as_deref(), f.owner.as_deref().unwrap_or(&f.id.name)))
+                .is_some_and(|ids| ids.contains(f.rule.id))
+    });
+    findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    findings.dedup();
+    findings
+}
+
+/// Rule IDs disabled by annotation, by (namespace, service or object name).
+/// A service's annotation covers every object of the service.
+fn disabled_by_annotation(objects: &[Object]) -> HashMap<(Option<&str>, &str), HashSet<String>> {
+    let mut out: HashMap<(Option<&str>, &str), HashSet<String>> = HashMap::new();
+    for o in objects {
+        let Some(list) = o.value.pointer("/metadata/annotations").and_then(|a| a.get(DISABLE_ANNOTATION)) else {
+            continue;
+        };
+        let key = (o.id.namespace.as_deref(), o.owner.as_deref().unwrap_or(&o.id.name));
+        out.entry(key)
+            .or_default()
+            .extend(split_ids(list.as_str().unwrap_or_default()).filter_map(rule).map(|r| r.id.to_string()));
+    }
+    out
+}
+
+/// Points each finding at the definition of its service (the line of its
+/// `metadata.name`), so reports can show the file and line.
+pub fn locate(findings: &mut [Finding], services: &[LoadedService]) {
+    let by_name: HashMap<(&str, &str), &LoadedService> =
+        services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
+    for f in findings {
+        let (Some(ns), Some(owner)) = (f.id.namespace.as_deref(), f.owner.as_deref()) else { continue };
+        if let Some(s) = by_name.get(&(ns, owner)) {
+            f.location = Some(s.location(&[PathSegment::Key("metadata".into()), PathSegment::Key("name".into())]));
+        }
+    }
+}
+
+/// Warnings for IDs in [`DISABLE_ANNOTATION`] annotations that name no rule.
+pub fn annotation_problems(services: &[LoadedService]) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for s in services {
+        let Some(list) = s.service.metadata.annotations.as_ref().and_then(|a| a.get(DISABLE_ANNOTATION)) else {
+            continue;
+        };
+        let path = ["metadata", "annotations", DISABLE_ANNOTATION].map(|k| PathSegment::Key(k.to_string()));
+        for id in split_ids(list).filter(|id| rule(id).is_none()) {
+            let mut d = unknown_rule(id).at(s.location(&path));
+            d.severity = Severity::Warning;
+            d.message.push_str(&format!(" in annotation {DISABLE_ANNOTATION}; it disables nothing"));
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Lookups the rules share, built once per run.
+pub(crate) struct Context<'a> {
+    /// (namespace, label key, label value) to the pod templates carrying it.
+    pods_by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Value>>,
+    /// Every object by (kind, namespace, name).
+    ids: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
+    /// Autoscalers by (namespace, target kind, target name).
+    autoscalers: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
+    /// Workloads (objects with pod templates) by namespace.
+    workloads: HashMap<&'a str, Vec<Workload<'a>>>,
+    /// (kind, namespace, name) of a workload to its place in `workloads`.
+    workload_at: HashMap<(&'a str, &'a str, &'a str), usize>,
+    /// What the workloads count against each ResourceQuota, by (namespace,
+    /// name), at the low and the high end; worked out once, when needed.
+    quota_usage: HashMap<(&'a str, &'a str), [OnceLock<Vec<tenancy::Usage>>; 2]>,
+    /// Objects of each kind by namespace, for namespace-wide rules.
+    by_kind: HashMap<(&'a str, &'a str), Vec<&'a Object>>,
+    /// The PriorityClass pods without one get (`globalDefault: true`).
+    default_priority_class: Option<&'a str>,
+}
+
+/// An object that runs pods, with its replica bounds.
+pub(crate) struct Workload<'a> {
+    pub object: &'a Object,
+    /// Pod templates, each with the pods one replica runs from it.
+    pub templates: Vec<(&'a Value, i64)>,
+    /// Replicas at the low end (the autoscaler's minimum, else
+    /// `spec.replicas`) and the high end (the autoscaler's maximum).
+    pub min_replicas: i64,
+    pub max_replicas: i64,
+}
+
+impl Workload<'_> {
+    pub fn pods(&self, replicas: i64) -> i64 {
+        self.templates.iter().map(|(_, n)| n * replicas).sum()
+    }
+}
+
+impl<'a> Context<'a> {
+    fn new(objects: &'a [Object]) -> Context<'a> {
+        let mut cx = Context {
+            pods_by_label: HashMap::new(),
+            ids: HashMap::new(),
+            autoscalers: HashMap::new(),
+            workloads: HashMap::new(),
+            workload_at: HashMap::new(),
+            quota_usage: HashMap::new(),
+            by_kind: HashMap::new(),
+            default_priority_class: None,
+        };
+        for o in objects {
+            let ns = namespace(o);
+            cx.ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()), o);
+            cx.by_kind.entry((ns, o.id.kind.as_str())).or_default().push(o);
+            match o.id.kind.as_str() {
+                "HorizontalPodAutoscaler" => {
+                    let target =
+                        |k: &str| o.value.pointer(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
+                    if let (Some(kind), Some(name)) = (target("kind"), target("name")) {
+                        cx.autoscalers.insert((ns, kind, name), o);
+                    }
+                }
+                "ResourceQuota" => {
+                    cx.quota_usage.insert((ns, o.id.name.as_str()), Default::default());
+                }
+                "PriorityClass" if o.value.get("globalDefault").and_then(Value::as_bool) == Some(true) => {
+                    cx.default_priority_class = Some(o.id.name.as_str());
+                }
+                _ => {}
+            }
+            for template in pod_templates(o) {
+                for (k, v) in labels(template, "/metadata/labels").into_iter().flatten() {
+                    if let Some(v) = v.as_str() {
+                        cx.pods_by_label.entry((ns, k.as_str(), v)).or_default().push(template);
+                    }
+                }
+            }
+        }
+        for o in objects {
+            if let Some(w) = cx.workload(o) {
+                let list = cx.workloads.entry(namespace(o)).or_default();
+                cx.workload_at.insert((o.id.kind.as_str(), namespace(o), o.id.name.as_str()), list.len());
+                list.push(w);
+            }
+        }
+        cx
+    }
+
+    fn workload(&self, o: &'a Object) -> Option<Workload<'a>> {
+        let spec = o.value.get("spec")?;
+        let templates: Vec<(&Value, i64)> = match o.id.kind.as_str() {
+            "Deployment" | "StatefulSet" | "ReplicaSet" => vec![(spec.get("template")?, 1)],
+            "LeaderWorkerSet" => {
+                let lwt = spec.get("leaderWorkerTemplate")?;
+                let worker = lwt.get("workerTemplate")?;
+                let size = lwt.get("size").and_then(Value::as_i64).unwrap_or(1);
+                let leader = lwt.get("leaderTemplate").unwrap_or(worker);
+                vec![(leader, 1), (worker, size - 1)]
+            }
+            _ => return None,
+        };
+        let replicas = spec.get("replicas").and_then(Value::as_i64).unwrap_or(1);
+        let (min, max) = match self.autoscaler_of(o) {
+            Some(hpa) => (
+                hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1),
+                hpa.value.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(replicas),
+            ),
+            None => (replicas, replicas),
+        };
+        Some(Workload { object: o, templates, min_replicas: min, max_replicas: max.max(min) })
+    }
+
+    /// Pod templates in `ns` whose labels include every pair of `selector`.
+    fn selected(&self, ns: &str, selector: &Map<String, Value>) -> Vec<&'a Value> {
+        let mut candidates: Option<&Vec<&Value>> = None;
+        for (k, v) in selector {
+            let list = self.pods_by_label.get(&(ns, k.as_str(), v.as_str().unwrap_or_default()));
+            match list {
+                None => return Vec::new(),
+                Some(l) if candidates.is_none_or(|c| l.len() < c.len()) => candidates = Some(l),
+                Some(_) => {}
+            }
+        }
+        candidates
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                let labels = labels(t, "/metadata/labels");
+                selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+            })
+            .copied()
+            .collect()
+    }
+
+    pub fn object(&self, kind: &str, ns: &str, name: &str) -> Option<&'a Object> {
+        self.ids.get(&(kind, ns, name)).copied()
+    }
+
+    /// The autoscaler whose target is `o`.
+    pub fn autoscaler_of(&self, o: &Object) -> Option<&'a Object> {
+        self.autoscalers.get(&(namespace(o), o.id.kind.as_str(), o.id.name.as_str())).copied()
+    }
+
+    pub fn workloads_in(&self, ns: &str) -> &[Workload<'a>] {
+        self.workloads.get(ns).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {
+        let i = self.workload_at.get(&(o.id.kind.as_str(), namespace(o), o.id.name.as_str()))?;
+        self.workloads_in(namespace(o)).get(*i).filter(|w| std::ptr::eq(w.object, o))
+    }
+
+    /// What the workloads of its namespace count against `quota` at `bound`.
+    pub fn quota_usage<'s>(&'s self, quota: &'s Object, bound: tenancy::Bound) -> &'s [tenancy::Usage] {
+        match self.quota_usage.get(&(namespace(quota), quota.id.name.as_str())) {
+            Some(cells) => cells[bound as usize].get_or_init(|| tenancy::usage(self, quota, bound)),
+            None => &[],
+        }
+    }
+
+    /// Every object of the namespace.
+    pub fn objects_in<'s>(&'s self, ns: &'s str) -> impl Iterator<Item = &'a Object> + 's {
+        self.by_kind.iter().filter(move |((n, _), _)| *n == ns).flat_map(|(_, v)| v.iter().copied())
+    }
+
+    pub fn objects_of_kind<'s>(&'s self, ns: &'s str, kind: &'s str) -> &'s [&'s Object] {
+        self.by_kind.get(&(ns, kind)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The namespace of an object; "" for cluster-scoped ones.
+pub(crate) fn namespace(o: &Object) -> &str {
+    o.id.namespace.as_deref().unwrap_or_default()
+}
+
+/// The pod templates of a workload object.
+pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
+    let at = |p: &str| o.value.pointer(p);
+    match o.id.kind.as_str() {
+        "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet" | "Job" => at("/spec/template").into_iter().collect(),
+        "CronJob" => at("/spec/jobTemplate/spec/template").into_iter().collect(),
+        "LeaderWorkerSet" => ["leaderTemplate", "workerTemplate"]
+            .iter()
+            .filter_map(|t| at(&format!("/spec/leaderWorkerTemplate/{t}")))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {
+    v.pointer(pointer).and_then(Value::as_object)
+}
+
+/// The app containers of a pod template.
+pub(crate) fn containers(template: &Value) -> impl Iterator<Item = &Value> {
+    template.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten()
+}
+
+/// The init containers of a pod template.
+pub(crate) fn init_containers(template: &Value) -> impl Iterator<Item = &Value> {
+    template.pointer("/spec/initContainers").and_then(Value::as_array).into_iter().flatten()
+}
+
+pub(crate) fn container_name(c: &Value) -> &str {
+    c.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Whether `labels` satisfy a label selector (`matchLabels` and
+/// `matchExpressions`); a selector with neither matches everything.
+pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let match_labels = selector.get("matchLabels").and_then(Value::as_object).into_iter().flatten();
+    if !match_labels.into_iter().all(|(k, v)| get(k) == v.as_str()) {
+        return false;
+    }
+    selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> =
+            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        match e.get("operator").and_then(Value::as_str) {
+            Some("In") => get(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") => get(key).is_some(),
+            Some("DoesNotExist") => get(key).is_none(),
+            _ => false,
+        }
+    })
+}
+
+/// A quantity written as a string or a number.
+pub(crate) fn quantity(v: &Value) -> Option<Quantity> {
+    match v {
+        Value::String(s) => Quantity::parse(s).ok(),
+        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
+        _ => None,
+    }
+}
+
+/// A value as written, for messages: strings bare, the rest as JSON.
+pub(crate) fn show(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "nothing".to_string(),
+    }
+}
+
+/// A byte count for messages, in GiB.
+pub(crate) fn gib(bytes: f64) -> String {
+    let g = bytes / (1u64 << 30) as f64;
+    let text = if g < 10.0 { format!("{g:.1}") } else { format!("{g:.0}") };
+    format!("{}Gi", text.strip_suffix(".0").unwrap_or(&text))
+}
+
+/// The command line of a container (`command` then `args`), split into
+/// flags and positional words the way a server's argument parser sees it.
+pub(crate) struct CommandLine<'a> {
+    /// (flag, value) pairs in order; the value is `None` for a bare flag.
+    flags: Vec<(&'a str, Option<&'a str>)>,
+    positional: Vec<&'a str>,
+    words: Vec<&'a str>,
+    image: &'a str,
+}
+
+impl<'a> CommandLine<'a> {
+    pub fn of(container: &'a Value) -> CommandLine<'a> {
+        let raw: Vec<&str> = ["command", "args"]
+            .iter()
+            .filter_map(|k| container.get(*k).and_then(Value::as_array))
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        // A shell script (`sh -c "vllm serve ..."`) is read word by word.
+        let mut words = Vec::with_capacity(raw.len());
+        for (i, w) in raw.iter().enumerate() {
+            if i > 0 && raw[i - 1] == "-c" {
+                words.extend(w.split_whitespace());
+            } else {
+                words.push(*w);
+            }
+        }
+        let mut flags = Vec::new();
+        let mut positional = Vec::new();
+        let is_flag = |w: &str| w.len() > 1 && w.starts_with('-') && !w[1..].starts_with(|c: char| c.is_ascii_digit());
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            if !is_flag(w) {
+                positional.push(w);
+            } else if let Some((name, value)) = w.split_once('=') {
+                flags.push((name, Some(value)));
+            } else if words.get(i + 1).is_some_and(|next| !is_flag(next)) {
+                flags.push((w, Some(words[i + 1])));
+                i += 1;
+            } else {
+                flags.push((w, None));
+            }
+            i += 1;
+        }
+        let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
+        CommandLine { flags, positional, words, image }
+    }
+
+    /// Every value given to any of `names`.
+    pub fn values<'s>(&'s self, names: &'s [&'s str]) -> impl Iterator<Item = &'a str> + 's {
+        self.flags.iter().filter(move |(f, _)| names.contains(f)).filter_map(|(_, v)| *v)
+    }
+
+    /// The last value given to any of `names` (the one a parser keeps).
+    pub fn value(&self, names: &[&str]) -> Option<&'a str> {
+        self.values(names).last()
+    }
+
+    fn number(&self, names: &[&str]) -> Option<i64> {
+        self.value(names).and_then(|v| v.parse().ok())
+    }
+
+    /// Whether the container runs vLLM (by image or command line).
+    pub fn is_vllm(&self) -> bool {
+        let has = |s: &str| s.to_ascii_lowercase().contains("vllm");
+        has(self.image) || self.words.iter().any(|w| has(w))
+    }
+
+    /// The model the server loads: `--model`, or the word after `serve`.
+    pub fn model(&self) -> Option<&'a str> {
+        self.value(&["--model"]).or_else(|| {
+            let at = self.positional.iter().position(|w| *w == "serve")?;
+            self.positional.get(at + 1).copied()
+        })
+    }
+
+    /// Whether the container is a model server (names a model or runs vLLM);
+    /// rules about loading weights apply to these only, not to sidecars.
+    pub fn serves_model(&self) -> bool {
+        self.model().is_some() || self.is_vllm()
+    }
+
+    /// The size of the model the server loads, as far as its name and the
+    /// quantization and dtype flags tell.
+    pub fn model_size(&self) -> Option<model::ModelSize> {
+        model::ModelSize::guess(self.model()?, self.value(&["--quantization", "-q"]), self.value(&["--dtype"]))
+    }
+
+    /// The port the server listens on: `--port`, or vLLM's default 8000.
+    pub fn port(&self) -> Option<i64> {
+        self.number(&["--port"]).or_else(|| self.is_vllm().then_some(8000))
+    }
+
+    /// Worker processes sharing the pod's GPUs: tensor x pipeline x data
+    /// parallel sizes (1 when none is given).
+    pub fn ranks(&self) -> i64 {
+        let size = |names: &[&str]| self.number(names).unwrap_or(1).max(1);
+        size(&["--tensor-parallel-size", "-tp", "--tp", "--tp-size"])
+            * size(&["--pipeline-parallel-size", "-pp"])
+            * size(&["--data-parallel-size", "-dp"])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rule_ids_are_unique_sequential_and_documented() {
+        // Workload rules count up from ISVC001; security rules from ISVC100.
+        let (workload, security): (Vec<&Rule>, Vec<&Rule>) = RULES.iter().partition(|r| r.id < "ISVC100");
+        for (i, r) in workload.iter().enumerate() {
+            assert_eq!(r.id, format!("ISVC{:03}", i + 1));
+        }
+        for (i, r) in security.iter().enumerate() {
+            assert_eq!(r.id, format!("ISVC{:03}", i + 100));
+        }
+        for r in RULES {
+            assert!(
+                !r.summary.is_empty() && !r.symptom.is_empty() && !r.fix.is_empty() && !r.explain.is_empty(),
+                "{}",
+                r.id
+            );
+        }
+    }
+
+    #[test]
+    fn command_lines_read_like_a_parser() {
+        let c = json!({"image": "vllm/vllm-openai:v0.11.0", "args": ["--model", "m", "--port=9000", "-tp", "4", "--enforce-eager"]});
+        let cl = CommandLine::of(&c);
+        assert_eq!(cl.model(), Some("m"));
+        assert_eq!(cl.port(), Some(9000));
+        assert_eq!(cl.ranks(), 4);
+        assert!(cl.is_vllm());
+        let shell = json!({"image": "python", "command": ["sh", "-c", "vllm serve Qwen/Qwen3-8B --host 0.0.0.0"]});
+        let cl = CommandLine::of(&shell);
+        assert_eq!(cl.model(), Some("Qwen/Qwen3-8B"));
+        assert_eq!(cl.port(), Some(8000));
+        assert_eq!(cl.value(&["--host"]), Some("0.0.0.0"));
+        // Arguments are not split at spaces, outside a shell script.
+        let spaced =
+            json!({"image": "vllm/vllm-openai:v0.11.0", "args": ["--model", "/models/my model", "--port", "8001"]});
+        assert_eq!(CommandLine::of(&spaced).model(), Some("/models/my model"));
+        // A flag's value never starts with a dash: `--model` gets nothing here.
+        let odd = json!({"image": "server", "args": ["--model", "--port", "x"]});
+        let cl = CommandLine::of(&odd);
+        assert_eq!(cl.model(), None);
+        assert_eq!(cl.port(), None);
+    }
+
+    #[test]
+    fn selectors_follow_kubernetes() {
+        let labels = json!({"app": "a", "tier": "gpu"});
+        let l = labels.as_object();
+        assert!(selector_matches(&json!({"matchLabels": {"app": "a"}}), l));
+        assert!(!selector_matches(&json!({"matchLabels": {"app": "b"}}), l));
+        assert!(selector_matches(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["gpu"]}]}),
+            l
+        ));
+        assert!(!selector_matches(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gpu"]}]}),
+            l
+        ));
+        assert!(selector_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}), l));
+        assert!(selector_matches(&json!({}), l));
+    }
+
+    #[test]
+    fn disable_lists_are_checked() {
+        let c = Config::with_disabled(&["isvc014, ISVC009", "ISVC001"]).unwrap();
+        assert_eq!(c.disabled.iter().map(String::as_str).collect::<Vec<_>>(), ["ISVC001", "ISVC009", "ISVC014"]);
+        let err = Config::with_disabled(&["ISVC14"]).unwrap_err();
+        assert_eq!(err[0].help.as_deref(), Some("did you mean ISVC014?"));
+    }
+
+    #[test]
+    fn explain_text_says_how_to_disable() {
+        let text = CPU_LIMIT.long_text();
+        assert!(text.starts_with("ISVC014 (warning): "), "{text}");
+        assert!(text.contains("Symptom:") && text.contains("Fix:") && text.contains("Cause:"), "{text}");
+        assert!(text.contains("isvc.ai.example.com/disable-checks: \"ISVC014\""), "{text}");
+        assert!(text.lines().all(|l| l.len() <= 100), "{text}");
+    }
+}

@@ -1,0 +1,184 @@
+//! How big a model is, from its name, and what that means for start-up time
+//! and host memory. Heuristics, documented in the README and in
+//! `isvc check --explain ISVC009` / `ISVC015`:
+//!
+//! - **Parameters** come from the model id when it names a count: `70B`,
+//!   `0.6B`, `8x7B` (mixtures of experts: experts x size, an upper bound),
+//!   `125M`, `1T`. The largest count in the name wins (`Qwen3-30B-A3B` is 30B).
+//! - **Bytes per parameter**: 2 (bf16/fp16) unless the name or
+//!   `--quantization` says 8-bit (`FP8`, `INT8`, `W8A8`: 1) or 4-bit (`AWQ`,
+//!   `GPTQ`, `INT4`, `NF4`, `FP4`: 0.5); `--dtype float32` makes it 4.
+//! - **Start-up** needs 5 minutes (imports, CUDA initialisation, memory
+//!   profiling, CUDA graph capture) plus the weights read at 100 MB/s, a
+//!   conservative rate for a cold download from a model hub or a network
+//!   volume. The image pull happens before the container starts and does not
+//!   count against probes.
+//! - **Host memory while loading**: the weights (safetensors are memory-mapped
+//!   by every worker, and their page cache is charged to the pod's memory
+//!   cgroup; below that, loading thrashes, and loaders that stage tensors on
+//!   the CPU are OOM-killed), plus 4 GiB per worker process (Python, PyTorch,
+//!   the CUDA context, NCCL), plus the memory-backed `/dev/shm`, which counts
+//!   against the same limit.
+
+/// A model's size as far as its name tells.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelSize {
+    /// Parameters.
+    pub params: f64,
+    pub bytes_per_param: f64,
+}
+
+impl ModelSize {
+    /// The size of `model` served with `quantization` and `dtype` (values of
+    /// the server flags), if the name gives a parameter count.
+    pub fn guess(model: &str, quantization: Option<&str>, dtype: Option<&str>) -> Option<ModelSize> {
+        let words: Vec<String> =
+            model.split(['/', '-', '_', ' ', ':']).map(str::to_ascii_lowercase).filter(|w| !w.is_empty()).collect();
+        let params = words
+            .iter()
+            .filter_map(|w| parameter_count(w))
+            .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.max(p))))?;
+        let marks = |set: &[&str]| {
+            words
+                .iter()
+                .flat_map(|w| w.split('.'))
+                .chain(quantization)
+                .any(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
+        };
+        let bytes_per_param = if marks(&[
+            "awq",
+            "gptq",
+            "int4",
+            "4bit",
+            "w4a16",
+            "w4a4",
+            "nf4",
+            "fp4",
+            "nvfp4",
+            "mxfp4",
+            "bnb",
+            "bitsandbytes",
+            "q4",
+            "awq_marlin",
+            "gptq_marlin",
+        ]) {
+            0.5
+        } else if marks(&["fp8", "int8", "8bit", "w8a8", "w8a16", "q8", "fbgemm_fp8"]) {
+            1.0
+        } else if matches!(dtype, Some("float32" | "float" | "fp32")) {
+            4.0
+        } else {
+            2.0
+        };
+        Some(ModelSize { params, bytes_per_param })
+    }
+
+    pub fn weight_bytes(&self) -> f64 {
+        self.params * self.bytes_per_param
+    }
+
+    /// "70B", "0.6B": the count as the name would give it.
+    pub fn describe(&self) -> String {
+        let b = self.params / 1e9;
+        let count = if b >= 1.0 { format!("{}B", trim(b)) } else { format!("{}M", trim(b * 1000.0)) };
+        let width = match self.bytes_per_param {
+            x if x <= 0.5 => "4-bit",
+            x if x <= 1.0 => "8-bit",
+            x if x <= 2.0 => "16-bit",
+            _ => "32-bit",
+        };
+        format!("{count} parameters, {width} weights of about {}", super::gib(self.weight_bytes()))
+    }
+}
+
+fn trim(x: f64) -> String {
+    let s = format!("{x:.1}");
+    s.strip_suffix(".0").map_or(s.clone(), str::to_string)
+}
+
+/// `70b` -> 70e9, `0.6b` -> 0.6e9, `8x7b` -> 56e9, `125m` -> 125e6, `1t` -> 1e12.
+fn parameter_count(word: &str) -> Option<f64> {
+    let (multiplier, rest) = match word.split_once('x') {
+        Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => (n.parse::<f64>().ok()?, rest),
+        _ => (1.0, word),
+    };
+    let unit = match rest.chars().last()? {
+        'b' => 1e9,
+        'm' => 1e6,
+        't' => 1e12,
+        _ => return None,
+    };
+    let number = &rest[..rest.len() - 1];
+    if number.is_empty() || !number.starts_with(|c: char| c.is_ascii_digit()) || number.matches('.').count() > 1 {
+        return None;
+    }
+    if !number.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return None;
+    }
+    let n: f64 = number.parse().ok()?;
+    (n > 0.0).then_some(multiplier * n * unit)
+}
+
+/// Seconds of start-up the fixed work takes, whatever the model.
+pub const STARTUP_BASE_SECONDS: i64 = 300;
+/// Rate at which weights are assumed to arrive on a cold node, bytes/s.
+pub const LOAD_BYTES_PER_SECOND: f64 = 100e6;
+/// Host memory of one worker process besides the weights.
+pub const RUNTIME_BYTES_PER_WORKER: f64 = (4u64 << 30) as f64;
+
+/// The start-up time, in seconds, a server of this model should be allowed.
+pub fn startup_seconds(size: Option<&ModelSize>) -> i64 {
+    STARTUP_BASE_SECONDS + size.map_or(0, |s| (s.weight_bytes() / LOAD_BYTES_PER_SECOND).ceil() as i64)
+}
+
+/// Host memory, in bytes, a pod needs while it loads: weights, the runtime
+/// of each worker, and the memory-backed `/dev/shm`.
+pub fn loading_peak_bytes(size: Option<&ModelSize>, workers: i64, shm_bytes: f64) -> f64 {
+    size.map_or(0.0, ModelSize::weight_bytes) + RUNTIME_BYTES_PER_WORKER * workers as f64 + shm_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(model: &str) -> Option<f64> {
+        ModelSize::guess(model, None, None).map(|s| s.params)
+    }
+
+    #[test]
+    fn parameter_counts_come_from_the_name() {
+        assert_eq!(params("meta-llama/Llama-3.3-70B-Instruct"), Some(70e9));
+        assert_eq!(params("Qwen/Qwen3-0.6B"), Some(0.6e9));
+        assert_eq!(params("mistralai/Mixtral-8x7B-Instruct-v0.1"), Some(56e9));
+        assert_eq!(params("Qwen/Qwen3-30B-A3B"), Some(30e9));
+        assert_eq!(params("facebook/opt-125m"), Some(125e6));
+        assert_eq!(params("google/gemma-3-27b-it"), Some(27e9));
+        assert_eq!(params("mistralai/Mistral-Small-3.1-24B-Instruct-2503"), Some(24e9));
+        assert_eq!(params("moonshotai/Kimi-K2-Instruct-1T"), Some(1e12));
+        for unknown in ["/models/llama", "microsoft/phi-4", "BAAI/bge-m3", "Phi-3-mini-4k-instruct", "v0.1", "x7b"] {
+            assert_eq!(params(unknown), None, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn quantization_shrinks_the_weights() {
+        let bytes = |m: &str, q: Option<&str>| ModelSize::guess(m, q, None).unwrap().weight_bytes();
+        assert_eq!(bytes("meta-llama/Llama-3.1-8B-Instruct", None), 16e9);
+        assert_eq!(bytes("neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8", None), 70e9);
+        assert_eq!(bytes("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", None), 35e9);
+        assert_eq!(bytes("meta-llama/Llama-3.1-70B-Instruct", Some("fp8")), 70e9);
+        assert_eq!(ModelSize::guess("x/Model-1B", None, Some("float32")).unwrap().weight_bytes(), 4e9);
+    }
+
+    #[test]
+    fn budgets_grow_with_the_model() {
+        let size = |m: &str| ModelSize::guess(m, None, None);
+        assert_eq!(startup_seconds(None), 300);
+        assert_eq!(startup_seconds(size("Qwen/Qwen3-0.6B").as_ref()), 312);
+        assert_eq!(startup_seconds(size("meta-llama/Llama-3.3-70B-Instruct").as_ref()), 1700);
+        assert_eq!(startup_seconds(size("meta-llama/Llama-3.1-405B").as_ref()), 8400);
+        let gib = (1u64 << 30) as f64;
+        assert_eq!(loading_peak_bytes(None, 2, 8.0 * gib), 16.0 * gib);
+        assert_eq!(loading_peak_bytes(size("x/M-8B").as_ref(), 1, 0.0), 16e9 + 4.0 * gib);
+    }
+}

@@ -1,0 +1,252 @@
+//! Resource rules: GPUs, shared memory, CPU and memory of model servers.
+
+use serde_json::Value;
+
+use super::model;
+use super::tenancy::{self, Effective};
+use super::{
+    CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates, quantity,
+};
+use crate::objects::Object;
+use crate::quantity::Quantity;
+
+pub const GPU_REQUEST_NOT_LIMIT: Rule = Rule::new(
+    "ISVC004",
+    Severity::Error,
+    "GPU requests must equal GPU limits; the API server rejects the pod otherwise",
+)
+.symptom(
+    "the Deployment is created but its ReplicaSet cannot create pods: `kubectl describe rs` shows FailedCreate \
+     with `must be equal to nvidia.com/gpu limit` (or `Limit must be set for non overcommitable resources`)",
+)
+.fix("set resources.limits.<vendor>/gpu to the same whole number as the request (or set only the limit: the request follows it)")
+.explain(
+    "GPUs are extended resources and cannot be overcommitted: Kubernetes requires a limit, and a request, if \
+     given, must equal it. Since the pods are created by the ReplicaSet, not applied directly, a GitOps sync \
+     looks successful while no pod ever starts.",
+);
+
+pub const SHM_MISSING: Rule = Rule::new(
+    "ISVC012",
+    Severity::Error,
+    "a multi-GPU server needs a larger /dev/shm than the container runtime's 64 MiB default",
+)
+.symptom(
+    "the server crashes while the workers start (`Bus error`, `NCCL error: unhandled system error`, or \
+     `No space left on device` on /dev/shm) and the pod restarts in CrashLoopBackOff",
+)
+.fix(
+    "mount a memory-backed emptyDir (medium: Memory, with a sizeLimit) at /dev/shm, as isvc's templates do \
+     (defaults.resources.shmSizePerGpu)",
+)
+.explain(
+    "With tensor (or pipeline, or data) parallelism above 1, vLLM runs one worker process per GPU; they \
+     exchange tensors through NCCL and vLLM's shared-memory message queue, both of which use /dev/shm. A \
+     container gets a 64 MiB /dev/shm unless the pod mounts one, which is too small for either. The pod's \
+     hostIPC also provides one, but shares the node's IPC namespace.",
+);
+
+pub const SHM_TOO_SMALL: Rule = Rule::new(
+    "ISVC013",
+    Severity::Warning,
+    "the /dev/shm of a multi-GPU server is smaller than 1Gi per worker",
+)
+.symptom(
+    "collective operations fail under load or with long prompts (`NCCL WARN Error: failed to extend \
+     /dev/shm`, `Bus error`) and the pod restarts",
+)
+.fix("raise the emptyDir sizeLimit of /dev/shm to at least 1Gi per GPU worker (isvc: defaults.resources.shmSizePerGpu)")
+.explain(
+    "NCCL's shared-memory transport, which carries traffic between GPUs that cannot reach each other over \
+     NVLink or PCIe peer-to-peer, allocates its buffers in /dev/shm per pair of workers, and vLLM's message \
+     queue adds its own. Below 1Gi per worker these allocations fail as the number of workers grows. The size \
+     counts against the container's memory limit only as far as it is used.",
+);
+
+pub const CPU_LIMIT: Rule =
+    Rule::new("ISVC014", Severity::Warning, "a CPU limit throttles the inference server and shows up as latency")
+        .symptom(
+            "time to first token and inter-token latency spike under load while CPU usage looks moderate; \
+     container_cpu_cfs_throttled_periods_total climbs; the GPU sits idle waiting for the scheduler and tokenizer",
+        )
+        .fix(
+            "remove resources.limits.cpu and keep the CPU request (isvc: leave defaults.resources.cpuLimitPerGpu \
+     unset); if a LimitRange adds the limit, give it no default CPU limit for this namespace",
+        )
+        .explain(
+            "The CPU limit is enforced with CFS quota in 100 ms periods: a process that uses its quota early in a \
+     period is stopped until the next one. vLLM's scheduler, detokenizer and HTTP server are latency-critical \
+     CPU work between GPU steps, so throttling stalls the GPU. The request already guarantees the CPU share; \
+     the limit only takes away idle CPU. A LimitRange with a default CPU limit (or a max, which becomes the \
+     default) adds one to every container that has none.",
+        );
+
+pub const MEMORY_BELOW_LOADING_PEAK: Rule =
+    Rule::new("ISVC015", Severity::Warning, "the memory limit is below what the server needs while it loads the model")
+        .symptom(
+            "pods are OOMKilled (exit code 137, `Last State: Terminated, Reason: OOMKilled`) during start-up, or \
+     loading crawls while the node re-reads evicted weight pages from disk, and the startup probe gives up",
+        )
+        .fix(
+            "raise the memory limit to the estimate (isvc: defaults.resources.memoryPerGpu, which is per GPU) or serve \
+     a quantized variant of the model",
+        )
+        .explain(
+            "Estimate of host memory while loading: the weights (parameter count from the model id x 2 bytes, 1 for \
+     FP8/INT8, 0.5 for AWQ/GPTQ/INT4), plus 4 GiB per worker process (Python, PyTorch, the CUDA context and \
+     NCCL buffers; one worker per GPU with tensor parallelism), plus the size of a memory-backed /dev/shm. \
+     The weights count in full, not divided over GPUs: every worker memory-maps the same safetensors files, \
+     and their page cache is charged to the pod's memory cgroup once. Clean page cache can be reclaimed, so \
+     a safetensors load just below the estimate may still succeed, slowly; loaders that materialise tensors \
+     on the CPU (.bin or .pt checkpoints, quantisation at load, CPU offload) are OOM-killed. This is a \
+     heuristic: a model id without a parameter count is estimated without the weights.",
+        );
+
+/// The resource rules over one object.
+pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    let limit_ranges = cx.objects_of_kind(namespace(o), "LimitRange");
+    for template in pod_templates(o) {
+        for c in containers(template) {
+            gpus(o, c, out);
+            let cl = CommandLine::of(c);
+            // The rest is about model servers, not their sidecars.
+            if !cl.serves_model() {
+                continue;
+            }
+            let effective = tenancy::effective(c, limit_ranges);
+            cpu_limit(o, c, &effective, out);
+            let shm = shared_memory(template, c);
+            let workers = cl.ranks();
+            if workers > 1 {
+                shm_size(o, c, workers, &shm, out);
+            }
+            memory(o, c, &cl, workers, &shm, &effective, out);
+        }
+    }
+}
+
+fn gpus(o: &Object, c: &Value, out: &mut Vec<Finding>) {
+    let name = container_name(c);
+    let requests = c.pointer("/resources/requests").and_then(Value::as_object);
+    let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+    for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| k.ends_with("/gpu")) {
+        let r = requests.and_then(|m| m.get(key));
+        let l = limits.and_then(|m| m.get(key));
+        let differ = match (r, l) {
+            (Some(r), Some(l)) => quantity(r).zip(quantity(l)).is_none_or(|(r, l)| r != l),
+            (_, None) => true,
+            (None, Some(_)) => false,
+        };
+        if differ {
+            out.push(Finding::new(
+                GPU_REQUEST_NOT_LIMIT,
+                o,
+                format!("container \"{name}\" requests {key}={} but limits it to {}", super::show(r), super::show(l)),
+            ));
+            break;
+        }
+    }
+}
+
+/// What backs a container's /dev/shm.
+enum Shm {
+    /// Nothing: the runtime's 64 MiB.
+    Missing,
+    /// A memory-backed emptyDir, with its size limit if it has one.
+    Memory(Option<Quantity>),
+    /// Something else: a disk-backed emptyDir, a host path, the host's IPC.
+    Other,
+}
+
+fn shared_memory(template: &Value, c: &Value) -> Shm {
+    if template.pointer("/spec/hostIPC").and_then(Value::as_bool) == Some(true) {
+        return Shm::Other;
+    }
+    let mounts = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten();
+    let Some(volume) = mounts
+        .filter(|m| m.get("mountPath").and_then(Value::as_str).map(|p| p.trim_end_matches('/')) == Some("/dev/shm"))
+        .find_map(|m| m.get("name"))
+    else {
+        return Shm::Missing;
+    };
+    let volumes = template.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten();
+    match volumes.filter(|v| v.get("name") == Some(volume)).find_map(|v| v.get("emptyDir")) {
+        Some(e) if e.get("medium").and_then(Value::as_str) == Some("Memory") => {
+            Shm::Memory(e.get("sizeLimit").and_then(quantity))
+        }
+        _ => Shm::Other,
+    }
+}
+
+fn shm_size(o: &Object, c: &Value, workers: i64, shm: &Shm, out: &mut Vec<Finding>) {
+    let name = container_name(c);
+    match shm {
+        Shm::Missing => out.push(Finding::new(
+            SHM_MISSING,
+            o,
+            format!("container \"{name}\" runs {workers} GPU workers but mounts nothing at /dev/shm (64Mi by default)"),
+        )),
+        Shm::Memory(Some(size)) if size.nanos() < workers as i128 * (1i128 << 30) * 1_000_000_000 => {
+            out.push(Finding::new(
+                SHM_TOO_SMALL,
+                o,
+                format!("container \"{name}\" runs {workers} GPU workers with a /dev/shm of {size}; give it at least {workers}Gi"),
+            ))
+        }
+        _ => {}
+    }
+}
+
+fn cpu_limit(o: &Object, c: &Value, effective: &Effective, out: &mut Vec<Finding>) {
+    let Some(limit) = effective.limits.get("cpu") else { return };
+    let name = container_name(c);
+    let message = match effective.defaulted_limits.get("cpu") {
+        Some(lr) => format!("container \"{name}\" gets a CPU limit of {limit} from the default of LimitRange {lr}"),
+        None => format!("container \"{name}\" has a CPU limit of {limit}"),
+    };
+    out.push(Finding::new(CPU_LIMIT, o, message));
+}
+
+fn memory(
+    o: &Object,
+    c: &Value,
+    cl: &CommandLine<'_>,
+    workers: i64,
+    shm: &Shm,
+    effective: &Effective,
+    out: &mut Vec<Finding>,
+) {
+    let Some(limit) = effective.limits.get("memory") else { return };
+    let size = cl.model_size();
+    let shm_bytes = match shm {
+        Shm::Memory(Some(q)) => (q.nanos() / 1_000_000_000) as f64,
+        _ => 0.0,
+    };
+    let peak = model::loading_peak_bytes(size.as_ref(), workers, shm_bytes);
+    let limit_bytes = (limit.nanos() / 1_000_000_000) as f64;
+    if limit_bytes >= peak {
+        return;
+    }
+    let mut parts = Vec::new();
+    if let Some(s) = &size {
+        parts.push(format!("weights {}", super::gib(s.weight_bytes())));
+    }
+    parts.push(format!(
+        "{} x {workers} worker{}",
+        super::gib(model::RUNTIME_BYTES_PER_WORKER),
+        if workers == 1 { "" } else { "s" }
+    ));
+    if shm_bytes > 0.0 {
+        parts.push(format!("/dev/shm {}", super::gib(shm_bytes)));
+    }
+    out.push(Finding::new(
+        MEMORY_BELOW_LOADING_PEAK,
+        o,
+        format!(
+            "container \"{}\" has a memory limit of {limit}, below the loading peak of about {} ({})",
+            container_name(c),
+            super::gib(peak),
+            parts.join(" + ")
+        ),
+    ));
+}

@@ -1,0 +1,236 @@
+//! Scaling and rollout rules: autoscalers, disruption budgets and rolling
+//! updates that cannot do their job.
+
+use serde_json::Value;
+
+use super::tenancy;
+use super::{Context, Finding, Rule, Severity, Workload, namespace};
+use crate::objects::Object;
+
+pub const AUTOSCALER_TARGET_MISSING: Rule = Rule::new(
+    "ISVC005",
+    Severity::Error,
+    "an autoscaler must point at a rendered Deployment and have minReplicas <= maxReplicas",
+)
+.symptom(
+    "the HorizontalPodAutoscaler shows `FailedGetScale` (target not found) and never scales, or the API server \
+     rejects it (`minReplicas must be less than or equal to maxReplicas`) and the GitOps sync fails",
+)
+.fix("point spec.scaleTargetRef at the service's Deployment (kind and name) and keep minReplicas <= maxReplicas")
+.explain(
+    "An autoscaler reads and writes the scale subresource of its target. If no object of that kind and name \
+     exists in the namespace, it reports an error and does nothing; bounds in the wrong order are invalid.",
+);
+
+pub const AUTOSCALER_ON_ZERO_REPLICAS: Rule =
+    Rule::new("ISVC016", Severity::Error, "an autoscaler on a workload with zero replicas does nothing")
+        .symptom(
+            "the service stays at zero pods whatever the load; `kubectl describe hpa` shows `ScalingActive False \
+     ScalingDisabled: scaling is disabled since the replica count of the target is zero`",
+        )
+        .fix(
+            "scale to zero by removing the autoscaler (isvc does this for replicas: 0), or drop spec.replicas from the \
+     workload so the autoscaler owns the count",
+        )
+        .explain(
+            "The HorizontalPodAutoscaler switches itself off while its target has zero replicas, so that a service \
+     deliberately scaled to zero stays there. A workload that says replicas: 0 next to an autoscaler is \
+     therefore never scaled up again. An autoscaler with minReplicas: 0 is only accepted with the alpha \
+     HPAScaleToZero feature gate.",
+        );
+
+pub const REPLICAS_UNDER_AUTOSCALER: Rule = Rule::new(
+    "ISVC017",
+    Severity::Warning,
+    "a workload that sets spec.replicas fights its autoscaler on every sync",
+)
+.symptom(
+    "replica counts flap: the autoscaler scales up under load, the next GitOps sync (or self-heal) resets \
+     spec.replicas to the committed number, pods are killed and created again, and Argo CD shows the \
+     Deployment OutOfSync after every scale",
+)
+.fix("leave spec.replicas out of an autoscaled workload (isvc's templates do), or tell the GitOps engine to ignore it")
+.explain(
+    "Two owners write spec.replicas: the autoscaler through the scale subresource and the GitOps engine from \
+     the committed manifest. Each undoes the other. Leaving the field out of the manifest makes the \
+     autoscaler its only owner.",
+);
+
+pub const PDB_BLOCKS_DISRUPTION: Rule =
+    Rule::new("ISVC018", Severity::Warning, "a PodDisruptionBudget that allows no disruption blocks node drains")
+        .symptom(
+            "`kubectl drain`, node upgrades and the cluster autoscaler's scale-down hang with `Cannot evict pod as it \
+     would violate the pod's disruption budget`; GPU nodes cannot be upgraded or reclaimed",
+        )
+        .fix(
+            "allow at least one disruption at the lowest replica count: maxUnavailable: 1, or a minAvailable below \
+     the minimum number of pods",
+        )
+        .explain(
+            "A PodDisruptionBudget limits voluntary evictions (drains, not rollouts or crashes). With maxUnavailable: \
+     0, or minAvailable equal to the number of pods the workload runs at its low end (its autoscaler's \
+     minimum), no pod may ever be evicted, so every drain of a node with such a pod waits forever. A \
+     percentage in minAvailable is rounded up: 50% of one pod is one pod.",
+        );
+
+pub const ROLLOUT_CANNOT_PROCEED: Rule =
+    Rule::new("ISVC019", Severity::Error, "a rolling update that can neither add nor remove a pod cannot proceed")
+        .symptom(
+            "the API server rejects the Deployment (`may not be 0 when maxSurge is 0`), or the rollout stalls with \
+     the new ReplicaSet's pods refused (`exceeded quota`) until progressDeadlineSeconds, and Argo CD shows the \
+     application Degraded",
+        )
+        .fix(
+            "use maxSurge: 0 with maxUnavailable: 1 (isvc's default: no spare GPU or quota needed), or raise the quota \
+     to hold the surge pods",
+        )
+        .explain(
+            "A RollingUpdate replaces pods by starting up to maxSurge new ones above the desired count and stopping \
+     up to maxUnavailable old ones. Both 0 is invalid. Surge pods need room: with a ResourceQuota in the \
+     namespace, the rendered services at their minimum replicas plus the surge pods must fit its hard limits \
+     (GPUs above all), or the new pods are refused and the rollout never progresses. Left out, the strategy \
+     defaults to 25% surge, which rounds up to at least one extra pod.",
+        );
+
+/// The scaling rules over one object.
+pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    match o.id.kind.as_str() {
+        "HorizontalPodAutoscaler" => autoscaler(cx, o, out),
+        "PodDisruptionBudget" => disruption_budget(cx, o, out),
+        _ => {}
+    }
+    if let Some(w) = cx.workload_of(o) {
+        if let (Some(hpa), Some(replicas)) =
+            (cx.autoscaler_of(o), o.value.pointer("/spec/replicas").and_then(Value::as_i64))
+            && replicas > 0
+        {
+            out.push(Finding::new(
+                REPLICAS_UNDER_AUTOSCALER,
+                o,
+                format!("sets spec.replicas: {replicas} while {} scales it", hpa.id),
+            ));
+        }
+        if o.id.kind == "Deployment" {
+            rollout(cx, w, out);
+        }
+    }
+}
+
+fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    let target = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+    let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
+    match cx.object(kind, namespace(o), target) {
+        None => out.push(Finding::new(
+            AUTOSCALER_TARGET_MISSING,
+            o,
+            format!("scaleTargetRef {kind}/{target} is not rendered"),
+        )),
+        Some(t) if t.value.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0) => out.push(Finding::new(
+            AUTOSCALER_ON_ZERO_REPLICAS,
+            o,
+            format!("its target {} has spec.replicas: 0, so the autoscaler never scales it", t.id),
+        )),
+        Some(_) => {}
+    }
+    let min = o.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    let max = o.value.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(0);
+    if min > max {
+        out.push(Finding::new(AUTOSCALER_TARGET_MISSING, o, format!("minReplicas {min} is above maxReplicas {max}")));
+    }
+    if min == 0 {
+        out.push(Finding::new(
+            AUTOSCALER_ON_ZERO_REPLICAS,
+            o,
+            "minReplicas is 0, which needs the alpha HPAScaleToZero feature gate; without it the API server rejects it",
+        ));
+    }
+}
+
+/// An int-or-percent value resolved against `total`, rounded up or down.
+fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> Option<i64> {
+    match v? {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => {
+            let percent: i64 = s.strip_suffix('%')?.parse().ok()?;
+            let x = percent * total;
+            Some(if round_up { (x + 99) / 100 } else { x / 100 })
+        }
+        _ => None,
+    }
+}
+
+fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    let Some(selector) = o.value.pointer("/spec/selector") else { return };
+    let selected: Vec<&Workload<'_>> = cx
+        .workloads_in(namespace(o))
+        .iter()
+        .filter(|w| {
+            w.templates.iter().any(|(t, _)| super::selector_matches(selector, super::labels(t, "/metadata/labels")))
+        })
+        .collect();
+    let pods: i64 = selected.iter().map(|w| w.pods(w.min_replicas)).sum();
+    if pods == 0 {
+        return;
+    }
+    let names: Vec<String> = selected.iter().map(|w| w.object.id.name.clone()).collect();
+    let at = format!("{pod} {s} ({})", names.join(", "), pod = pods, s = if pods == 1 { "pod" } else { "pods" });
+    let spec = &o.value["spec"];
+    if let Some(0) = scaled(spec.get("maxUnavailable"), pods, true) {
+        out.push(Finding::new(
+            PDB_BLOCKS_DISRUPTION,
+            o,
+            format!(
+                "maxUnavailable {} allows no eviction of the {at} it covers",
+                super::show(spec.get("maxUnavailable"))
+            ),
+        ));
+    } else if let Some(min) = scaled(spec.get("minAvailable"), pods, true).filter(|m| *m >= pods) {
+        out.push(Finding::new(
+            PDB_BLOCKS_DISRUPTION,
+            o,
+            format!(
+                "minAvailable {} keeps all of the {at} it covers at their minimum ({min} of {pods}): no eviction is ever allowed",
+                super::show(spec.get("minAvailable"))
+            ),
+        ));
+    }
+}
+
+fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
+    let o = w.object;
+    let strategy = o.value.pointer("/spec/strategy");
+    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+        return;
+    }
+    let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
+    let field = |k: &str| rolling.and_then(|r| r.get(k)).cloned().unwrap_or_else(|| Value::from("25%"));
+    let (surge, unavailable) = (field("maxSurge"), field("maxUnavailable"));
+    let zero = |v: &Value| matches!(v.as_i64(), Some(0)) || v.as_str() == Some("0%");
+    if zero(&surge) && zero(&unavailable) {
+        out.push(Finding::new(
+            ROLLOUT_CANNOT_PROCEED,
+            o,
+            "maxSurge and maxUnavailable are both 0: the API server rejects the Deployment",
+        ));
+        return;
+    }
+    let replicas = w.min_replicas;
+    let Some(extra) = scaled(Some(&surge), replicas, true).filter(|s| *s > 0 && replicas > 0) else { return };
+    for quota in cx.objects_of_kind(namespace(o), "ResourceQuota") {
+        if let Some((resource, needed, hard)) = tenancy::surge_excess(cx, quota, w, extra) {
+            out.push(Finding::new(
+                ROLLOUT_CANNOT_PROCEED,
+                o,
+                format!(
+                    "a rollout starts {extra} extra pod{} (maxSurge {}), but {} has no room for {}: {} needed, {} allowed",
+                    if extra == 1 { "" } else { "s" },
+                    super::show(Some(&surge)),
+                    quota.id,
+                    resource,
+                    needed,
+                    hard
+                ),
+            ));
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! `isvc plan` and `isvc status`: the Operator's reconcile against
+//! snapshots in the shape `kubectl get deploy,rs,svc,hpa -A -o yaml` (and
+//! `-o json`) prints them, with server-filled defaults, managedFields,
+//! status, objects of other tools and of services not in the inputs.
+//!
+//! The reference scenario: an empty cluster gets a Deployment, a Service and
+//! an HPA, and the service is Progressing; the converged cluster needs
+//! nothing and the service is Ready; replicas 3 -> 6 updates the Deployment
+//! (when below the new minimum) and the HPA (min 3, max 18); a Service
+//! deleted by hand is created again, alone.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use isvc::diagnostics::Source;
+use isvc::plan::{self, Plan, ServiceStatus, Verb};
+use isvc::platform::Platform;
+use isvc::render::Templates;
+use isvc::spec::Phase;
+use serde_json::{Value, json};
+
+fn qwen3(replicas: i32) -> String {
+    format!(
+        "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {{name: qwen3}}\n\
+         spec: {{model: Qwen/Qwen3-0.6B, replicas: {replicas}, gpusPerReplica: 1}}\n"
+    )
+}
+
+fn snapshot(name: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live").join(name);
+    plan::read_snapshot(&path).unwrap_or_else(|d| panic!("{}", d.render(false)))
+}
+
+/// Plans `services` against `live` and computes the statuses.
+fn reconcile(services: &str, live: &[Value]) -> (Plan, Vec<ServiceStatus>) {
+    let (loaded, diags) = isvc::load::parse_services(&Source::new("services/qwen3.yaml", services));
+    assert!(diags.is_empty(), "{diags:?}");
+    let compiled =
+        isvc::compile(&loaded, &Platform::default(), &Templates::builtin(), &|_| "services/qwen3.yaml".into(), None)
+            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let plan = plan::plan(&compiled.objects, live);
+    let services: Vec<&isvc::spec::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let statuses = plan::status(&services, &compiled.objects, live, &plan);
+    (plan, statuses)
+}
+
+/// The actions as "verb Kind namespace/name".
+fn actions(plan: &Plan) -> Vec<String> {
+    plan.actions.iter().map(|a| format!("{:?} {}", a.action, a.id()).to_lowercase()).collect()
+}
+
+/// The fields of the update of `kind`, as "path: live -> desired".
+fn fields(plan: &Plan, kind: &str) -> Vec<String> {
+    let a = plan.actions.iter().find(|a| a.kind == kind && a.action == Verb::Update).unwrap();
+    let show = |v: &Option<Value>| v.as_ref().map_or("unset".to_string(), Value::to_string);
+    a.fields.iter().map(|f| format!("{}: {} -> {}", f.path, show(&f.live), show(&f.desired))).collect()
+}
+
+/// The live object of `kind` named qwen3 in default.
+fn live_object<'a>(live: &'a mut [Value], kind: &str) -> &'a mut Value {
+    live.iter_mut().find(|v| v["kind"] == kind && v["metadata"]["name"] == "qwen3").unwrap()
+}
+
+#[test]
+fn empty_cluster_creates_deployment_service_and_autoscaler() {
+    let (plan, statuses) = reconcile(&qwen3(3), &snapshot("empty.yaml"));
+    assert_eq!(
+        actions(&plan),
+        [
+            "create service default/qwen3",
+            "create deployment default/qwen3",
+            "create horizontalpodautoscaler default/qwen3"
+        ]
+    );
+    assert_eq!(statuses[0].phase, Phase::Progressing);
+    assert_eq!(statuses[0].ready_replicas, 0);
+    assert_eq!(statuses[0].message, "3 actions pending (see isvc plan)");
+}
+
+#[test]
+fn converged_cluster_plans_nothing_and_is_ready() {
+    // The snapshot carries server defaults, managedFields, status, an HPA
+    // that owns spec.replicas, a ReplicaSet with the service's labels,
+    // objects of other tools and a managed service not in the inputs.
+    for file in ["converged.yaml", "converged.json"] {
+        let (plan, statuses) = reconcile(&qwen3(3), &snapshot(file));
+        assert!(plan.is_converged(), "{file}: {:#?}", plan);
+        assert_eq!(plan.unchanged, 3);
+        let s = &statuses[0];
+        assert_eq!((s.phase, s.ready_replicas, s.wanted, s.replicas), (Phase::Ready, 1, 1, 3), "{file}");
+        assert_eq!(s.message, "autoscaled between 1 and 9 pods");
+    }
+}
+
+#[test]
+fn doubling_replicas_raises_the_deployment_to_the_new_minimum_and_updates_the_autoscaler() {
+    let (plan, statuses) = reconcile(&qwen3(6), &snapshot("converged.yaml"));
+    assert_eq!(actions(&plan), ["update deployment default/qwen3", "update horizontalpodautoscaler default/qwen3"]);
+    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 1 -> 3"]);
+    assert_eq!(fields(&plan, "HorizontalPodAutoscaler"), ["spec.minReplicas: 1 -> 3", "spec.maxReplicas: 9 -> 18"]);
+    assert_eq!(statuses[0].phase, Phase::Progressing);
+}
+
+#[test]
+fn replicas_the_autoscaler_chose_inside_the_bounds_are_left_alone() {
+    // Under load the HPA had scaled to 4: within the new 3..18, so only the
+    // autoscaler changes.
+    let mut live = snapshot("converged.yaml");
+    live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(4);
+    let (plan, _) = reconcile(&qwen3(6), &live);
+    assert_eq!(actions(&plan), ["update horizontalpodautoscaler default/qwen3"]);
+    // Above the maximum the HPA scales down at its own pace.
+    live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(12);
+    let (plan, _) = reconcile(&qwen3(3), &live);
+    assert!(plan.is_converged(), "{plan:#?}");
+}
+
+#[test]
+fn a_service_deleted_by_hand_is_created_again_alone() {
+    let mut live = snapshot("converged.yaml");
+    live.retain(|v| !(v["kind"] == "Service" && v["metadata"]["name"] == "qwen3"));
+    let (plan, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!(actions(&plan), ["create service default/qwen3"]);
+    assert_eq!(plan.unchanged, 2);
+    assert_eq!(statuses[0].phase, Phase::Progressing);
+}
+
+#[test]
+fn scaling_to_zero_deletes_the_autoscaler_and_zeroes_the_deployment() {
+    let (plan, _) = reconcile(&qwen3(0), &snapshot("converged.yaml"));
+    assert_eq!(actions(&plan), ["update deployment default/qwen3", "delete horizontalpodautoscaler default/qwen3"]);
+    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 1 -> 0"]);
+    // Back from zero: the autoscaler is created and the Deployment raised to
+    // its minimum, since an autoscaler never scales a target at zero.
+    let mut live = snapshot("converged.yaml");
+    live.retain(|v| v["kind"] != "HorizontalPodAutoscaler");
+    live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(0);
+    let (plan, _) = reconcile(&qwen3(4), &live);
+    assert_eq!(actions(&plan), ["update deployment default/qwen3", "create horizontalpodautoscaler default/qwen3"]);
+    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 0 -> 2"]);
+}
+
+#[test]
+fn owned_fields_changed_by_hand_are_updated_and_the_rest_is_not_isvcs() {
+    let mut live = snapshot("converged.yaml");
+    let deploy = live_object(&mut live, "Deployment");
+    let c = &mut deploy["spec"]["template"]["spec"]["containers"][0];
+    c["image"] = json!("vllm/vllm-openai:v0.10.2");
+    // Normalised quantities and fields isvc does not set are not changes.
+    c["resources"]["requests"]["cpu"] = json!("4000m");
+    c["env"].as_array_mut().unwrap().push(json!({"name": "HF_HUB_OFFLINE", "value": "1"}));
+    deploy["spec"]["template"]["spec"]["dnsPolicy"] = json!("None");
+    deploy["metadata"]["annotations"]["team"] = json!("ml");
+    let (plan, _) = reconcile(&qwen3(3), &live);
+    assert_eq!(actions(&plan), ["update deployment default/qwen3"]);
+    assert_eq!(
+        fields(&plan, "Deployment"),
+        ["spec.template.spec.containers[0].image: \"vllm/vllm-openai:v0.10.2\" -> \"vllm/vllm-openai:v0.11.0\""]
+    );
+}
+
+#[test]
+fn objects_without_the_managed_by_label_are_never_touched() {
+    let mut live = snapshot("converged.yaml");
+    let svc = live_object(&mut live, "Service");
+    svc["metadata"]["labels"] = json!({"app": "qwen3"});
+    svc["spec"]["selector"] = json!({"app": "qwen3"});
+    let (plan, statuses) = reconcile(&qwen3(3), &live);
+    assert!(plan.actions.is_empty(), "{plan:#?}");
+    assert_eq!(plan.conflicts.len(), 1);
+    assert_eq!(plan.conflicts[0].kind, "Service");
+    assert!(!plan.is_converged());
+    assert_eq!(statuses[0].phase, Phase::Progressing);
+    // A managed object of a service in the inputs that is no longer wanted
+    // is deleted; one of another service, or unmanaged, is not.
+    let mut live = snapshot("converged.yaml");
+    let mut extra = live_object(&mut live, "Service").clone();
+    extra["kind"] = json!("PodDisruptionBudget");
+    extra["apiVersion"] = json!("policy/v1");
+    let mut unmanaged = extra.clone();
+    unmanaged["metadata"]["name"] = json!("hand-made");
+    unmanaged["metadata"]["labels"].as_object_mut().unwrap().remove("app.kubernetes.io/managed-by");
+    live.extend([extra, unmanaged]);
+    let (plan, _) = reconcile(&qwen3(3), &live);
+    assert_eq!(actions(&plan), ["delete poddisruptionbudget default/qwen3"]);
+}
+
+#[test]
+fn status_follows_the_deployment() {
+    let mut live = snapshot("converged.yaml");
+    let deploy = live_object(&mut live, "Deployment");
+    deploy["status"]["readyReplicas"] = json!(0);
+    let (_, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!((statuses[0].phase, statuses[0].message.as_str()), (Phase::Progressing, "0 of 1 pods ready"));
+    // The autoscaler asked for 4; 3 are ready.
+    let deploy = live_object(&mut live, "Deployment");
+    deploy["spec"]["replicas"] = json!(4);
+    deploy["status"]["readyReplicas"] = json!(3);
+    deploy["status"]["updatedReplicas"] = json!(4);
+    let (_, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!((statuses[0].phase, statuses[0].wanted), (Phase::Progressing, 4));
+    // A rollout: the new pod template is not on every pod yet.
+    let deploy = live_object(&mut live, "Deployment");
+    deploy["status"]["readyReplicas"] = json!(4);
+    deploy["status"]["updatedReplicas"] = json!(2);
+    let (_, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!(statuses[0].message, "rolling out: 2 of 4 pods updated");
+    // The controller has not yet seen the latest spec.
+    let deploy = live_object(&mut live, "Deployment");
+    deploy["status"]["updatedReplicas"] = json!(4);
+    deploy["metadata"]["generation"] = json!(2);
+    let (_, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!(statuses[0].phase, Phase::Progressing);
+    deploy_observed(&mut live, 2);
+    let (_, statuses) = reconcile(&qwen3(3), &live);
+    assert_eq!((statuses[0].phase, statuses[0].ready_replicas), (Phase::Ready, 4));
+}
+
+fn deploy_observed(live: &mut [Value], generation: i64) {
+    live_object(live, "Deployment")["status"]["observedGeneration"] = json!(generation);
+}
+
+#[test]
+fn snapshots_may_be_streams_of_single_objects() {
+    let docs: Vec<String> = snapshot("converged.yaml").iter().map(isvc::yaml::to_string).collect();
+    let stream = Source::new("stream.yaml", format!("---\n{}", docs.join("---\n")));
+    let live = plan::parse_snapshot(&stream).unwrap();
+    let (plan, _) = reconcile(&qwen3(3), &live);
+    assert!(plan.is_converged());
+    let bad = Source::new("bad.yaml", "apiVersion: v1\nkind: List\nitems:\n- kind: Service\n  metadata: {name: x}\n");
+    let err = plan::parse_snapshot(&bad).unwrap_err();
+    assert_eq!(err.0[0].to_string().lines().nth(1), Some("  --> bad.yaml:4:3"));
+}
+
+// The command line.
+
+fn isvc(dir: &Path) -> Command {
+    let mut c = Command::cargo_bin("isvc").unwrap();
+    c.current_dir(dir).arg("--color").arg("never");
+    c
+}
+
+fn run(c: &mut Command) -> (i32, String, String) {
+    let out = c.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn setup(replicas: i32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("services")).unwrap();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), qwen3(replicas)).unwrap();
+    dir
+}
+
+fn live(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live").join(name).display().to_string()
+}
+
+#[test]
+fn plan_and_status_exit_0_when_converged_and_1_otherwise() {
+    let dir = setup(3);
+    let (code, out, err) = run(isvc(dir.path()).args(["plan", "--live", &live("converged.yaml")]));
+    assert_eq!((code, out.as_str()), (0, "plan: 0 to create, 0 to update, 0 to delete, 3 unchanged\n"), "{err}");
+    let (code, out, _) = run(isvc(dir.path()).args(["status", "--live", &live("converged.yaml")]));
+    assert_eq!(code, 0);
+    assert_eq!(
+        out,
+        "NAMESPACE   NAME    MODEL             REPLICAS   READY   PHASE   MESSAGE\n\
+         default     qwen3   Qwen/Qwen3-0.6B   3          1       Ready   autoscaled between 1 and 9 pods\n"
+    );
+    let dir = setup(6);
+    let (code, out, _) = run(isvc(dir.path()).args(["plan", "--live", &live("converged.json")]));
+    assert_eq!(code, 1);
+    assert_eq!(
+        out,
+        "~ update Deployment default/qwen3\n    spec.replicas: 1 -> 3  (raised to the minimum of HorizontalPodAutoscaler default/qwen3)\n\
+         ~ update HorizontalPodAutoscaler default/qwen3\n    spec.minReplicas: 1 -> 3\n    spec.maxReplicas: 9 -> 18\n\
+         plan: 0 to create, 2 to update, 0 to delete, 1 unchanged\n"
+    );
+    let (code, out, _) = run(isvc(dir.path()).args(["status", "--live", &live("converged.yaml"), "--format", "json"]));
+    assert_eq!(code, 1);
+    let list: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"][0]["kind"], "InferenceService");
+    assert_eq!(list["items"][0]["spec"]["replicas"], 6);
+    assert_eq!(list["items"][0]["status"], json!({"readyReplicas": 1, "phase": "Progressing"}));
+}
+
+#[test]
+fn plan_reads_the_snapshot_from_stdin_and_reports_json() {
+    let dir = setup(3);
+    let text = std::fs::read_to_string(live("empty.yaml")).unwrap();
+    let (code, out, _) = run(isvc(dir.path()).args(["plan", "--live", "-", "--format", "json"]).write_stdin(text));
+    assert_eq!(code, 1);
+    let report: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["converged"], false);
+    let kinds: Vec<&str> = report["actions"].as_array().unwrap().iter().map(|a| a["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["Service", "Deployment", "HorizontalPodAutoscaler"]);
+    assert!(report["actions"].as_array().unwrap().iter().all(|a| a["action"] == "create"));
+}
+
+#[test]
+fn a_bad_snapshot_or_bad_input_exits_2() {
+    let dir = setup(3);
+    std::fs::write(dir.path().join("snap.yaml"), "items: [\n").unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["plan", "--live", "snap.yaml"]));
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.contains("snap.yaml"), "{err}");
+    let (code, _, err) = run(isvc(dir.path()).args(["status", "--live", "missing.yaml"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read missing.yaml"), "{err}");
+}
