@@ -14,7 +14,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let platform = isvc::platform::Platform::default();
     let templates = isvc::render::Templates::builtin();
-    match isvc::compile_all(&services, &platform, &templates, &|_| "services/fuzz.yaml".to_string(), None, None) {
+    let config = isvc::check::Config::default();
+    match isvc::compile_all(&services, &platform, &templates, &|_| "services/fuzz.yaml".to_string(), None, None, &config) {
         Ok(compiled) => {
             let tree = isvc::output::tree(&compiled.objects);
             assert!(!tree.is_empty());
