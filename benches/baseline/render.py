@@ -7,7 +7,8 @@ same kind of work, in the same order, with the fastest stock tools Python has:
   1. find the InferenceService files (*.yaml, *.yml; hidden entries skipped)
      and parse each with PyYAML (the libyaml C loader when it is installed);
   2. derive the values of every object (labels, resources, probes, replicas,
-     autoscaler bounds), as isvc does with its built-in platform defaults;
+     autoscaler bounds, pod security), as isvc does with its built-in
+     platform defaults;
   3. render the Jinja2 templates in templates/ (copies of isvc's: every
      `{{ value }}` is written as JSON, so values cannot change the structure);
   4. parse every rendered document back with PyYAML and drop null entries;
@@ -54,6 +55,51 @@ DEFAULTS = {
     "scale_down_stabilization_seconds": 600,
     "max_surge": 0,
     "max_unavailable": 1,
+    "node_selector": {},
+    "tolerations": [],
+}
+
+# isvc's default pod security (src/security.rs): UID and GID 10001, no
+# privilege escalation, every capability dropped, a read-only root filesystem
+# with home, caches and /tmp on emptyDir volumes, no service account token.
+UID = GID = 10001
+HOME_DIR = "/home/vllm"
+CACHE_DIR = HOME_DIR + "/.cache"
+CONFIG_DIR = HOME_DIR + "/.config"
+TMP_DIR = "/tmp"
+SECURITY = {
+    "pod": {
+        "fsGroup": GID,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "runAsGroup": GID,
+        "runAsNonRoot": True,
+        "runAsUser": UID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    },
+    "container": {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+    },
+    "automount_service_account_token": False,
+    "env": [
+        {"name": name, "value": value}
+        for name, value in (
+            ("HOME", HOME_DIR),
+            ("USER", "vllm"),
+            ("TMPDIR", TMP_DIR),
+            ("XDG_CACHE_HOME", CACHE_DIR),
+            ("XDG_CONFIG_HOME", CONFIG_DIR),
+            ("HF_HOME", CACHE_DIR + "/huggingface"),
+            ("VLLM_CACHE_ROOT", CACHE_DIR + "/vllm"),
+            ("VLLM_CONFIG_ROOT", CONFIG_DIR + "/vllm"),
+        )
+    ],
+    "home_dir": HOME_DIR,
+    "cache_dir": CACHE_DIR,
+    "tmp_dir": TMP_DIR,
+    "pod_annotations": {},
 }
 
 KIND_RANK = {
@@ -150,6 +196,7 @@ def derive(doc):
         "annotations": annotations,
         "selector": {"app.kubernetes.io/name": name},
         "pod_labels": labels,
+        "workload_labels": labels,
         "model": spec["model"],
         "container": {
             "name": "vllm",
@@ -175,6 +222,8 @@ def derive(doc):
                 "liveness_failure_threshold": d["liveness_failure_threshold"],
                 "readiness_failure_threshold": d["readiness_failure_threshold"],
             },
+            "node_selector": d["node_selector"],
+            "tolerations": d["tolerations"],
         },
         "replicas": None if autoscaler else replicas,
         "rollout": {
@@ -183,6 +232,8 @@ def derive(doc):
             "progress_deadline_seconds": max(d["startup_timeout_seconds"], 600) + 600,
         },
         "autoscaler": autoscaler,
+        "priority": None,
+        "security": SECURITY,
     }
 
 
