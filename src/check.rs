@@ -92,7 +92,7 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
             let mut findings = Vec::new();
             match o.id.kind.as_str() {
                 "Service" => check_service(o, &index, &mut findings, &finding),
-                "Deployment" => check_pod_template(o, &mut findings, &finding),
+                "Deployment" | "LeaderWorkerSet" => check_pod_template(o, &mut findings, &finding),
                 "HorizontalPodAutoscaler" => check_autoscaler(o, &index, &mut findings, &finding),
                 _ => {}
             }
@@ -116,13 +116,11 @@ impl<'a> Index<'a> {
         for o in objects {
             let ns = o.id.namespace.as_deref().unwrap_or_default();
             ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()));
-            if o.id.kind != "Deployment" {
-                continue;
-            }
-            let Some(template) = o.value.pointer("/spec/template") else { continue };
-            for (k, v) in template.pointer("/metadata/labels").and_then(Value::as_object).into_iter().flatten() {
-                if let Some(v) = v.as_str() {
-                    pods_by_label.entry((ns, k.as_str(), v)).or_default().push(template);
+            for template in crate::objects::pod_templates(&o.value) {
+                for (k, v) in template.pointer("/metadata/labels").and_then(Value::as_object).into_iter().flatten() {
+                    if let Some(v) = v.as_str() {
+                        pods_by_label.entry((ns, k.as_str(), v)).or_default().push(template);
+                    }
                 }
             }
         }
@@ -196,10 +194,7 @@ fn containers(template: &Value) -> impl Iterator<Item = &Value> {
 }
 
 fn check_pod_template(o: &Object, out: &mut Vec<Finding>, finding: &MakeFinding<'_>) {
-    let Some(template) = o.value.pointer("/spec/template") else {
-        return;
-    };
-    for c in containers(template) {
+    for c in crate::objects::pod_templates(&o.value).into_iter().flat_map(containers) {
         let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
         let args: Vec<&str> = ["command", "args"]
             .iter()

@@ -13,17 +13,23 @@
 //! I/O, so an Operator can embed it. `yaml` and `diagnostics` are leaves that
 //! every stage uses.
 
+pub mod adapters;
+pub mod autoscaling;
 pub mod check;
 pub mod cli;
 pub mod clusters;
+pub mod conversion;
 pub mod crd;
 pub mod derive;
 pub mod diagnostics;
 pub mod diff;
+pub mod gateway;
 pub mod gitops;
 pub mod kinds;
 pub mod kueue;
 pub mod load;
+pub mod monitoring;
+pub mod multinode;
 pub mod names;
 pub mod objects;
 pub mod output;
@@ -33,6 +39,7 @@ pub mod render;
 pub mod schema;
 pub mod schema_check;
 pub mod spec;
+pub mod spec_v1alpha2;
 pub mod tenancy;
 pub mod yaml;
 
@@ -64,6 +71,7 @@ pub fn compile(
 ) -> Result<Compiled, Diagnostics> {
     let mut diags = Diagnostics::new();
     diags.extend(tenancy::check_placements(services, platform));
+    diags.extend(gateway::check_services(services, platform, label));
     if diags.has_errors() {
         diags.sort();
         return Err(diags);
