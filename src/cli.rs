@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::load::{self, LoadedService};
 use crate::render::Templates;
-use crate::{Compiled, diff, objects, output, schema};
+use crate::{Compiled, diff, migrate, objects, output, schema};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +47,9 @@ pub enum Command {
     Crd,
     /// Write the JSON Schemas of the InferenceService and platform files.
     Schema(SchemaArgs),
+    /// Rewrite v1alpha1 InferenceService files as v1alpha2, in place,
+    /// keeping comments and layout.
+    Migrate(MigrateArgs),
 }
 
 /// Inputs shared by every command that compiles.
@@ -130,6 +133,18 @@ pub enum DiffFormat {
 }
 
 #[derive(Args, Debug)]
+pub struct MigrateArgs {
+    /// InferenceService files or directories (searched for *.yaml and *.yml,
+    /// hidden entries skipped).
+    #[arg(value_name = "PATH", default_value = "services")]
+    pub paths: Vec<PathBuf>,
+
+    /// Write nothing; list the files that would change and exit 1 if any would.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct SchemaArgs {
     /// Directory to write the schema files into.
     #[arg(long, value_name = "DIR", default_value = "schemas")]
@@ -152,6 +167,7 @@ pub fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema(args) => write_schemas(&args.out),
+        Command::Migrate(args) => migrate_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -319,6 +335,29 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     };
     print(&text);
     Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn migrate_cmd(args: MigrateArgs) -> Result<ExitCode, Diagnostics> {
+    let migrations = migrate::plan(&args.paths)?;
+    let to = crate::spec_v1alpha2::API_VERSION;
+    if migrations.is_empty() {
+        status(&format!("nothing to migrate: every InferenceService is {to}"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let documents = |n: usize| if n == 1 { "1 document".to_string() } else { format!("{n} documents") };
+    let verb = if args.check { "would migrate" } else { "migrated" };
+    if !args.check {
+        migrate::write(&migrations)?;
+    }
+    let text: String =
+        migrations.iter().map(|m| format!("{verb}: {} ({})\n", m.path.display(), documents(m.documents))).collect();
+    print(&text);
+    if args.check {
+        status(&format!("{} file(s) would be rewritten to {to}; run `isvc migrate` to do it", migrations.len()));
+        return Ok(ExitCode::from(1));
+    }
+    status(&format!("rewrote {} file(s) to {to}", migrations.len()));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {

@@ -28,6 +28,7 @@ pub mod gitops;
 pub mod kinds;
 pub mod kueue;
 pub mod load;
+pub mod migrate;
 pub mod monitoring;
 pub mod multinode;
 pub mod names;
