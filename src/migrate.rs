@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::diagnostics::{Diagnostic, Diagnostics, Location, Source};
+use crate::diagnostics::{Diagnostic, Diagnostics, Source};
 use crate::load::{self, LoadedService};
 use crate::yaml::{Node, PathSegment};
 
