@@ -256,7 +256,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             .map_err(|e| format!("defaults.resources.{field}: {e}"))
     };
     let overrides = spec.resources.clone().unwrap_or_default();
-    let pick = |o: &Option<crate::spec_v1alpha2::Quantity>, field: &str, value: &str| match o {
+    let pick = |o: &Option<crate::spec_v1alpha2::QuantityText>, field: &str, value: &str| match o {
         Some(q) => Ok(q.0.clone()),
         None => per_gpu(field, value),
     };

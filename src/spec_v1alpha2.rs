@@ -7,12 +7,12 @@
 //! stores this version. Like [`crate::spec`], one typed definition drives
 //! parsing, defaults, the CRD and the editor JSON Schema.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube_derive::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
+
+pub use crate::platform::QuantityText;
 
 use crate::yaml::PathSegment;
 
@@ -160,14 +160,17 @@ pub struct Autoscaling {
 pub struct Resources {
     /// CPU request of each pod (`16`, `3500m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<Quantity>,
+    #[schemars(schema_with = "int_or_string")]
+    pub cpu: Option<QuantityText>,
     /// Memory request and limit of each pod (`64Gi`); it must hold the
     /// shared memory too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<Quantity>,
+    #[schemars(schema_with = "int_or_string")]
+    pub memory: Option<QuantityText>,
     /// Size of the memory-backed `/dev/shm` of each pod (`8Gi`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shm_size: Option<Quantity>,
+    #[schemars(schema_with = "int_or_string")]
+    pub shm_size: Option<QuantityText>,
 }
 
 /// Registration with the platform's Gateway.
@@ -187,42 +190,12 @@ pub struct Gateway {
     pub priority: Option<i32>,
 }
 
-/// A Kubernetes quantity as written: a string (`500m`, `32Gi`) or a whole
-/// number (`8`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct Quantity(pub String);
-
-impl<'de> Deserialize<'de> for Quantity {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Quantity, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Int(i64),
-        }
-        Ok(Quantity(match Raw::deserialize(d)? {
-            Raw::Text(s) => s,
-            Raw::Int(i) => i.to_string(),
-        }))
-    }
-}
-
-impl JsonSchema for Quantity {
-    fn schema_name() -> Cow<'static, str> {
-        Cow::Borrowed("Quantity")
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "anyOf": [{"type": "integer"}, {"type": "string"}],
-            "x-kubernetes-int-or-string": true
-        })
-    }
+/// A Kubernetes quantity in the CRD's terms: an integer or a string.
+fn int_or_string(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": true
+    })
 }
 
 /// What a controller (or `isvc status`) reports about a service.

@@ -65,8 +65,8 @@ prop_compose! {
     }
 }
 
-fn quantity() -> impl Strategy<Value = Option<v2::Quantity>> {
-    proptest::option::of(prop_oneof!["[1-9][0-9]{0,2}(Gi|Mi|m)?", "[1-9][0-9]{0,2}"].prop_map(v2::Quantity))
+fn quantity() -> impl Strategy<Value = Option<v2::QuantityText>> {
+    proptest::option::of(prop_oneof!["[1-9][0-9]{0,2}(Gi|Mi|m)?", "[1-9][0-9]{0,2}"].prop_map(v2::QuantityText))
 }
 
 prop_compose! {
