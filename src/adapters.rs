@@ -12,7 +12,10 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::Value;
 
+use crate::diagnostics::Diagnostic;
+use crate::objects::Object;
 use crate::spec_v1alpha2::{InferenceServiceSpec, Problem};
 use crate::yaml::PathSegment;
 
@@ -69,6 +72,51 @@ pub fn plan(
 /// The server arguments that point vLLM at the mounted config file.
 pub fn args() -> [String; 2] {
     ["--config".to_string(), format!("{MOUNT_PATH}/{CONFIG_FILE}")]
+}
+
+/// Services with adapters whose rendered server does not read them: an
+/// overridden template that dropped `container.volume_mounts`, `volumes` or
+/// `container.args` would start vLLM without its adapters.
+pub fn check_mounted(objects: &[Object]) -> Vec<Diagnostic> {
+    let config = format!("{MOUNT_PATH}/{CONFIG_FILE}");
+    let mut out = Vec::new();
+    for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.pointer("/data/lora.yaml").is_some()) {
+        let Some(workload) = objects.iter().find(|o| {
+            o.owner == cm.owner
+                && o.id.namespace == cm.id.namespace
+                && !crate::objects::pod_templates(&o.value).is_empty()
+        }) else {
+            continue;
+        };
+        let reads = crate::objects::pod_templates(&workload.value).into_iter().any(|t| {
+            let volume = t
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|v| v.pointer("/configMap/name").and_then(Value::as_str) == Some(cm.id.name.as_str()));
+            let Some(volume) = volume.and_then(|v| v.get("name")) else { return false };
+            t.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten().any(|c| {
+                let args: Vec<&str> =
+                    c.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                let mounted = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().any(|m| {
+                    m.get("name") == Some(volume) && m.get("mountPath").and_then(Value::as_str) == Some(MOUNT_PATH)
+                });
+                mounted && args.windows(2).any(|w| w == ["--config", config.as_str()])
+            })
+        });
+        if !reads {
+            let from = cm.source.as_deref().map(|s| format!(" (from {s})")).unwrap_or_default();
+            out.push(
+                Diagnostic::error(format!(
+                    "{}: the server does not read its adapters: no container mounts ConfigMap {} at {MOUNT_PATH} and passes --config {config}{from}",
+                    workload.id, cm.id.name
+                ))
+                .help("an overridden template must keep container.args, container.volume_mounts and volumes"),
+            );
+        }
+    }
+    out
 }
 
 /// 64-bit FNV-1a: a stable checksum, not a security measure.

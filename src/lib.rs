@@ -113,6 +113,7 @@ pub fn compile(
         objects.push(o);
     }
     objects::sort(&mut objects);
+    diags.extend(adapters::check_mounted(&objects));
     for finding in check::run(&objects) {
         diags.push(finding.to_diagnostic());
     }

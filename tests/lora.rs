@@ -415,3 +415,24 @@ fn an_overridden_template_is_checked_against_the_objective_fields() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with("error: rendered InferenceObjective llm/llama: unknown field `prority`"), "{stderr}");
 }
+
+#[test]
+fn an_overridden_deployment_that_drops_the_adapter_mount_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("services")).unwrap();
+    std::fs::create_dir(dir.path().join("templates")).unwrap();
+    std::fs::write(dir.path().join("services/llama.yaml"), LLAMA).unwrap();
+    std::fs::write(dir.path().join("platform.yaml"), PLATFORM).unwrap();
+    // The gpu-pool example's override predates adapters: it has no volume loops.
+    std::fs::copy("examples/gpu-pool/templates/deployment.yaml", dir.path().join("templates/deployment.yaml")).unwrap();
+    let out = isvc(dir.path())
+        .args(["render", "services", "--platform", "platform.yaml", "--templates", "templates", "--stdout"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: Deployment llm/llama: the server does not read its adapters: no container mounts ConfigMap llama at /etc/isvc/adapters and passes --config /etc/isvc/adapters/lora.yaml (from services/llama.yaml)\n"),
+        "{stderr}"
+    );
+}
