@@ -263,13 +263,9 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let cpu = pick(&overrides.cpu, "cpuPerGpu", &d.resources.cpu_per_gpu)?;
     let memory = pick(&overrides.memory, "memoryPerGpu", &d.resources.memory_per_gpu)?;
     let shm_size = pick(&overrides.shm_size, "shmSizePerGpu", &d.resources.shm_size_per_gpu)?;
+    let cpu_limit = d.resources.cpu_limit_per_gpu.as_deref().map(|l| per_gpu("cpuLimitPerGpu", l)).transpose()?;
     if spec.resources.is_some() {
-        check_overrides(
-            &cpu,
-            &memory,
-            &shm_size,
-            d.resources.cpu_limit_per_gpu.as_deref().map(|l| per_gpu("cpuLimitPerGpu", l)),
-        )?;
+        check_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
     let gpu = gpus.to_string();
     let requests = BTreeMap::from([
@@ -278,8 +274,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         ("nvidia.com/gpu".to_string(), gpu.clone()),
     ]);
     let mut limits = BTreeMap::from([("memory".to_string(), memory), ("nvidia.com/gpu".to_string(), gpu)]);
-    if let Some(limit) = &d.resources.cpu_limit_per_gpu {
-        limits.insert("cpu".to_string(), per_gpu("cpuLimitPerGpu", limit)?);
+    if let Some(limit) = cpu_limit {
+        limits.insert("cpu".to_string(), limit);
     }
 
     let port = d.port;
@@ -423,16 +419,10 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
 /// Resource overrides that the API server or the kernel would refuse: a CPU
 /// request above the platform's CPU limit, `/dev/shm` that does not fit in
 /// the memory limit.
-fn check_overrides(
-    cpu: &str,
-    memory: &str,
-    shm: &str,
-    cpu_limit: Option<Result<String, String>>,
-) -> Result<(), String> {
+fn check_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
     let q = |field: &str, v: &str| Quantity::parse(v).map_err(|e| format!("spec.resources.{field}: {e}"));
     if let Some(limit) = cpu_limit {
-        let limit = limit?;
-        if q("cpu", cpu)? > q("cpu", &limit)? {
+        if q("cpu", cpu)? > q("cpu", limit)? {
             return Err(format!(
                 "spec.resources.cpu ({cpu}) is above the platform's CPU limit for the pod ({limit}); the API server rejects a request above its limit"
             ));

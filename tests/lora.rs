@@ -436,3 +436,29 @@ fn an_overridden_deployment_that_drops_the_adapter_mount_is_an_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn resource_overrides_replace_the_per_gpu_defaults_and_must_fit() {
+    let plain = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  resources: {cpuLimitPerGpu: 8}\n";
+    let svc = |resources: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: a}}\nspec: {{baseModel: m, replicas: 1, gpusPerReplica: 2, resources: {resources}}}\n"
+        )
+    };
+    let objects = compile(plain, &svc("{cpu: 6, memory: 100Gi}")).unwrap();
+    let pod = &find(&objects, "Deployment", "a").unwrap()["spec"]["template"]["spec"];
+    let resources = &pod["containers"][0]["resources"];
+    assert_eq!(resources["requests"], json!({"cpu": "6", "memory": "100Gi", "nvidia.com/gpu": "2"}));
+    assert_eq!(resources["limits"], json!({"cpu": "16", "memory": "100Gi", "nvidia.com/gpu": "2"}));
+    assert_eq!(pod["volumes"][0]["emptyDir"]["sizeLimit"], "8Gi", "shared memory keeps the per-GPU default");
+
+    let err = compile(plain, &svc("{memory: 4Gi}")).unwrap_err();
+    assert!(err.contains("cannot derive a: /dev/shm (8Gi) must be smaller than the pod's memory (4Gi)"), "{err}");
+    let err = compile(plain, &svc("{cpu: 32}")).unwrap_err();
+    assert!(
+        err.contains("cannot derive a: spec.resources.cpu (32) is above the platform's CPU limit for the pod (16)"),
+        "{err}"
+    );
+    let err = compile(plain, &svc("{cpu: 12cores}")).unwrap_err();
+    assert!(err.contains("resources.cpu: \"12cores\" has an unknown suffix"), "{err}");
+}
