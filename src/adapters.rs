@@ -177,7 +177,7 @@ fn check_source(source: &str) -> Result<(), String> {
         return Ok(());
     }
     if let Some((scheme, _)) = source.split_once("://") {
-        return Err(format!("source \"{source}\" is a {scheme}:// URL, which vLLM does not download adapters from"));
+        return Err(format!("source \"{source}\" is a URL; vLLM does not download adapters from {scheme}:// URLs"));
     }
     let part_ok = |p: &str| {
         !p.is_empty()
@@ -235,7 +235,7 @@ mod tests {
             [
                 "adapter \"sql\" is listed twice (first as adapters[0])",
                 "invalid adapter name \"Chat_1\": must consist of lower case alphanumeric characters or '-'",
-                "adapter \"meta-llama\": source \"s3://bucket/x\" is a s3:// URL, which vLLM does not download adapters from",
+                "adapter \"meta-llama\": source \"s3://bucket/x\" is a URL; vLLM does not download adapters from s3:// URLs",
             ]
         );
         let mut s = spec(&[("llama", "org/a")]);

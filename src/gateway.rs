@@ -197,6 +197,16 @@ pub fn check_services(
             );
             continue;
         };
+        if config.inference_extension {
+            let picker = format!("{}{}", s.service.name(), config.endpoint_picker.service_suffix);
+            if let Err(e) = crate::names::dns1035_label(&picker) {
+                out.push(
+                    Diagnostic::error(format!("the endpoint picker's Service name \"{picker}\" {e}"))
+                        .at(s.location(&[key("metadata"), key("name")]))
+                        .help("shorten the service name or the platform's gateway.endpointPicker.serviceSuffix"),
+                );
+            }
+        }
         if g.priority.is_some() && !config.inference_extension {
             out.push(
                 Diagnostic::error(
@@ -263,7 +273,7 @@ pub fn check_platform(platform: &Platform) -> Vec<(Vec<crate::yaml::PathSegment>
             out.push((
                 vec![key("gateway"), key("endpointPicker"), key("serviceSuffix")],
                 format!(
-                    "serviceSuffix \"{}\" must make a Service name of the service name: '-', lower case letters and digits, at most 39",
+                    "serviceSuffix \"{}\" cannot end a Service name: use '-', lower case letters and digits, at most 39",
                     g.endpoint_picker.service_suffix
                 ),
             ));
