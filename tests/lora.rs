@@ -238,14 +238,23 @@ fn isvc(dir: &Path) -> Command {
 /// Renders `files` (name, text) under `services/` with `platform`, and
 /// returns the exit code and stderr.
 fn render_err(platform: &str, files: &[(&str, &str)]) -> (i32, String) {
+    render_with_templates(platform, files, &[])
+}
+
+/// As [`render_err`], with template overrides (name, text) in `templates/`.
+fn render_with_templates(platform: &str, files: &[(&str, &str)], templates: &[(&str, &str)]) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("services")).unwrap();
-    for (name, text) in files {
-        std::fs::write(dir.path().join("services").join(name), text).unwrap();
+    for (sub, entries) in [("services", files), ("templates", templates)] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        for (name, text) in entries {
+            std::fs::write(dir.path().join(sub).join(name), text).unwrap();
+        }
     }
     std::fs::write(dir.path().join("platform.yaml"), platform).unwrap();
-    let out =
-        isvc(dir.path()).args(["render", "services", "--platform", "platform.yaml", "--stdout"]).output().unwrap();
+    let out = isvc(dir.path())
+        .args(["render", "services", "--platform", "platform.yaml", "--templates", "templates", "--stdout"])
+        .output()
+        .unwrap();
     (out.status.code().unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
@@ -399,38 +408,20 @@ fn migrate_keeps_comments_and_layout() {
 
 #[test]
 fn an_overridden_template_is_checked_against_the_objective_fields() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("services")).unwrap();
-    std::fs::create_dir(dir.path().join("templates")).unwrap();
-    std::fs::write(dir.path().join("services/llama.yaml"), LLAMA).unwrap();
-    std::fs::write(dir.path().join("platform.yaml"), PLATFORM).unwrap();
     let (_, builtin) = isvc::render::BUILTIN.iter().find(|(n, _)| *n == "inferenceobjective.yaml").unwrap();
     let template = builtin.replace("priority: {{", "prority: {{");
-    std::fs::write(dir.path().join("templates/inferenceobjective.yaml"), template).unwrap();
-    let out = isvc(dir.path())
-        .args(["render", "services", "--platform", "platform.yaml", "--templates", "templates", "--stdout"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, stderr) =
+        render_with_templates(PLATFORM, &[("llama.yaml", LLAMA)], &[("inferenceobjective.yaml", &template)]);
+    assert_eq!(code, 2);
     assert!(stderr.starts_with("error: rendered InferenceObjective llm/llama: unknown field `prority`"), "{stderr}");
 }
 
 #[test]
 fn an_overridden_deployment_that_drops_the_adapter_mount_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("services")).unwrap();
-    std::fs::create_dir(dir.path().join("templates")).unwrap();
-    std::fs::write(dir.path().join("services/llama.yaml"), LLAMA).unwrap();
-    std::fs::write(dir.path().join("platform.yaml"), PLATFORM).unwrap();
     // The gpu-pool example's override predates adapters: it has no volume loops.
-    std::fs::copy("examples/gpu-pool/templates/deployment.yaml", dir.path().join("templates/deployment.yaml")).unwrap();
-    let out = isvc(dir.path())
-        .args(["render", "services", "--platform", "platform.yaml", "--templates", "templates", "--stdout"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let template = std::fs::read_to_string("examples/gpu-pool/templates/deployment.yaml").unwrap();
+    let (code, stderr) = render_with_templates(PLATFORM, &[("llama.yaml", LLAMA)], &[("deployment.yaml", &template)]);
+    assert_eq!(code, 2);
     assert!(
         stderr.starts_with("error: Deployment llm/llama: the server does not read its adapters: no container mounts ConfigMap llama at /etc/isvc/adapters and passes --config /etc/isvc/adapters/lora.yaml (from services/llama.yaml)\n"),
         "{stderr}"
