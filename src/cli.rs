@@ -13,7 +13,7 @@ use crate::diagnostics::{Diagnostic, Diagnostics};
 use crate::load::{self, LoadedService};
 use crate::platform::Platform;
 use crate::render::Templates;
-use crate::{Compiled, diff, objects, output, plan, schema};
+use crate::{Compiled, diff, migrate, objects, output, plan, schema};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -72,6 +72,9 @@ pub enum Command {
     },
     /// Print the manual page (roff), for `man -l -` or a man directory.
     Man,
+    /// Rewrite v1alpha1 InferenceService files as v1alpha2, in place,
+    /// keeping comments and layout.
+    Migrate(MigrateArgs),
 }
 
 /// Inputs shared by every command that compiles.
@@ -220,6 +223,18 @@ pub enum LiveFormat {
 }
 
 #[derive(Args, Debug)]
+pub struct MigrateArgs {
+    /// InferenceService files or directories (searched for *.yaml and *.yml,
+    /// hidden entries skipped).
+    #[arg(value_name = "PATH", default_value = "services")]
+    pub paths: Vec<PathBuf>,
+
+    /// Write nothing; list the files that would change and exit 1 if any would.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct SchemaArgs {
     /// Directory to write the schema files into.
     #[arg(long, value_name = "DIR", default_value = "schemas")]
@@ -278,6 +293,7 @@ pub fn main() -> ExitCode {
                 Err(e) => Err(Diagnostic::error(format!("cannot render the manual page: {e}")).into()),
             }
         }
+        Command::Migrate(args) => migrate_cmd(args),
     };
     match result {
         Ok(code) => code,
@@ -555,7 +571,7 @@ fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 
 fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     let (compiled, services, live, plan) = reconcile(&args)?;
-    let services: Vec<&crate::spec::InferenceService> = services.iter().map(|s| &s.service).collect();
+    let services: Vec<&crate::spec_v1alpha2::InferenceService> = services.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     match args.format {
         LiveFormat::Text => print_plain(&plan::status_to_text(&statuses)),
@@ -563,6 +579,29 @@ fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     }
     let ready = statuses.iter().all(|s| s.phase == crate::spec::Phase::Ready);
     Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn migrate_cmd(args: MigrateArgs) -> Result<ExitCode, Diagnostics> {
+    let migrations = migrate::plan(&args.paths)?;
+    let to = crate::spec_v1alpha2::API_VERSION;
+    if migrations.is_empty() {
+        status(&format!("nothing to migrate: every InferenceService is {to}"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let documents = |n: usize| if n == 1 { "1 document".to_string() } else { format!("{n} documents") };
+    let verb = if args.check { "would migrate" } else { "migrated" };
+    if !args.check {
+        migrate::write(&migrations)?;
+    }
+    let text: String =
+        migrations.iter().map(|m| format!("{verb}: {} ({})\n", m.path.display(), documents(m.documents))).collect();
+    print(&text);
+    if args.check {
+        status(&format!("{} file(s) would be rewritten to {to}; run `isvc migrate` to do it", migrations.len()));
+        return Ok(ExitCode::from(1));
+    }
+    status(&format!("rewrote {} file(s) to {to}", migrations.len()));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {

@@ -39,7 +39,12 @@ fn services_for(cluster: &Cluster, services: &[LoadedService]) -> Vec<LoadedServ
         .filter(|s| runs(cluster, s))
         .map(|s| {
             let mut s = s.clone();
-            s.service.spec.replicas = scale(s.service.spec.replicas, cluster.replica_factor);
+            let spec = &mut s.service.spec;
+            spec.replicas = spec.replicas.map(|r| scale(r, cluster.replica_factor));
+            if let Some(a) = &mut spec.autoscaling {
+                a.min = scale(a.min, cluster.replica_factor);
+                a.max = ((f64::from(a.max) * cluster.replica_factor).ceil() as i32).clamp(a.min, i32::MAX);
+            }
             s
         })
         .collect()

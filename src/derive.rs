@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::platform::Platform;
 use crate::quantity::Quantity;
 use crate::security::{self, PodSecurity};
-use crate::spec::InferenceService;
+use crate::spec_v1alpha2::InferenceService;
 
 /// Labels isvc sets on every object; users cannot set them.
 pub const RESERVED_LABELS: [&str; 4] = [
@@ -65,8 +65,40 @@ pub struct DesiredService {
     pub disruption_budget: Option<DisruptionBudget>,
     /// Pod and container security settings (see [`crate::security`]).
     pub security: PodSecurity,
+    /// The workload that runs the pods: a Deployment, or a LeaderWorkerSet
+    /// when a replica spans several nodes.
+    pub workload: Workload,
+    /// Pods per replica: 1, or the nodes a replica spans.
+    pub pods_per_replica: i32,
+    /// The LeaderWorkerSet group, when a replica spans several nodes.
+    pub multi_node: Option<crate::multinode::MultiNode>,
+    /// Annotations of the pod template (the adapter config's checksum).
+    pub pod_annotations: BTreeMap<String, String>,
+    /// Pod volumes besides `/dev/shm`, as Kubernetes writes them.
+    pub volumes: Vec<serde_json::Value>,
+    /// The writable volumes (and their mounts) a read-only root filesystem
+    /// needs: every pod gets them, a multi-node worker only them.
+    pub security_volumes: Vec<serde_json::Value>,
+    pub security_mounts: Vec<serde_json::Value>,
+    /// The LoRA adapters and their ConfigMap.
+    pub adapters: Option<crate::adapters::AdapterPlan>,
+    /// The KEDA trigger, when KEDA scales the service instead of an HPA.
+    pub keda: Option<crate::autoscaling::KedaTrigger>,
+    /// The HTTPRoute, InferencePool and InferenceObjective.
+    pub gateway: Option<crate::gateway::GatewayPlan>,
+    /// The ServiceMonitor.
+    pub monitoring: Option<crate::monitoring::MonitorPlan>,
+    /// Where clients reach the service.
+    pub endpoint: String,
     /// The objects to render, in order, each with its template.
     pub objects: Vec<Child>,
+}
+
+/// The kind of workload a service runs as.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Workload {
+    pub api_version: &'static str,
+    pub kind: &'static str,
 }
 
 /// The vLLM container.
@@ -88,6 +120,8 @@ pub struct Container {
     /// Node selector and tolerations of the pod.
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<crate::platform::Toleration>,
+    /// Volume mounts besides `/dev/shm`, as Kubernetes writes them.
+    pub volume_mounts: Vec<serde_json::Value>,
 }
 
 /// Probe settings, all three on the same HTTP path and port.
@@ -128,6 +162,8 @@ pub struct Autoscaler {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DisruptionBudget {
     pub max_unavailable: i32,
+    /// Every pod of the service (leaders and workers of a group alike).
+    pub selector: BTreeMap<String, String>,
 }
 
 /// One object to render for a service.
@@ -145,11 +181,36 @@ pub const DISRUPTION_BUDGET: Child =
     Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml" };
 pub const AUTOSCALER: Child =
     Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml" };
+pub const CONFIG_MAP: Child = Child { api_version: "v1", kind: "ConfigMap", template: "configmap.yaml" };
+pub const LEADER_WORKER_SET: Child = Child {
+    api_version: crate::multinode::API_VERSION,
+    kind: crate::multinode::KIND,
+    template: "leaderworkerset.yaml",
+};
+pub const SCALED_OBJECT: Child =
+    Child { api_version: "keda.sh/v1alpha1", kind: "ScaledObject", template: "scaledobject.yaml" };
+pub const HTTP_ROUTE: Child =
+    Child { api_version: crate::gateway::ROUTE_API_VERSION, kind: "HTTPRoute", template: "httproute.yaml" };
+pub const INFERENCE_POOL: Child =
+    Child { api_version: crate::gateway::POOL_API_VERSION, kind: "InferencePool", template: "inferencepool.yaml" };
+pub const INFERENCE_OBJECTIVE: Child = Child {
+    api_version: crate::gateway::OBJECTIVE_API_VERSION,
+    kind: "InferenceObjective",
+    template: "inferenceobjective.yaml",
+};
+pub const SERVICE_MONITOR: Child =
+    Child { api_version: crate::monitoring::API_VERSION, kind: "ServiceMonitor", template: "servicemonitor.yaml" };
 
 impl DesiredService {
-    /// Pods at steady state: `spec.replicas`.
+    /// Pods at steady state: `spec.replicas` (the autoscaling minimum), times
+    /// the pods of a replica.
     pub fn steady_replicas(&self) -> i32 {
-        self.spec_replicas
+        self.spec_replicas.saturating_mul(self.pods_per_replica)
+    }
+
+    /// Pods at the autoscaler's maximum (the steady state without one).
+    pub fn peak_pods(&self) -> i32 {
+        self.autoscaler.as_ref().map_or(self.spec_replicas, |a| a.max_replicas).saturating_mul(self.pods_per_replica)
     }
 }
 
@@ -159,17 +220,18 @@ pub fn autoscaler_bounds(replicas: i32) -> Option<(i32, i32)> {
     (replicas > 0).then(|| ((replicas / 2).max(1), replicas.saturating_mul(3)))
 }
 
-/// Derives the desired state of one service. Fails only on platform values
-/// that are not valid quantities (the loader reports those with positions).
+/// Derives the desired state of one service. Fails on platform values that
+/// are not valid quantities (the loader reports those with positions) and on
+/// resource overrides that cannot work with the platform's.
 pub fn derive(service: &InferenceService, platform: &Platform) -> Result<DesiredService, String> {
     let d = &platform.defaults;
+    let spec = &service.spec;
     let placement = crate::tenancy::place(service, platform).map_err(|(_, e)| e)?;
     let name = service.name().to_string();
     let namespace = service.namespace_or_default().to_string();
-    let gpus = service.spec.gpus_per_replica;
-    let replicas = service.spec.replicas;
+    let gpus = spec.gpus_per_node();
+    let (bounds, spec_replicas) = crate::autoscaling::bounds(spec);
 
-    let selector = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
     let mut labels: BTreeMap<String, String> =
         service.metadata.labels.clone().unwrap_or_default().into_iter().collect();
     labels.extend([
@@ -179,6 +241,13 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
     ]);
     let pod_labels = labels.clone();
+    let multi_node = crate::multinode::plan(spec, &pod_labels);
+    let all_pods = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
+    // Only a group's leader serves; a Deployment's pods all do.
+    let mut selector = all_pods.clone();
+    if multi_node.is_some() {
+        selector.insert("app.kubernetes.io/component".to_string(), "inference-server".to_string());
+    }
     let annotations: BTreeMap<String, String> = service
         .metadata
         .annotations
@@ -193,9 +262,18 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             .map(|q| q.times(i64::from(gpus)).to_string())
             .map_err(|e| format!("defaults.resources.{field}: {e}"))
     };
-    let cpu = per_gpu("cpuPerGpu", &d.resources.cpu_per_gpu)?;
-    let memory = per_gpu("memoryPerGpu", &d.resources.memory_per_gpu)?;
-    let shm_size = per_gpu("shmSizePerGpu", &d.resources.shm_size_per_gpu)?;
+    let overrides = spec.resources.clone().unwrap_or_default();
+    let pick = |o: &Option<crate::spec_v1alpha2::QuantityText>, field: &str, value: &str| match o {
+        Some(q) => Ok(q.0.clone()),
+        None => per_gpu(field, value),
+    };
+    let cpu = pick(&overrides.cpu, "cpuPerGpu", &d.resources.cpu_per_gpu)?;
+    let memory = pick(&overrides.memory, "memoryPerGpu", &d.resources.memory_per_gpu)?;
+    let shm_size = pick(&overrides.shm_size, "shmSizePerGpu", &d.resources.shm_size_per_gpu)?;
+    let cpu_limit = d.resources.cpu_limit_per_gpu.as_deref().map(|l| per_gpu("cpuLimitPerGpu", l)).transpose()?;
+    if spec.resources.is_some() {
+        check_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
+    }
     let gpu = gpus.to_string();
     let requests = BTreeMap::from([
         ("cpu".to_string(), cpu),
@@ -203,14 +281,14 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         ("nvidia.com/gpu".to_string(), gpu.clone()),
     ]);
     let mut limits = BTreeMap::from([("memory".to_string(), memory), ("nvidia.com/gpu".to_string(), gpu)]);
-    if let Some(limit) = &d.resources.cpu_limit_per_gpu {
-        limits.insert("cpu".to_string(), per_gpu("cpuLimitPerGpu", limit)?);
+    if let Some(limit) = cpu_limit {
+        limits.insert("cpu".to_string(), limit);
     }
 
     let port = d.port;
-    let args = vec![
+    let mut args = vec![
         "--model".to_string(),
-        service.spec.model.clone(),
+        spec.base_model.clone(),
         "--tensor-parallel-size".to_string(),
         gpus.to_string(),
         "--host".to_string(),
@@ -218,6 +296,19 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         "--port".to_string(),
         port.to_string(),
     ];
+    args.extend(crate::multinode::args(spec));
+    let adapters = crate::adapters::plan(spec, &namespace, &name, d.lora.max_lora_rank);
+    let mut pod_annotations = BTreeMap::new();
+    let mut volume_mounts = Vec::new();
+    let mut volumes = Vec::new();
+    if let Some(a) = &adapters {
+        args.extend(crate::adapters::args());
+        pod_annotations.insert(crate::adapters::CHECKSUM_ANNOTATION.to_string(), a.checksum.clone());
+        volume_mounts.push(serde_json::json!({
+            "name": crate::adapters::VOLUME, "mountPath": crate::adapters::MOUNT_PATH, "readOnly": true,
+        }));
+        volumes.push(serde_json::json!({"name": crate::adapters::VOLUME, "configMap": {"name": name}}));
+    }
     let p = &d.probes;
     let probes = ProbePlan {
         path: p.path.clone(),
@@ -228,24 +319,49 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         readiness_failure_threshold: p.readiness_failure_threshold,
     };
 
-    let autoscaler = autoscaler_bounds(replicas).map(|(min_replicas, max_replicas)| Autoscaler {
+    let autoscaler = bounds.map(|(min_replicas, max_replicas)| Autoscaler {
         min_replicas,
         max_replicas,
         metric: d.autoscaling.metric.clone(),
-        target_average_value: d.autoscaling.target_average_value.0.clone(),
+        target_average_value: spec
+            .autoscaling
+            .as_ref()
+            .map_or_else(|| d.autoscaling.target_average_value.0.clone(), |a| a.target_queue_length.to_string()),
         scale_down_stabilization_seconds: d.autoscaling.scale_down_stabilization_seconds,
     });
+    let keda = crate::autoscaling::keda_trigger(spec, platform.keda.as_ref(), &namespace, &name);
     let disruption_budget = placement
         .tier
         .as_ref()
-        .filter(|(_, tier)| tier.disruption_budget && replicas > 0)
-        .map(|_| DisruptionBudget { max_unavailable: 1 });
-    let mut objects = vec![SERVICE, DEPLOYMENT];
-    if autoscaler.is_some() {
-        objects.push(AUTOSCALER);
+        .filter(|(_, tier)| tier.disruption_budget && spec_replicas > 0)
+        .map(|_| DisruptionBudget { max_unavailable: 1, selector: all_pods.clone() });
+    let gateway = crate::gateway::plan(spec, platform.gateway.as_ref(), &name, port);
+    let monitoring = crate::monitoring::plan(platform.monitoring.as_ref(), &labels);
+
+    let workload = if multi_node.is_some() { LEADER_WORKER_SET } else { DEPLOYMENT };
+    let mut objects = vec![SERVICE, workload.clone()];
+    if adapters.is_some() {
+        objects.push(CONFIG_MAP);
+    }
+    match (&autoscaler, &keda) {
+        (Some(_), Some(_)) => objects.push(SCALED_OBJECT),
+        (Some(_), None) => objects.push(AUTOSCALER),
+        (None, _) => {}
     }
     if disruption_budget.is_some() {
         objects.push(DISRUPTION_BUDGET);
+    }
+    if let Some(g) = &gateway {
+        objects.push(HTTP_ROUTE);
+        if g.pool.is_some() {
+            objects.push(INFERENCE_POOL);
+        }
+        if g.priority.is_some() {
+            objects.push(INFERENCE_OBJECTIVE);
+        }
+    }
+    if monitoring.is_some() {
+        objects.push(SERVICE_MONITOR);
     }
     let priority = placement.tier.map(|(name, _)| name);
     let mut workload_labels = labels.clone();
@@ -257,8 +373,19 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     }
 
     let security = security::derive(&security::settings_for(platform, &namespace, &name));
+    // The writable volumes a read-only root filesystem needs come first,
+    // then the adapter configuration.
+    pod_annotations.extend(security.pod_annotations.clone());
+    let writable = [("home", &security.home_dir), ("cache", &security.cache_dir), ("tmp", &security.tmp_dir)];
+    let security_mounts: Vec<serde_json::Value> =
+        writable.iter().map(|(volume, path)| serde_json::json!({"name": volume, "mountPath": path})).collect();
+    let security_volumes: Vec<serde_json::Value> =
+        writable.iter().map(|(volume, _)| serde_json::json!({"name": volume, "emptyDir": {}})).collect();
+    volume_mounts.splice(0..0, security_mounts.iter().cloned());
+    volumes.splice(0..0, security_volumes.iter().cloned());
 
     Ok(DesiredService {
+        endpoint: crate::gateway::endpoint(spec, &name, &namespace, port),
         name,
         namespace,
         labels,
@@ -266,7 +393,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         selector,
         pod_labels,
         workload_labels,
-        model: service.spec.model.clone(),
+        model: spec.base_model.clone(),
         container: Container {
             name: CONTAINER_NAME.to_string(),
             image: d.image.clone(),
@@ -281,22 +408,54 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             probes,
             node_selector: d.node_selector.clone(),
             tolerations: d.tolerations.clone(),
+            volume_mounts,
         },
-        replicas: if autoscaler.is_some() { None } else { Some(replicas) },
+        replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
         rollout: RolloutPlan {
             max_surge: d.rollout.max_surge,
             max_unavailable: d.rollout.max_unavailable,
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
         autoscaler,
-        spec_replicas: replicas,
+        spec_replicas,
         tenant: placement.tenant,
         priority,
         queue: placement.queue,
         disruption_budget,
         security,
+        workload: Workload { api_version: workload.api_version, kind: workload.kind },
+        pods_per_replica: spec.nodes_per_replica.max(1),
+        multi_node,
+        pod_annotations,
+        security_volumes,
+        security_mounts,
+        volumes,
+        adapters,
+        keda,
+        gateway,
+        monitoring,
         objects,
     })
+}
+
+/// Resource overrides that the API server or the kernel would refuse: a CPU
+/// request above the platform's CPU limit, `/dev/shm` that does not fit in
+/// the memory limit.
+fn check_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
+    let q = |field: &str, v: &str| Quantity::parse(v).map_err(|e| format!("spec.resources.{field}: {e}"));
+    if let Some(limit) = cpu_limit {
+        if q("cpu", cpu)? > q("cpu", limit)? {
+            return Err(format!(
+                "spec.resources.cpu ({cpu}) is above the platform's CPU limit for the pod ({limit}); the API server rejects a request above its limit"
+            ));
+        }
+    }
+    if q("shmSize", shm)? >= q("memory", memory)? {
+        return Err(format!(
+            "/dev/shm ({shm}) must be smaller than the pod's memory ({memory}): it counts against the memory limit; set spec.resources.memory and shmSize to fit"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -305,7 +464,7 @@ mod tests {
     use crate::spec::InferenceServiceSpec;
 
     fn service(replicas: i32, gpus: i32) -> InferenceService {
-        let mut s = InferenceService::new(
+        let mut s = crate::spec::InferenceService::new(
             "qwen3",
             InferenceServiceSpec {
                 model: "Qwen/Qwen3-0.6B".into(),
@@ -316,7 +475,7 @@ mod tests {
             },
         );
         s.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
-        s
+        crate::conversion::to_hub(&s).unwrap()
     }
 
     #[test]

@@ -250,12 +250,14 @@ fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
     let starts = |p: &[PathSegment], prefix: &[&str]| {
         prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
     };
-    if has_pods(kind) && fields.iter().any(|p| starts(p, &["spec", "template"])) {
+    let template = if kind == "LeaderWorkerSet" { ["spec", "leaderWorkerTemplate"] } else { ["spec", "template"] };
+    if has_pods(kind) && fields.iter().any(|p| starts(p, &template)) {
         return Impact::RestartsPods;
     }
     let scaling = |p: &Vec<PathSegment>| match kind {
         "Deployment" | "LeaderWorkerSet" | "StatefulSet" => starts(p, &["spec", "replicas"]),
         "HorizontalPodAutoscaler" => starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"]),
+        "ScaledObject" => starts(p, &["spec", "minReplicaCount"]) || starts(p, &["spec", "maxReplicaCount"]),
         _ => false,
     };
     if !fields.is_empty() && fields.iter().all(scaling) {

@@ -7,13 +7,13 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace, PodTemplateSpec, ResourceQuota, Service};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::yaml::PathSegment;
@@ -40,13 +40,70 @@ pub fn check(value: &Value) -> Vec<Problem> {
         ("v1", "LimitRange") => round_trip::<LimitRange>(value),
         ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(value),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(value),
-        // Kueue has no Rust types here; its objects are built from the typed
-        // platform file and validated against Kueue's CRDs in CI.
-        (crate::kueue::API_VERSION, _) => Vec::new(),
+        ("v1", "ConfigMap") => round_trip::<ConfigMap>(value),
+        (crate::multinode::API_VERSION, crate::multinode::KIND) => leader_worker_set(value),
+        (crate::gateway::OBJECTIVE_API_VERSION, "InferenceObjective") => round_trip::<InferenceObjective>(value),
+        // Kueue, KEDA, the Gateway API, the Inference Extension and the
+        // Prometheus Operator have no Rust types here; their objects are built
+        // from typed plans and validated against the upstream CRDs in CI.
+        (crate::kueue::API_VERSION, _)
+        | ("keda.sh/v1alpha1", "ScaledObject")
+        | (crate::gateway::ROUTE_API_VERSION, "HTTPRoute")
+        | (crate::gateway::POOL_API_VERSION, "InferencePool")
+        | (crate::monitoring::API_VERSION, "ServiceMonitor") => Vec::new(),
         _ => {
             vec![Problem { path: Vec::new(), message: format!("isvc does not render {kind} objects of {api_version}") }]
         }
     }
+}
+
+/// A LeaderWorkerSet's two pod templates, checked as pod templates (the rest
+/// of it is validated against the upstream CRD in CI).
+fn leader_worker_set(value: &Value) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for which in ["leaderTemplate", "workerTemplate"] {
+        let Some(template) = value.pointer(&format!("/spec/leaderWorkerTemplate/{which}")) else { continue };
+        for mut p in round_trip::<PodTemplateSpec>(template) {
+            let mut path: Vec<PathSegment> =
+                ["spec", "leaderWorkerTemplate", which].iter().map(|k| PathSegment::Key(k.to_string())).collect();
+            path.append(&mut p.path);
+            p.message = p.message.replacen(
+                "unknown field \"",
+                &format!("unknown field \"spec.leaderWorkerTemplate.{which}."),
+                1,
+            );
+            problems.push(Problem { path, message: p.message });
+        }
+    }
+    problems
+}
+
+/// llm-d's InferenceObjective (`llm-d.ai/v1alpha2`), the fields isvc writes.
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InferenceObjective {
+    api_version: String,
+    kind: String,
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    spec: InferenceObjectiveSpec,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InferenceObjectiveSpec {
+    pool_ref: PoolRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    priority: Option<i32>,
+}
+
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct PoolRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    group: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    name: String,
 }
 
 /// Decodes into `T` and back; whatever did not survive was not a field of `T`.

@@ -209,7 +209,7 @@ pub fn check(
                         continue;
                     };
                     if online {
-                        let pods = d.autoscaler.as_ref().map_or(d.steady_replicas(), |a| a.max_replicas);
+                        let pods = d.peak_pods();
                         peak = peak.plus(&per_pod.times(i64::from(pods)));
                         worst = Some(item);
                     }

@@ -15,17 +15,24 @@
 //! I/O, so an Operator can embed it, and [`plan`] is the Operator's reconcile
 //! over its result. `yaml` and `diagnostics` are leaves that every stage uses.
 
+pub mod adapters;
+pub mod autoscaling;
 pub mod check;
 pub mod cli;
 pub mod clusters;
+pub mod conversion;
 pub mod crd;
 pub mod derive;
 pub mod diagnostics;
 pub mod diff;
+pub mod gateway;
 pub mod gitops;
 pub mod kinds;
 pub mod kueue;
 pub mod load;
+pub mod migrate;
+pub mod monitoring;
+pub mod multinode;
 pub mod names;
 pub mod objects;
 pub mod output;
@@ -37,6 +44,7 @@ pub mod schema;
 pub mod schema_check;
 pub mod security;
 pub mod spec;
+pub mod spec_v1alpha2;
 pub mod tenancy;
 pub mod yaml;
 
@@ -125,6 +133,7 @@ fn render_all(
 ) -> (Vec<Object>, Diagnostics, Vec<tenancy::QuotaUsage>) {
     let mut diags = Diagnostics::new();
     diags.extend(tenancy::check_placements(services, platform));
+    diags.extend(gateway::check_services(services, platform, label));
     if diags.has_errors() {
         return (Vec::new(), diags, Vec::new());
     }
@@ -165,6 +174,7 @@ fn render_all(
         objects.push(o);
     }
     objects::sort(&mut objects);
+    diags.extend(adapters::check_mounted(&objects));
     (objects, diags, quota)
 }
 

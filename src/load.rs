@@ -15,7 +15,9 @@ use crate::diagnostics::{Diagnostic, Diagnostics, Location, Source, did_you_mean
 use crate::names;
 use crate::platform::Platform;
 use crate::quantity::Quantity;
-use crate::spec::{API_VERSION, InferenceService, KIND};
+use crate::schema::INFERENCE_SERVICE_VERSIONS;
+use crate::spec::{API_VERSION, KIND};
+use crate::spec_v1alpha2::InferenceService;
 use crate::yaml::{self, Limits, Node, NodeValue, PathSegment};
 
 /// Largest input file read, in bytes.
@@ -24,7 +26,10 @@ pub const MAX_FILE_BYTES: u64 = 8 << 20;
 /// An InferenceService read from a file, with where it came from.
 #[derive(Clone, Debug)]
 pub struct LoadedService {
+    /// The service as v1alpha2, whichever version the file has.
     pub service: InferenceService,
+    /// The `apiVersion` the file has.
+    pub api_version: &'static str,
     pub source: Arc<Source>,
     /// The document's root node, for pointing later diagnostics at fields.
     pub node: Node,
@@ -133,7 +138,6 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
 /// Parses every InferenceService document of one source text.
 pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
     let (docs, fatal) = yaml::parse_stream(source, Limits::default());
-    let schema = crate::schema::inference_service_cached();
     let mut services = Vec::new();
     let mut diags = Vec::new();
     for doc in docs {
@@ -142,7 +146,7 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
             continue;
         }
         let Some(node) = doc.root else { continue };
-        match parse_service(source, node, schema) {
+        match parse_service(source, node) {
             Ok(s) => services.push(s),
             Err(d) => diags.extend(d),
         }
@@ -151,32 +155,57 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
     (services, diags)
 }
 
-fn parse_service(source: &Arc<Source>, node: Node, schema: &Value) -> Result<LoadedService, Vec<Diagnostic>> {
-    check_header(
+fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<Diagnostic>> {
+    let api_version = check_header(
         source,
         &node,
         KIND,
-        API_VERSION,
+        &INFERENCE_SERVICE_VERSIONS,
         "only InferenceService documents belong here; move other manifests out of the input paths",
     )?;
+    let schema = crate::schema::inference_service_cached(api_version).unwrap_or(&Value::Null);
     let mut diags = crate::schema_check::check(&node, schema, source);
     check_metadata(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
-    let service: InferenceService = decode(source, &node)?;
-    Ok(LoadedService { service, source: Arc::clone(source), node })
+    let service: InferenceService = if api_version == API_VERSION {
+        let old: crate::spec::InferenceService = decode(source, &node)?;
+        crate::conversion::to_hub(&old).map_err(|e| {
+            vec![
+                Diagnostic::error(e)
+                    .at(Location::span(source, node.at_path(&[key("metadata"), key("annotations")]).span)),
+            ]
+        })?
+    } else {
+        decode(source, &node)?
+    };
+    let problems = service.spec.problems();
+    if !problems.is_empty() {
+        return Err(problems
+            .into_iter()
+            .map(|p| {
+                let d = Diagnostic::error(p.message).at(Location::span(source, node.at_path(&p.path).span));
+                match p.help {
+                    Some(h) => d.help(h),
+                    None => d,
+                }
+            })
+            .collect());
+    }
+    Ok(LoadedService { service, api_version, source: Arc::clone(source), node })
 }
 
 /// Checks `kind` and `apiVersion` first, so a foreign document gets one
-/// clear error instead of a list of unknown fields.
+/// clear error instead of a list of unknown fields. Returns the version
+/// found, one of `api_versions` (newest first).
 fn check_header(
     source: &Arc<Source>,
     node: &Node,
     kind: &str,
-    api_version: &str,
+    api_versions: &[&'static str],
     foreign_help: &str,
-) -> Result<(), Vec<Diagnostic>> {
+) -> Result<&'static str, Vec<Diagnostic>> {
     if !matches!(node.value, NodeValue::Map(_)) {
         return Err(vec![
             Diagnostic::error(format!(
@@ -210,18 +239,24 @@ fn check_header(
         }
     }
     let found = node.get("apiVersion");
+    let api_version = api_versions[0];
     match found.and_then(Node::as_str) {
-        Some(v) if v == api_version => Ok(()),
+        Some(v) if api_versions.contains(&v) => {
+            Ok(api_versions.iter().find(|a| **a == v).copied().unwrap_or(api_version))
+        }
         other => {
             let msg = match other {
                 Some(v) => format!("unsupported apiVersion \"{v}\" for {kind}"),
                 None => format!("missing \"apiVersion\" for {kind}"),
             };
-            Err(vec![
-                Diagnostic::error(msg)
-                    .at(Location::span(source, found.map_or(node.span, |n| n.span)))
-                    .help(format!("use \"apiVersion: {api_version}\"")),
-            ])
+            Err(vec![Diagnostic::error(msg).at(Location::span(source, found.map_or(node.span, |n| n.span))).help(
+                match api_versions {
+                    [newest, older @ ..] if !older.is_empty() => {
+                        format!("use \"apiVersion: {newest}\" ({} is read too)", older.join(", "))
+                    }
+                    _ => format!("use \"apiVersion: {api_version}\""),
+                },
+            )])
         }
     }
 }
@@ -385,14 +420,22 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
         ]);
     }
     let node = docs.remove(0);
-    check_header(source, &node, crate::platform::KIND, API_VERSION, "--platform takes a file with \"kind: Platform\"")?;
+    check_header(
+        source,
+        &node,
+        crate::platform::KIND,
+        &[API_VERSION],
+        "--platform takes a file with \"kind: Platform\"",
+    )?;
     let mut diags = crate::schema_check::check(&node, &crate::schema::platform(), source);
     check_platform(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
     let platform: Platform = decode(source, &node)?;
-    let problems = crate::tenancy::check_platform(&platform);
+    let mut problems = crate::tenancy::check_platform(&platform);
+    problems.extend(crate::gateway::check_platform(&platform));
+    problems.extend(crate::monitoring::check_platform(&platform));
     if problems.is_empty() {
         return Ok(platform);
     }

@@ -92,8 +92,25 @@ pub fn kind_rank(kind: &str) -> u8 {
         "Deployment" | "LeaderWorkerSet" => 12,
         "HorizontalPodAutoscaler" | "ScaledObject" => 13,
         "PodDisruptionBudget" => 14,
+        "InferencePool" => 15,
+        "InferenceObjective" => 16,
+        "HTTPRoute" => 17,
+        "ServiceMonitor" => 18,
         _ => 20,
     }
+}
+
+/// The pod templates of a workload: a Deployment's, or a LeaderWorkerSet's
+/// leader and worker templates. None for other kinds.
+pub fn pod_templates(value: &Value) -> Vec<&Value> {
+    let paths: &[&str] = match value.get("kind").and_then(Value::as_str) {
+        Some("Deployment") => &["/spec/template"],
+        Some("LeaderWorkerSet") => {
+            &["/spec/leaderWorkerTemplate/leaderTemplate", "/spec/leaderWorkerTemplate/workerTemplate"]
+        }
+        _ => &[],
+    };
+    paths.iter().filter_map(|p| value.pointer(p)).collect()
 }
 
 /// A rendered object, ready to write.

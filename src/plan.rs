@@ -39,7 +39,7 @@ use crate::derive::MANAGED_BY;
 use crate::diagnostics::{Diagnostic, Diagnostics, Location, Source};
 use crate::objects::{Object, ObjectId, kind_rank};
 use crate::quantity::Quantity;
-use crate::spec::{InferenceService, InferenceServiceStatus, Phase};
+use crate::spec_v1alpha2::{InferenceService, InferenceServiceStatus, Phase};
 use crate::yaml::{self, Limits, PathSegment};
 
 /// Largest snapshot read, in bytes.
@@ -504,6 +504,14 @@ pub struct ServiceStatus {
     pub phase: Phase,
     /// Why the service is not Ready, or how it scales when it is.
     pub message: String,
+    /// Adapters the serving pods have loaded: the configured ones, once the
+    /// pods that serve them are ready (vLLM loads its adapter list at start).
+    pub loaded_adapters: Vec<String>,
+    /// Where clients reach the service.
+    pub endpoint: Option<String>,
+    /// When the Deployment's `Available` condition last changed, from the
+    /// snapshot (isvc has no clock of its own).
+    pub since: Option<String>,
 }
 
 /// The status of every service: Ready when its Deployment's ready and
@@ -559,18 +567,55 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         } else {
             Phase::Progressing
         };
+        let (_, steady) = crate::autoscaling::bounds(&s.spec);
+        let loaded_adapters = if ready > 0 && updated >= wanted {
+            s.spec.adapters.iter().map(|a| a.name.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let endpoint = endpoint_of(desired, ns, name);
+        let since = live_deploy
+            .and_then(|d| d.pointer("/status/conditions"))
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")))
+            .and_then(|c| c.get("lastTransitionTime"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         out.push(ServiceStatus {
             namespace: ns.to_string(),
             name: name.to_string(),
-            model: s.spec.model.clone(),
-            replicas: s.spec.replicas,
+            model: s.spec.base_model.clone(),
+            replicas: steady,
             wanted,
             ready_replicas: ready,
             phase,
             message,
+            loaded_adapters,
+            endpoint,
+            since,
         });
     }
     out
+}
+
+/// The address clients use: the HTTPRoute's hostname and path when the
+/// service registers with a gateway, else the Service's cluster address.
+fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
+    let mine = |kind: &str| {
+        desired
+            .iter()
+            .find(|o| o.id.kind == kind && o.owner.as_deref() == Some(name) && o.id.namespace.as_deref() == Some(ns))
+    };
+    if let Some(route) = mine("HTTPRoute") {
+        let host = route.value.pointer("/spec/hostnames/0").and_then(Value::as_str);
+        let path = route.value.pointer("/spec/rules/0/matches/0/path/value").and_then(Value::as_str).unwrap_or("/");
+        if let Some(host) = host {
+            return Some(format!("http://{host}{path}"));
+        }
+    }
+    let svc = mine("Service")?;
+    let port = svc.value.pointer("/spec/ports/0/port").and_then(Value::as_i64)?;
+    Some(format!("http://{name}.{ns}.svc:{port}"))
 }
 
 fn phase_name(p: Phase) -> &'static str {
@@ -613,9 +658,27 @@ pub fn status_to_json(services: &[&InferenceService], statuses: &[ServiceStatus]
         .iter()
         .filter_map(|svc| {
             let s = by_name.get(&(svc.namespace_or_default(), svc.name()))?;
-            let status = InferenceServiceStatus { ready_replicas: Some(s.ready_replicas as i32), phase: Some(s.phase) };
+            let ready = s.phase == Phase::Ready;
+            let typed = InferenceServiceStatus {
+                ready_replicas: Some(s.ready_replicas as i32),
+                phase: Some(s.phase),
+                loaded_adapters: s.loaded_adapters.clone(),
+                endpoint: s.endpoint.clone(),
+                conditions: Vec::new(),
+            };
+            let mut status = serde_json::to_value(&typed).unwrap_or_default();
+            let mut condition = json!({
+                "type": "Ready",
+                "status": if ready { "True" } else { "False" },
+                "reason": if ready { "Ready" } else { "Progressing" },
+                "message": s.message,
+            });
+            if let Some(t) = &s.since {
+                condition["lastTransitionTime"] = json!(t);
+            }
+            status["conditions"] = json!([condition]);
             Some(json!({
-                "apiVersion": crate::spec::API_VERSION,
+                "apiVersion": crate::spec_v1alpha2::API_VERSION,
                 "kind": crate::spec::KIND,
                 "metadata": {"name": s.name, "namespace": s.namespace},
                 "spec": svc.spec,

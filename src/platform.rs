@@ -62,6 +62,17 @@ pub struct Platform {
     /// is relaxed for a service no entry names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_exceptions: Vec<SecurityException>,
+    /// The Gateway services register with (`spec.gateway.route`), and whether
+    /// the Gateway API Inference Extension is installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<crate::gateway::GatewayConfig>,
+    /// KEDA scales services that name `spec.autoscaling`, with a Prometheus
+    /// trigger; without this section, a HorizontalPodAutoscaler does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keda: Option<crate::autoscaling::KedaConfig>,
+    /// Prometheus Operator ServiceMonitors for the services' metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring: Option<crate::monitoring::Monitoring>,
 }
 
 fn api_version() -> String {
@@ -102,6 +113,8 @@ pub struct Defaults {
     /// Pod and container security settings of every service. Secure by
     /// default; each switch relaxes one setting for images that need it.
     pub security: Security,
+    /// vLLM's LoRA settings for services with adapters.
+    pub lora: Lora,
 }
 
 impl Default for Defaults {
@@ -117,8 +130,21 @@ impl Default for Defaults {
             node_selector: BTreeMap::new(),
             tolerations: Vec::new(),
             security: Security::default(),
+            lora: Lora::default(),
         }
     }
+}
+
+/// vLLM's LoRA settings for services with adapters.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Lora {
+    /// Highest rank of any adapter (vLLM's `--max-lora-rank`; it reserves
+    /// GPU memory for it). vLLM's default (16) when left out; an adapter of a
+    /// higher rank fails to load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = [1, 8, 16, 32, 64, 128, 256, 320, 512]))]
+    pub max_lora_rank: Option<i32>,
 }
 
 /// Kubernetes image pull policy.

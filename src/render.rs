@@ -26,11 +26,18 @@ use crate::objects::{Object, ObjectId};
 use crate::yaml::{self, Limits};
 
 /// The built-in templates, by file name.
-pub const BUILTIN: [(&str, &str); 4] = [
+pub const BUILTIN: [(&str, &str); 11] = [
     ("deployment.yaml", include_str!("../templates/deployment.yaml")),
     ("service.yaml", include_str!("../templates/service.yaml")),
     ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
     ("poddisruptionbudget.yaml", include_str!("../templates/poddisruptionbudget.yaml")),
+    ("configmap.yaml", include_str!("../templates/configmap.yaml")),
+    ("leaderworkerset.yaml", include_str!("../templates/leaderworkerset.yaml")),
+    ("scaledobject.yaml", include_str!("../templates/scaledobject.yaml")),
+    ("httproute.yaml", include_str!("../templates/httproute.yaml")),
+    ("inferencepool.yaml", include_str!("../templates/inferencepool.yaml")),
+    ("inferenceobjective.yaml", include_str!("../templates/inferenceobjective.yaml")),
+    ("servicemonitor.yaml", include_str!("../templates/servicemonitor.yaml")),
 ];
 
 /// Work one template render may do before it is stopped.

@@ -3,43 +3,97 @@
 //! The same schemas serve editors (through `# yaml-language-server:
 //! $schema=`) and the compiler's own input checks ([`crate::schema_check`]).
 
+use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use crate::platform::Platform;
-use crate::spec::{API_VERSION, InferenceServiceSpec, KIND};
+use crate::spec::{API_VERSION, KIND};
 
-/// File names `isvc schema` writes.
+/// File names `isvc schema` writes: the editor schema (either version, by
+/// `apiVersion`), one schema per version, and the platform file's.
 pub const INFERENCE_SERVICE_FILE: &str = "inferenceservice.schema.json";
+pub const INFERENCE_SERVICE_V1ALPHA1_FILE: &str = "inferenceservice-v1alpha1.schema.json";
+pub const INFERENCE_SERVICE_V1ALPHA2_FILE: &str = "inferenceservice-v1alpha2.schema.json";
 pub const PLATFORM_FILE: &str = "platform.schema.json";
 
 const DRAFT: &str = "https://json-schema.org/draft/2020-12/schema";
 
-/// Schema of an InferenceService file (one document), built once.
-pub fn inference_service_cached() -> &'static Value {
-    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    SCHEMA.get_or_init(inference_service)
+/// The `apiVersion`s an InferenceService file may have, newest first.
+pub const INFERENCE_SERVICE_VERSIONS: [&str; 2] = [crate::spec_v1alpha2::API_VERSION, API_VERSION];
+
+/// Schema of an InferenceService document of `api_version`, built once;
+/// `None` for a version isvc does not know.
+pub fn inference_service_cached(api_version: &str) -> Option<&'static Value> {
+    static V1ALPHA1: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    static V1ALPHA2: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    match api_version {
+        crate::spec_v1alpha2::API_VERSION => Some(V1ALPHA2.get_or_init(inference_service_v1alpha2)),
+        API_VERSION => Some(V1ALPHA1.get_or_init(inference_service_v1alpha1)),
+        _ => None,
+    }
 }
 
-/// Schema of an InferenceService file (one document).
+/// Schema of a v1alpha1 InferenceService document.
+pub fn inference_service_v1alpha1() -> Value {
+    document::<crate::spec::InferenceServiceSpec>(
+        API_VERSION,
+        "An LLM served by vLLM (v1alpha1), compiled by isvc into a Deployment, a Service and a HorizontalPodAutoscaler.",
+    )
+}
+
+/// Schema of a v1alpha2 InferenceService document.
+pub fn inference_service_v1alpha2() -> Value {
+    document::<crate::spec_v1alpha2::InferenceServiceSpec>(
+        crate::spec_v1alpha2::API_VERSION,
+        "An LLM served by vLLM (v1alpha2): a base model with LoRA adapters, replicas or queue-length autoscaling, \
+         and gateway registration, compiled by isvc into Kubernetes objects.",
+    )
+}
+
+/// The editor schema: a v1alpha1 document when `apiVersion` says so, a
+/// v1alpha2 document otherwise.
 pub fn inference_service() -> Value {
-    let mut generator = SchemaSettings::draft2020_12().into_generator();
-    let spec = generator.subschema_for::<InferenceServiceSpec>();
-    let defs = generator.take_definitions(true);
+    let strip = |mut v: Value| {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("$schema");
+        }
+        v
+    };
     json!({
         "$schema": DRAFT,
         "title": "InferenceService",
-        "description": "An LLM served by vLLM, compiled by isvc into a Deployment, a Service and a HorizontalPodAutoscaler.",
+        "description": "An LLM served by vLLM, compiled by isvc into Kubernetes objects. `apiVersion` picks the version: ai.example.com/v1alpha2 (current) or ai.example.com/v1alpha1.",
+        "type": "object",
+        "if": {"properties": {"apiVersion": {"const": API_VERSION}}, "required": ["apiVersion"]},
+        "then": strip(inference_service_v1alpha1()),
+        "else": strip(inference_service_v1alpha2()),
+    })
+}
+
+/// One document with `spec` of type `S`, every subschema inlined (so the
+/// versions can share the editor schema without their definitions clashing).
+fn document<S: JsonSchema>(api_version: &str, description: &str) -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    let spec = settings.into_generator().into_root_schema_for::<S>().to_value();
+    let mut spec = spec.as_object().cloned().unwrap_or_default();
+    for k in ["$schema", "title"] {
+        spec.remove(k);
+    }
+    json!({
+        "$schema": DRAFT,
+        "title": "InferenceService",
+        "description": description,
         "type": "object",
         "additionalProperties": false,
         "required": ["apiVersion", "kind", "metadata", "spec"],
         "properties": {
-            "apiVersion": {"type": "string", "const": API_VERSION},
+            "apiVersion": {"type": "string", "const": api_version},
             "kind": {"type": "string", "const": KIND},
             "metadata": metadata(),
-            "spec": spec.to_value(),
+            "spec": Value::Object(spec),
         },
-        "$defs": defs,
     })
 }
 
@@ -95,10 +149,15 @@ pub fn platform() -> Value {
 
 /// Every schema file with its name, as `isvc schema` writes them.
 pub fn files() -> Vec<(&'static str, String)> {
-    [(INFERENCE_SERVICE_FILE, inference_service()), (PLATFORM_FILE, platform())]
-        .into_iter()
-        .map(|(name, schema)| (name, serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"))
-        .collect()
+    [
+        (INFERENCE_SERVICE_FILE, inference_service()),
+        (INFERENCE_SERVICE_V1ALPHA1_FILE, inference_service_v1alpha1()),
+        (INFERENCE_SERVICE_V1ALPHA2_FILE, inference_service_v1alpha2()),
+        (PLATFORM_FILE, platform()),
+    ]
+    .into_iter()
+    .map(|(name, schema)| (name, serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"))
+    .collect()
 }
 
 #[cfg(test)]
@@ -106,16 +165,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spec_schema_has_the_required_fields_and_bounds() {
-        let s = inference_service();
+    fn spec_schemas_have_the_required_fields_and_bounds() {
+        let s = inference_service_v1alpha1();
         let spec = &s["properties"]["spec"];
-        let spec = match spec.get("$ref").and_then(Value::as_str) {
-            Some(r) => &s["$defs"][r.rsplit('/').next().unwrap()],
-            None => spec,
-        };
         assert_eq!(spec["required"], json!(["model", "replicas"]));
         assert_eq!(spec["properties"]["replicas"]["minimum"], json!(0));
         assert_eq!(spec["properties"]["gpusPerReplica"]["default"], json!(1));
         assert_eq!(spec["additionalProperties"], json!(false));
+        let s = inference_service_v1alpha2();
+        let spec = &s["properties"]["spec"];
+        assert_eq!(spec["required"], json!(["baseModel"]));
+        assert_eq!(spec["properties"]["autoscaling"]["required"], json!(["min", "max", "targetQueueLength"]));
+        assert_eq!(spec["additionalProperties"], json!(false));
+        assert!(!s.to_string().contains("$ref"), "every subschema is inlined");
+    }
+
+    #[test]
+    fn the_editor_schema_picks_the_version_by_api_version() {
+        let s = inference_service();
+        assert_eq!(s["then"]["properties"]["apiVersion"]["const"], API_VERSION);
+        assert_eq!(s["else"]["properties"]["apiVersion"]["const"], crate::spec_v1alpha2::API_VERSION);
     }
 }

@@ -44,7 +44,7 @@ pub struct Placement {
 
 /// Resolves a service's placement; errors name the offending field.
 pub fn place(
-    service: &crate::spec::InferenceService,
+    service: &crate::spec_v1alpha2::InferenceService,
     platform: &Platform,
 ) -> Result<Placement, (Vec<&'static str>, String)> {
     let ns = service.namespace_or_default();
@@ -262,9 +262,11 @@ fn usage(key: &str, d: &DesiredService) -> Option<Usage> {
     let one = Some(Quantity::parse("1").unwrap_or_else(|_| Quantity::zero()));
     let (resource, from_limits) = match key {
         "pods" | "count/pods" => return Some(Usage { per_pod: one, per_object: None }),
-        "count/deployments.apps" | "services" | "count/services" => {
-            return Some(Usage { per_pod: None, per_object: one });
+        "count/deployments.apps" => {
+            let deployment = d.workload.kind == crate::derive::DEPLOYMENT.kind;
+            return Some(Usage { per_pod: None, per_object: if deployment { one } else { None } });
         }
+        "services" | "count/services" => return Some(Usage { per_pod: None, per_object: one }),
         "count/horizontalpodautoscalers.autoscaling" => {
             return Some(Usage { per_pod: None, per_object: if d.autoscaler.is_some() { one } else { None } });
         }
@@ -309,9 +311,7 @@ pub fn check_quotas(
                         let Some(u) = usage(key, d) else { continue };
                         let pods = match mode {
                             Mode::Steady => i64::from(d.steady_replicas()),
-                            Mode::Peak => {
-                                i64::from(d.autoscaler.as_ref().map_or(d.steady_replicas(), |a| a.max_replicas))
-                            }
+                            Mode::Peak => i64::from(d.peak_pods()),
                         };
                         let amount = match (&u.per_pod, &u.per_object) {
                             (Some(p), _) => p.times(pods),

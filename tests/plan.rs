@@ -39,7 +39,7 @@ fn reconcile(services: &str, live: &[Value]) -> (Plan, Vec<ServiceStatus>) {
         isvc::compile(&loaded, &Platform::default(), &Templates::builtin(), &|_| "services/qwen3.yaml".into(), None)
             .unwrap_or_else(|d| panic!("{}", d.render(false)));
     let plan = plan::plan(&compiled.objects, live);
-    let services: Vec<&isvc::spec::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::spec_v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, live, &plan);
     (plan, statuses)
 }
@@ -283,7 +283,20 @@ fn plan_and_status_exit_0_when_converged_and_1_otherwise() {
     assert_eq!(list["kind"], "List");
     assert_eq!(list["items"][0]["kind"], "InferenceService");
     assert_eq!(list["items"][0]["spec"]["replicas"], 6);
-    assert_eq!(list["items"][0]["status"], json!({"readyReplicas": 1, "phase": "Progressing"}));
+    assert_eq!(list["items"][0]["apiVersion"], "ai.example.com/v1alpha2");
+    assert_eq!(
+        list["items"][0]["status"],
+        json!({
+            "readyReplicas": 1,
+            "phase": "Progressing",
+            "endpoint": "http://qwen3.default.svc:8000",
+            "conditions": [{
+                "type": "Ready", "status": "False", "reason": "Progressing",
+                "message": "2 actions pending (see isvc plan)",
+                "lastTransitionTime": "2025-06-02T09:16:41Z",
+            }],
+        })
+    );
 }
 
 #[test]

@@ -87,7 +87,7 @@ fn yaml_1_1_lookalikes_are_read_as_yaml_1_2() {
     assert_eq!(v["spec"]["template"]["spec"]["containers"][0]["args"][1], "on");
     assert_eq!(v["metadata"]["annotations"], serde_json::json!({"enabled": "yes", "mode": "no"}));
     let services = load(&BASE.replace("replicas: 1", "replicas: 0755")).unwrap();
-    assert_eq!(services[0].service.spec.replicas, 755);
+    assert_eq!(services[0].service.spec.replicas, Some(755));
     // A boolean field written the YAML 1.1 way gets a pointed message.
     let err = load(&BASE.replace("replicas: 1", "replicas: yes")).unwrap_err();
     assert!(err.contains("\"spec.replicas\" must be an integer, found a string (\"yes\")"), "{err}");

@@ -224,7 +224,7 @@ fn an_override_that_drops_the_security_settings_is_caught() {
     // A template that drops the marker loses the relaxations it stands for.
     let platform =
         "securityExceptions:\n  - {namespace: team-a, reason: r, security: {writableRootFilesystem: true}}\n";
-    let no_marker = builtin_without(&["annotations: {{ security.pod_annotations"]);
+    let no_marker = builtin_without(&["annotations: {{ pod_annotations"]);
     let errors = deployments(platform, &[("deployment.yaml", &no_marker)]).unwrap_err();
     assert_eq!(rule_ids(&errors), ["ISVC104"].map(String::from).into());
     assert_eq!(errors.len(), 2, "both team-a services: {errors:#?}");
