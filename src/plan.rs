@@ -320,7 +320,9 @@ fn replicas_below_minimum(o: &Object, live: &Value, desired: &[&Object]) -> Opti
             && h.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
     })?;
     let min = hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
-    let current = live.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    // Objects read from a cluster always carry the count the API server
+    // defaulted or the HPA chose; without one there is nothing to raise.
+    let current = live.pointer("/spec/replicas").and_then(Value::as_i64)?;
     (current < min).then(|| FieldChange {
         path: "spec.replicas".to_string(),
         live: Some(json!(current)),

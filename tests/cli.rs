@@ -219,3 +219,18 @@ fn a_template_override_that_breaks_the_service_selector_is_refused() {
     assert!(err.contains("ISVC002") && err.contains("targetPort 8080"), "{err}");
     assert!(!dir.path().join("rendered").exists());
 }
+
+#[test]
+fn an_out_that_is_a_file_or_has_no_parent_is_a_clear_error() {
+    let dir = setup(QWEN3);
+    std::fs::write(dir.path().join("rendered"), "not a directory").unwrap();
+    let (code, _, err) = stdout(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("rendered exists and is not a directory"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("rendered")).unwrap(), "not a directory");
+
+    let (code, _, err) = stdout(isvc(dir.path()).args(["render", "services", "--out", "missing/parent/out"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot create missing/parent/out: missing/parent does not exist"), "{err}");
+    assert!(!dir.path().join("missing").exists());
+}

@@ -131,3 +131,17 @@ proptest! {
         prop_assert_eq!(again.unchanged, tree.len());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The rendered objects, read back as a live snapshot, are converged:
+    /// `plan` finds nothing to do.
+    #[test]
+    fn plan_against_the_rendered_output_is_empty(doc in service()) {
+        let objects = compile(&doc);
+        let live: Vec<Value> = objects.iter().map(|o| o.value.clone()).collect();
+        let plan = isvc::plan::plan(&objects, &live);
+        prop_assert!(plan.is_converged(), "{}", isvc::plan::to_text(&plan, false));
+    }
+}
