@@ -19,13 +19,30 @@ fn examples() -> Vec<PathBuf> {
     dirs
 }
 
-fn render_args(example: &Path, out: &str) -> Vec<String> {
-    let mut args = vec!["render".to_string(), "services".to_string()];
+/// `words`, then `--platform platform.yaml` when the example has one.
+fn example_args(example: &Path, words: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
     if example.join("platform.yaml").is_file() {
         args.extend(["--platform".to_string(), "platform.yaml".to_string()]);
     }
-    args.extend(["--out".to_string(), out.to_string()]);
     args
+}
+
+fn render_args(example: &Path, out: &str) -> Vec<String> {
+    example_args(example, &["render", "services", "--out", out])
+}
+
+/// Runs isvc with `args` inside `example` and fails, with its output, unless it succeeds.
+fn assert_isvc_succeeds(example: &Path, args: &[String], what: &str) {
+    let out = Command::cargo_bin("isvc").unwrap().current_dir(example).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}: `isvc {}` {what}\n{}{}",
+        example.display(),
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
@@ -45,15 +62,7 @@ fn committed_output_is_up_to_date() {
     for ex in examples() {
         let mut args = render_args(&ex, "rendered");
         args.push("--check".to_string());
-        let out = Command::cargo_bin("isvc").unwrap().current_dir(&ex).args(&args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}: rendered/ is stale; run `isvc {}` there\n{}{}",
-            ex.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_isvc_succeeds(&ex, &args, "finds rendered/ stale; run it without --check there");
     }
 }
 
@@ -83,10 +92,7 @@ fn fresh_render_matches_committed_bytes_and_rerender_is_a_no_op() {
         assert!(stderr.contains(" 0 created, 0 updated, 0 deleted"), "{stderr}");
         assert_eq!(files(&copy.join("rendered")), first);
         // diff of an up-to-date tree reports nothing and exits 0.
-        let mut diff = vec!["diff".to_string(), "services".to_string(), "--out".to_string(), "rendered".to_string()];
-        if ex.join("platform.yaml").is_file() {
-            diff.extend(["--platform".to_string(), "platform.yaml".to_string()]);
-        }
+        let diff = example_args(&ex, &["diff", "services", "--out", "rendered"]);
         Command::cargo_bin("isvc").unwrap().current_dir(&copy).args(&diff).assert().success();
     }
 }
@@ -105,19 +111,8 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn examples_pass_every_check_rule() {
     for ex in examples() {
-        let mut args = vec!["check".to_string(), "services".to_string(), "--strict".to_string()];
-        if ex.join("platform.yaml").is_file() {
-            args.extend(["--platform".to_string(), "platform.yaml".to_string()]);
-        }
-        let out = Command::cargo_bin("isvc").unwrap().current_dir(&ex).args(&args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}: `isvc {}` finds problems\n{}{}",
-            ex.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = example_args(&ex, &["check", "services", "--strict"]);
+        assert_isvc_succeeds(&ex, &args, "finds problems");
     }
 }
 
