@@ -8,12 +8,15 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::check::{self, report, sarif};
-use crate::diagnostics::{Diagnostic, Diagnostics};
+use crate::Compiled;
+use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::check;
+use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
-use crate::platform::Platform;
+use crate::model::platform::Platform;
+use crate::model::{objects, schema};
 use crate::render::Templates;
-use crate::{Compiled, diff, migrate, objects, output, plan, schema};
+use crate::report::{findings as report, sarif};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -112,11 +115,11 @@ pub enum GitOpsEngine {
     Flux,
 }
 
-impl From<GitOpsEngine> for crate::platform::Engine {
-    fn from(e: GitOpsEngine) -> crate::platform::Engine {
+impl From<GitOpsEngine> for crate::model::platform::Engine {
+    fn from(e: GitOpsEngine) -> crate::model::platform::Engine {
         match e {
-            GitOpsEngine::Argocd => crate::platform::Engine::Argocd,
-            GitOpsEngine::Flux => crate::platform::Engine::Flux,
+            GitOpsEngine::Argocd => crate::model::platform::Engine::Argocd,
+            GitOpsEngine::Flux => crate::model::platform::Engine::Flux,
         }
     }
 }
@@ -271,7 +274,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan_cmd(args.live),
         Command::Status(args) => status_cmd(args.live),
         Command::Crd => {
-            print(&crate::objects::Object::to_file(&crate::crd::object()));
+            print(&crate::model::objects::Object::to_file(&crate::model::crd::object()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema(args) => write_schemas(&args.out),
@@ -480,7 +483,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
     }
     if !compiled.quota.is_empty() {
-        status(crate::tenancy::format_quota_table(&compiled.quota).trim_end());
+        status(crate::derive::tenancy::format_quota_table(&compiled.quota).trim_end());
     }
     status(&format!(
         "rendered {} objects into {} ({} files): {}",
@@ -571,19 +574,19 @@ fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 
 fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     let (compiled, services, live, plan) = reconcile(&args)?;
-    let services: Vec<&crate::spec_v1alpha2::InferenceService> = services.iter().map(|s| &s.service).collect();
+    let services: Vec<&crate::model::v1alpha2::InferenceService> = services.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     match args.format {
         LiveFormat::Text => print_plain(&plan::status_to_text(&statuses)),
         LiveFormat::Json => print_plain(&plan::status_to_json(&services, &statuses)),
     }
-    let ready = statuses.iter().all(|s| s.phase == crate::spec::Phase::Ready);
+    let ready = statuses.iter().all(|s| s.phase == crate::model::v1alpha1::Phase::Ready);
     Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 fn migrate_cmd(args: MigrateArgs) -> Result<ExitCode, Diagnostics> {
     let migrations = migrate::plan(&args.paths)?;
-    let to = crate::spec_v1alpha2::API_VERSION;
+    let to = crate::model::v1alpha2::API_VERSION;
     if migrations.is_empty() {
         status(&format!("nothing to migrate: every InferenceService is {to}"));
         return Ok(ExitCode::SUCCESS);

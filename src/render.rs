@@ -19,11 +19,11 @@ use std::sync::Arc;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde_json::Value;
 
+use crate::base::diagnostics::{Diagnostic, Location, Source, Span, did_you_mean};
+use crate::base::yaml::{self, Limits};
 use crate::derive::DesiredService;
-use crate::diagnostics::{Diagnostic, Location, Source, Span, did_you_mean};
-use crate::kinds;
-use crate::objects::{Object, ObjectId};
-use crate::yaml::{self, Limits};
+use crate::k8s::typecheck as kinds;
+use crate::model::objects::{Object, ObjectId};
 
 /// The built-in templates, by file name.
 pub const BUILTIN: [(&str, &str); 11] = [

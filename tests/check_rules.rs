@@ -9,9 +9,9 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use isvc::base::diagnostics::Source;
 use isvc::check::{self, Finding};
-use isvc::diagnostics::Source;
-use isvc::objects::{Object, ObjectId};
+use isvc::model::objects::{Object, ObjectId};
 use isvc::render::Templates;
 use serde_json::{Value, json};
 
@@ -57,7 +57,7 @@ fn template(name: &str, from: &str, to: &str) -> (&'static str, String) {
 /// A hand-built object of the `ml` namespace.
 fn object(yaml: &str) -> Object {
     let source = Source::new("hand.yaml", yaml);
-    let docs = isvc::yaml::parse_documents(&source, isvc::yaml::Limits::default()).unwrap();
+    let docs = isvc::base::yaml::parse_documents(&source, isvc::base::yaml::Limits::default()).unwrap();
     let value = docs.into_iter().flatten().next().unwrap().to_json();
     Object {
         id: ObjectId::of(&value).unwrap(),

@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use isvc::conversion::{LOST_FIELDS_ANNOTATION, from_hub, to_hub};
-use isvc::diagnostics::Source;
-use isvc::objects::Object;
-use isvc::platform::Platform;
+use isvc::base::diagnostics::Source;
+use isvc::model::conversion::{LOST_FIELDS_ANNOTATION, from_hub, to_hub};
+use isvc::model::objects::Object;
+use isvc::model::platform::Platform;
+use isvc::model::v1alpha1 as v1;
+use isvc::model::v1alpha2 as v2;
 use isvc::render::Templates;
-use isvc::spec as v1;
-use isvc::spec_v1alpha2 as v2;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -161,7 +161,7 @@ proptest! {
 
 /// Compiles one document given as JSON, as if it were a file.
 fn compile(doc: &Value) -> Vec<Object> {
-    let text = isvc::yaml::to_string(doc);
+    let text = isvc::base::yaml::to_string(doc);
     let (services, diags) = isvc::load::parse_services(&Source::new("services/s.yaml", text.clone()));
     assert!(diags.is_empty(), "{text}\n{diags:?}");
     isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/s.yaml".to_string(), None)
@@ -184,8 +184,8 @@ proptest! {
         }
         let mut doc = serde_json::to_value(&old).unwrap();
         let v1_objects = compile(&doc);
-        let text = isvc::yaml::to_string(&doc);
-        let (migrated, _) = isvc::migrate::migrate_source(&Source::new("services/s.yaml", text)).unwrap().unwrap();
+        let text = isvc::base::yaml::to_string(&doc);
+        let (migrated, _) = isvc::emit::migrate::migrate_source(&Source::new("services/s.yaml", text)).unwrap().unwrap();
         let (services, _) = isvc::load::parse_services(&Source::new("services/s.yaml", migrated));
         prop_assert_eq!(services[0].api_version, v2::API_VERSION);
         doc["apiVersion"] = json!(v2::API_VERSION);

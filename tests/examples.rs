@@ -118,7 +118,7 @@ fn examples_pass_every_check_rule() {
 
 #[test]
 fn shipped_schemas_are_up_to_date() {
-    for (name, text) in isvc::schema::files() {
+    for (name, text) in isvc::model::schema::files() {
         let committed = std::fs::read_to_string(Path::new("schemas").join(name)).unwrap_or_default();
         assert!(committed == text, "schemas/{name} is stale; run `isvc schema`");
     }
@@ -171,7 +171,7 @@ fn readme_documents_every_platform_field() {
             fields(v, root, &name, out);
         }
     }
-    let schema = isvc::schema::platform();
+    let schema = isvc::model::schema::platform();
     let mut names = Vec::new();
     fields(&schema, &schema, "", &mut names);
     let readme = std::fs::read_to_string("README.md").unwrap();

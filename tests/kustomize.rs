@@ -15,10 +15,14 @@ fn kubectl_available() -> bool {
 fn ids(text: &str) -> BTreeSet<(String, String, String)> {
     let mut ids = BTreeSet::new();
     for doc in text.split("\n---\n") {
-        let source = isvc::diagnostics::Source::new("x.yaml", doc);
-        for node in isvc::yaml::parse_documents(&source, isvc::yaml::Limits::default()).unwrap().into_iter().flatten() {
+        let source = isvc::base::diagnostics::Source::new("x.yaml", doc);
+        for node in isvc::base::yaml::parse_documents(&source, isvc::base::yaml::Limits::default())
+            .unwrap()
+            .into_iter()
+            .flatten()
+        {
             let v = node.to_json();
-            let id = isvc::objects::ObjectId::of(&v).unwrap();
+            let id = isvc::model::objects::ObjectId::of(&v).unwrap();
             ids.insert((id.kind, id.namespace.unwrap_or_default(), id.name));
         }
     }

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use assert_cmd::Command;
-use isvc::diagnostics::Source;
-use isvc::objects::Object;
+use isvc::base::diagnostics::Source;
+use isvc::model::objects::Object;
 use isvc::render::Templates;
 use serde_json::{Value, json};
 
@@ -41,10 +41,11 @@ spec:
 
 fn compile(platform: &str, services: &str) -> Result<Vec<Object>, String> {
     let psrc: Arc<Source> = Source::new("platform.yaml", platform);
-    let platform = isvc::load::parse_platform(&psrc).map_err(|d| isvc::diagnostics::Diagnostics(d).render(false))?;
+    let platform =
+        isvc::load::parse_platform(&psrc).map_err(|d| isvc::base::diagnostics::Diagnostics(d).render(false))?;
     let (loaded, diags) = isvc::load::parse_services(&Source::new("services.yaml", services));
     if !diags.is_empty() {
-        return Err(isvc::diagnostics::Diagnostics(diags).render(false));
+        return Err(isvc::base::diagnostics::Diagnostics(diags).render(false));
     }
     isvc::compile(&loaded, &platform, &Templates::builtin(), &|_| "services.yaml".to_string(), Some("platform.yaml"))
         .map(|c| c.objects)

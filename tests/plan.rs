@@ -12,11 +12,11 @@
 use std::path::Path;
 
 use assert_cmd::Command;
-use isvc::diagnostics::Source;
-use isvc::plan::{self, Plan, ServiceStatus, Verb};
-use isvc::platform::Platform;
+use isvc::base::diagnostics::Source;
+use isvc::emit::plan::{self, Plan, ServiceStatus, Verb};
+use isvc::model::platform::Platform;
+use isvc::model::v1alpha1::Phase;
 use isvc::render::Templates;
-use isvc::spec::Phase;
 use serde_json::{Value, json};
 
 fn qwen3(replicas: i32) -> String {
@@ -39,7 +39,7 @@ fn reconcile(services: &str, live: &[Value]) -> (Plan, Vec<ServiceStatus>) {
         isvc::compile(&loaded, &Platform::default(), &Templates::builtin(), &|_| "services/qwen3.yaml".into(), None)
             .unwrap_or_else(|d| panic!("{}", d.render(false)));
     let plan = plan::plan(&compiled.objects, live);
-    let services: Vec<&isvc::spec_v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, live, &plan);
     (plan, statuses)
 }
@@ -222,7 +222,7 @@ fn deploy_observed(live: &mut [Value], generation: i64) {
 
 #[test]
 fn snapshots_may_be_streams_of_single_objects() {
-    let docs: Vec<String> = snapshot("converged.yaml").iter().map(isvc::yaml::to_string).collect();
+    let docs: Vec<String> = snapshot("converged.yaml").iter().map(isvc::base::yaml::to_string).collect();
     let stream = Source::new("stream.yaml", format!("---\n{}", docs.join("---\n")));
     let live = plan::parse_snapshot(&stream).unwrap();
     let (plan, _) = reconcile(&qwen3(3), &live);

@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use common::service;
-use isvc::diagnostics::Source;
-use isvc::objects::Object;
-use isvc::platform::Platform;
+use isvc::base::diagnostics::Source;
+use isvc::model::objects::Object;
+use isvc::model::platform::Platform;
 use isvc::render::Templates;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// Writes `doc` as YAML text, loads it like a file, and compiles it.
 fn compile(doc: &Value) -> Vec<Object> {
-    let text = isvc::yaml::to_string(doc);
+    let text = isvc::base::yaml::to_string(doc);
     let source: Arc<Source> = Source::new("services/generated.yaml", text.clone());
     let (services, diags) = isvc::load::parse_services(&source);
     assert!(diags.is_empty(), "valid input was rejected:\n{text}\n{diags:?}");
@@ -41,8 +41,8 @@ proptest! {
 
     #[test]
     fn rendering_is_deterministic(doc in service()) {
-        let a = isvc::output::tree(&compile(&doc));
-        let b = isvc::output::tree(&compile(&doc));
+        let a = isvc::emit::write::tree(&compile(&doc));
+        let b = isvc::emit::write::tree(&compile(&doc));
         prop_assert_eq!(a, b);
     }
 
@@ -60,7 +60,7 @@ proptest! {
         for o in &objects {
             let text = o.to_file();
             let source = Source::new("x.yaml", text);
-            let docs = isvc::yaml::parse_documents(&source, isvc::yaml::Limits::default()).unwrap();
+            let docs = isvc::base::yaml::parse_documents(&source, isvc::base::yaml::Limits::default()).unwrap();
             prop_assert_eq!(docs.len(), 1);
             prop_assert_eq!(&docs[0].as_ref().unwrap().to_json(), &o.value);
         }
@@ -113,20 +113,20 @@ proptest! {
             seen.insert(key, ()).is_none()
         }).collect();
         let objects: Vec<Object> = {
-            let text: String = docs.iter().map(|d| format!("---\n{}", isvc::yaml::to_string(d))).collect();
+            let text: String = docs.iter().map(|d| format!("---\n{}", isvc::base::yaml::to_string(d))).collect();
             let source = Source::new("services/all.yaml", text);
             let (services, diags) = isvc::load::parse_services(&source);
             prop_assert!(diags.is_empty());
             isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/all.yaml".to_string(), None).unwrap().objects
         };
         let dir = tempfile::tempdir().unwrap();
-        let tree = isvc::output::tree(&objects);
-        let first = isvc::output::write(dir.path(), &tree).unwrap();
+        let tree = isvc::emit::write::tree(&objects);
+        let first = isvc::emit::write::write(dir.path(), &tree).unwrap();
         prop_assert_eq!(first.create.len(), tree.len());
-        let existing = isvc::output::scan(dir.path()).unwrap();
-        prop_assert!(isvc::output::changes(&tree, &existing).is_empty());
-        prop_assert!(isvc::diff::diff(&objects, &existing).is_empty());
-        let again = isvc::output::write(dir.path(), &tree).unwrap();
+        let existing = isvc::emit::write::scan(dir.path()).unwrap();
+        prop_assert!(isvc::emit::write::changes(&tree, &existing).is_empty());
+        prop_assert!(isvc::emit::diff::diff(&objects, &existing).is_empty());
+        let again = isvc::emit::write::write(dir.path(), &tree).unwrap();
         prop_assert!(again.is_empty());
         prop_assert_eq!(again.unchanged, tree.len());
     }
@@ -141,7 +141,7 @@ proptest! {
     fn plan_against_the_rendered_output_is_empty(doc in service()) {
         let objects = compile(&doc);
         let live: Vec<Value> = objects.iter().map(|o| o.value.clone()).collect();
-        let plan = isvc::plan::plan(&objects, &live);
-        prop_assert!(plan.is_converged(), "{}", isvc::plan::to_text(&plan, false));
+        let plan = isvc::emit::plan::plan(&objects, &live);
+        prop_assert!(plan.is_converged(), "{}", isvc::emit::plan::to_text(&plan, false));
     }
 }

@@ -3,20 +3,20 @@
 
 use std::sync::Arc;
 
-use isvc::diagnostics::Source;
+use isvc::base::diagnostics::Source;
 use serde_json::Value;
 
 fn load(text: &str) -> Result<Vec<isvc::load::LoadedService>, String> {
     let source: Arc<Source> = Source::new("services/x.yaml", text);
     let (services, diags) = isvc::load::parse_services(&source);
-    if diags.is_empty() { Ok(services) } else { Err(isvc::diagnostics::Diagnostics(diags).render(false)) }
+    if diags.is_empty() { Ok(services) } else { Err(isvc::base::diagnostics::Diagnostics(diags).render(false)) }
 }
 
 fn deployment(text: &str) -> Value {
     let services = load(text).unwrap();
     let compiled = isvc::compile(
         &services,
-        &isvc::platform::Platform::default(),
+        &isvc::model::platform::Platform::default(),
         &isvc::render::Templates::builtin(),
         &|_| "services/x.yaml".to_string(),
         None,

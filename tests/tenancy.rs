@@ -5,14 +5,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use assert_cmd::Command;
-use isvc::diagnostics::Source;
-use isvc::objects::Object;
+use isvc::base::diagnostics::Source;
+use isvc::model::objects::Object;
 use isvc::render::Templates;
 
 /// Compiles a platform file and services given as text.
 fn compile(platform: &str, services: &str) -> Result<Vec<Object>, String> {
     let psrc: Arc<Source> = Source::new("platform.yaml", platform);
-    let platform = isvc::load::parse_platform(&psrc).map_err(|d| isvc::diagnostics::Diagnostics(d).render(false))?;
+    let platform =
+        isvc::load::parse_platform(&psrc).map_err(|d| isvc::base::diagnostics::Diagnostics(d).render(false))?;
     let ssrc = Source::new("services.yaml", services);
     let (loaded, diags) = isvc::load::parse_services(&ssrc);
     assert!(diags.is_empty(), "{diags:?}");

@@ -34,7 +34,7 @@ fn rendered_objects_of_generated_specs_pass_the_cluster_validator() {
                     d["metadata"]["name"].to_string(),
                 );
                 if seen.insert(key) {
-                    text.push_str(&format!("---\n{}", isvc::yaml::to_string(d)));
+                    text.push_str(&format!("---\n{}", isvc::base::yaml::to_string(d)));
                 }
             }
             std::fs::write(dir.path().join("services/all.yaml"), text).unwrap();

@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let source = isvc::diagnostics::Source::new("platform.yaml", text);
+    let source = isvc::base::diagnostics::Source::new("platform.yaml", text);
     if let Err(diags) = isvc::load::parse_platform(&source) {
         for d in &diags {
             let _ = d.render(false);

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{Context, Finding, Rule, Severity, container_name, containers, init_containers, pod_templates};
-use crate::objects::Object;
+use crate::model::objects::Object;
 
 pub const MUTABLE_IMAGE: Rule = Rule::new(
     "ISVC020",

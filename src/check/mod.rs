@@ -27,9 +27,7 @@ mod image;
 mod model;
 mod network;
 mod probes;
-pub mod report;
 mod resources;
-pub mod sarif;
 mod scaling;
 mod tenancy;
 
@@ -39,12 +37,12 @@ use std::sync::OnceLock;
 use rayon::prelude::*;
 use serde_json::{Map, Value};
 
-pub use crate::diagnostics::Severity;
-use crate::diagnostics::{Diagnostic, Location, did_you_mean};
+pub use crate::base::diagnostics::Severity;
+use crate::base::diagnostics::{Diagnostic, Location, did_you_mean};
+use crate::base::quantity::Quantity;
+use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
-use crate::objects::{Object, ObjectId};
-use crate::quantity::Quantity;
-use crate::yaml::PathSegment;
+use crate::model::objects::{Object, ObjectId};
 
 pub use image::MUTABLE_IMAGE;
 pub use network::{
@@ -183,13 +181,13 @@ pub const RULES: &[Rule] = &[
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
-    crate::security::RUNS_AS_ROOT,
-    crate::security::PRIVILEGE_ESCALATION,
-    crate::security::CAPABILITIES_KEPT,
-    crate::security::NO_SECCOMP_PROFILE,
-    crate::security::WRITABLE_ROOT_FILESYSTEM,
-    crate::security::SERVICE_ACCOUNT_TOKEN,
-    crate::security::NO_MEMORY_LIMIT,
+    crate::derive::security::RUNS_AS_ROOT,
+    crate::derive::security::PRIVILEGE_ESCALATION,
+    crate::derive::security::CAPABILITIES_KEPT,
+    crate::derive::security::NO_SECCOMP_PROFILE,
+    crate::derive::security::WRITABLE_ROOT_FILESYSTEM,
+    crate::derive::security::SERVICE_ACCOUNT_TOKEN,
+    crate::derive::security::NO_MEMORY_LIMIT,
 ];
 
 /// The rule with ID `id` (case-insensitive).
@@ -323,7 +321,7 @@ pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
         })
         .collect();
     // Families over the whole list of objects:
-    findings.extend(crate::security::check(objects));
+    findings.extend(crate::derive::security::check(objects));
     let disabled = disabled_by_annotation(objects);
     findings.retain(|f| {
         !config.disabled.contains(f.rule.id)

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates};
-use crate::objects::Object;
+use crate::model::objects::Object;
 
 pub const SELECTOR_MATCHES_NO_POD: Rule = Rule::new(
     "ISVC001",

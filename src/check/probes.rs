@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::model;
 use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, pod_templates};
-use crate::objects::Object;
+use crate::model::objects::Object;
 
 pub const NO_STARTUP_PROBE: Rule = Rule::new(
     "ISVC008",

@@ -7,8 +7,8 @@ use super::tenancy::{self, Effective};
 use super::{
     CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates, quantity,
 };
-use crate::objects::Object;
-use crate::quantity::Quantity;
+use crate::base::quantity::Quantity;
+use crate::model::objects::Object;
 
 pub const GPU_REQUEST_NOT_LIMIT: Rule = Rule::new(
     "ISVC004",

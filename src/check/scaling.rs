@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::tenancy;
 use super::{Context, Finding, Rule, Severity, Workload, namespace};
-use crate::objects::Object;
+use crate::model::objects::Object;
 
 pub const AUTOSCALER_TARGET_MISSING: Rule = Rule::new(
     "ISVC005",

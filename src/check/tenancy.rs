@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::{
     Context, Finding, Rule, Severity, Workload, container_name, containers, init_containers, namespace, quantity,
 };
-use crate::objects::Object;
-use crate::quantity::Quantity;
+use crate::base::quantity::Quantity;
+use crate::model::objects::Object;
 
 pub const QUOTA_EXCEEDED: Rule = Rule::new(
     "ISVC021",
@@ -439,7 +439,7 @@ pub(crate) fn surge_excess(
 
 /// Replicas at `bound`. At the autoscalers' maximum, pods of a preemptible
 /// tier (a PriorityClass isvc marks with
-/// [`crate::tenancy::PREEMPTIBLE_ANNOTATION`]) are
+/// [`crate::derive::tenancy::PREEMPTIBLE_ANNOTATION`]) are
 /// left out: online work preempts them at peak.
 fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bound: Bound) -> i64 {
     match bound {
@@ -456,7 +456,7 @@ fn preemptible(cx: &Context<'_>, template: &Value) -> bool {
             && pc
                 .value
                 .pointer("/metadata/annotations")
-                .and_then(|a| a.get(crate::tenancy::PREEMPTIBLE_ANNOTATION))
+                .and_then(|a| a.get(crate::derive::tenancy::PREEMPTIBLE_ANNOTATION))
                 .and_then(Value::as_str)
                 == Some("true")
     })
@@ -623,7 +623,7 @@ mod tests {
     fn lr(limits: Value) -> Object {
         let value = json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "ns"}, "spec": {"limits": limits}});
         Object {
-            id: crate::objects::ObjectId::of(&value).unwrap(),
+            id: crate::model::objects::ObjectId::of(&value).unwrap(),
             value,
             owner: None,
             source: None,

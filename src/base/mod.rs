@@ -1,0 +1,7 @@
+//! The base layer: YAML with positions, diagnostics, quantities and names.
+//! It knows nothing of InferenceServices or Kubernetes.
+
+pub mod diagnostics;
+pub mod names;
+pub mod quantity;
+pub mod yaml;

@@ -1,0 +1,684 @@
+//! The one place that knows YAML text.
+//!
+//! Reading: [`parse_documents`] turns a text into a tree of [`Node`]s that
+//! keep their source spans, under hard limits so hostile input (alias bombs,
+//! deep nesting, huge scalars) fails fast with an error. Plain scalars are
+//! resolved with the YAML 1.2 core schema (`on`, `yes`, `no` are strings;
+//! `0755` is the integer 755). Duplicate keys are errors; merge keys (`<<`)
+//! are supported.
+//!
+//! Writing: [`to_string`] emits a JSON value as block YAML with the keys in
+//! the value's order and every string that a YAML 1.1 reader (as Kubernetes
+//! uses) could take for something else quoted.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
+use serde_json::Value;
+
+use crate::base::diagnostics::{Diagnostic, Location, Pos, Source, Span};
+
+/// Hard limits applied while building the tree.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Deepest nesting of mappings and sequences.
+    pub max_depth: usize,
+    /// Most nodes a document may have, counting every alias expansion.
+    pub max_nodes: usize,
+    /// Longest scalar, in bytes.
+    pub max_scalar_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_depth: 64, max_nodes: 100_000, max_scalar_bytes: 1 << 20 }
+    }
+}
+
+/// A parsed YAML node with the span it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: NodeValue,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeValue {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Key, Node)>),
+}
+
+/// A mapping key: always text (scalar keys are taken as written).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Key {
+    pub name: String,
+    pub span: Span,
+}
+
+impl Node {
+    /// The entry `key` of a mapping node.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.value {
+            NodeValue::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The key node of entry `key` of a mapping node.
+    pub fn key(&self, key: &str) -> Option<&Key> {
+        match &self.value {
+            NodeValue::Map(entries) => entries.iter().find(|(k, _)| k.name == key).map(|(k, _)| k),
+            _ => None,
+        }
+    }
+
+    /// The node at a path of keys and indexes, as far as it exists.
+    pub fn at_path<'a>(&'a self, path: &[PathSegment]) -> &'a Node {
+        let mut node = self;
+        for seg in path {
+            let next = match (seg, &node.value) {
+                (PathSegment::Key(k), NodeValue::Map(_)) => node.get(k),
+                (PathSegment::Index(i), NodeValue::Seq(items)) => items.get(*i),
+                _ => None,
+            };
+            match next {
+                Some(n) => node = n,
+                None => break,
+            }
+        }
+        node
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            NodeValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A short name for the node's type, for messages: "a string", "a mapping".
+    pub fn type_name(&self) -> &'static str {
+        match &self.value {
+            NodeValue::Null => "null",
+            NodeValue::Bool(_) => "a boolean",
+            NodeValue::Int(_) => "an integer",
+            NodeValue::Float(_) => "a number",
+            NodeValue::Str(_) => "a string",
+            NodeValue::Seq(_) => "a list",
+            NodeValue::Map(_) => "a mapping",
+        }
+    }
+
+    /// The node as a JSON value (mapping order kept).
+    pub fn to_json(&self) -> Value {
+        match &self.value {
+            NodeValue::Null => Value::Null,
+            NodeValue::Bool(b) => Value::Bool(*b),
+            NodeValue::Int(i) => Value::from(*i),
+            NodeValue::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            NodeValue::Str(s) => Value::String(s.clone()),
+            NodeValue::Seq(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            NodeValue::Map(entries) => {
+                Value::Object(entries.iter().map(|(k, v)| (k.name.clone(), v.to_json())).collect())
+            }
+        }
+    }
+
+    fn count(&self) -> usize {
+        1 + match &self.value {
+            NodeValue::Seq(items) => items.iter().map(Node::count).sum(),
+            NodeValue::Map(entries) => entries.iter().map(|(_, v)| 1 + v.count()).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// One step of a path into a document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathSegment {
+    Key(String),
+    Index(usize),
+}
+
+/// Formats a path the way users write it: `spec.containers[0].image`.
+pub fn path_string(path: &[PathSegment]) -> String {
+    let mut s = String::new();
+    for seg in path {
+        match seg {
+            PathSegment::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            PathSegment::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+/// A document of a stream: its root node, or `None` for an empty document.
+pub type Document = Option<Node>;
+
+/// One document of a stream, with the errors found in it.
+#[derive(Debug)]
+pub struct ParsedDocument {
+    pub root: Document,
+    /// Problems that spoil this document only (a duplicate key).
+    pub errors: Vec<Diagnostic>,
+}
+
+/// Parses every document of `source`, strictly: the first problem is the error.
+pub fn parse_documents(source: &Arc<Source>, limits: Limits) -> Result<Vec<Document>, Diagnostic> {
+    let (docs, fatal) = parse_stream(source, limits);
+    if let Some(e) = fatal {
+        return Err(e);
+    }
+    let mut out = Vec::with_capacity(docs.len());
+    for mut d in docs {
+        if !d.errors.is_empty() {
+            return Err(d.errors.remove(0));
+        }
+        out.push(d.root);
+    }
+    Ok(out)
+}
+
+/// Parses every document of `source` as far as possible: the documents
+/// before a syntax error, each with its own problems, and the syntax error
+/// (after which nothing can be trusted) if there is one.
+pub fn parse_stream(source: &Arc<Source>, limits: Limits) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+    let text = source.text.strip_prefix('\u{feff}').unwrap_or(&source.text);
+    let mut builder = Builder {
+        source,
+        limits,
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        nodes: 0,
+        docs: Vec::new(),
+        errors: Vec::new(),
+    };
+    for event in Parser::new_from_str(text) {
+        let result = match event {
+            Ok((event, span)) => builder.event(event, convert_span(&span)),
+            Err(e) => Err(scan_error(source, &e)),
+        };
+        if let Err(e) = result {
+            return (builder.docs, Some(e));
+        }
+    }
+    (builder.docs, None)
+}
+
+fn convert_span(span: &saphyr_parser::Span) -> Span {
+    Span {
+        start: Pos { line: span.start.line(), col: span.start.col() + 1 },
+        end: Pos { line: span.end.line(), col: span.end.col() + 1 },
+    }
+}
+
+fn scan_error(source: &Arc<Source>, e: &ScanError) -> Diagnostic {
+    let m = e.marker();
+    let info = e.info();
+    let d =
+        Diagnostic::error(format!("invalid YAML: {info}")).at(Location::span(source, Span::at(m.line(), m.col() + 1)));
+    match scan_hint(info, source.text.lines().nth(m.line().saturating_sub(1)).unwrap_or_default()) {
+        Some(h) => d.help(h),
+        None => d,
+    }
+}
+
+/// A hint for the parser's messages that name a symptom, not the cause.
+fn scan_hint(info: &str, line: &str) -> Option<&'static str> {
+    if line.starts_with(|c: char| c == ' ' || c == '\t') && line.trim_start_matches(' ').starts_with('\t')
+        || info.contains("tab")
+    {
+        return Some("indent with spaces: YAML does not allow tabs for indentation");
+    }
+    if info.contains("quoted scalar") {
+        return Some("is a quote left unclosed?");
+    }
+    if info.contains("mapping values are not allowed") {
+        return Some("check this line's indentation against the line above; a value that contains \": \" needs quotes");
+    }
+    if info.contains("did not find expected key") || info.contains("did not find expected '-'") {
+        return Some("check the indentation: the keys of one mapping must start in the same column");
+    }
+    if info.contains("flow") || info.contains("did not find expected ',' or") {
+        return Some("is a '{' or '[' left unclosed above?");
+    }
+    None
+}
+
+enum Frame {
+    Seq { items: Vec<Node>, start: Span, anchor: usize },
+    Map { entries: Vec<(Key, Node)>, pending_key: Option<Node>, start: Span, anchor: usize, merges: Vec<(Span, Node)> },
+}
+
+struct Builder<'s> {
+    source: &'s Arc<Source>,
+    limits: Limits,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Node, usize)>,
+    nodes: usize,
+    docs: Vec<ParsedDocument>,
+    /// Problems of the current document.
+    errors: Vec<Diagnostic>,
+}
+
+impl Builder<'_> {
+    fn err(&self, span: Span, msg: impl Into<String>) -> Diagnostic {
+        Diagnostic::error(msg).at(Location::span(self.source, span))
+    }
+
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), Diagnostic> {
+        match event {
+            Event::StreamStart | Event::StreamEnd | Event::Nothing | Event::DocumentEnd => Ok(()),
+            Event::DocumentStart(_) => {
+                self.anchors.clear();
+                self.nodes = 0;
+                self.errors.clear();
+                Ok(())
+            }
+            Event::Alias(id) => {
+                let Some((node, count)) = self.anchors.get(&id) else {
+                    return Err(self.err(span, "alias refers to an anchor that is not defined before it"));
+                };
+                let (mut node, count) = (node.clone(), *count);
+                self.budget(count, span)?;
+                node.span = span;
+                self.finish(node)
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                if text.len() > self.limits.max_scalar_bytes {
+                    return Err(self.err(
+                        span,
+                        format!(
+                            "scalar of {} bytes is longer than the limit of {} bytes",
+                            text.len(),
+                            self.limits.max_scalar_bytes
+                        ),
+                    ));
+                }
+                self.budget(1, span)?;
+                let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(span, m))?;
+                let node = Node { value, span };
+                if anchor > 0 {
+                    self.anchors.insert(anchor, (node.clone(), 1));
+                }
+                self.finish(node)
+            }
+            Event::SequenceStart(anchor, tag) => {
+                self.check_collection_tag(tag.as_deref(), "seq", span)?;
+                self.push(Frame::Seq { items: Vec::new(), start: span, anchor }, span)
+            }
+            Event::MappingStart(anchor, tag) => {
+                self.check_collection_tag(tag.as_deref(), "map", span)?;
+                self.push(
+                    Frame::Map { entries: Vec::new(), pending_key: None, start: span, anchor, merges: Vec::new() },
+                    span,
+                )
+            }
+            Event::SequenceEnd => match self.stack.pop() {
+                Some(Frame::Seq { items, start, anchor }) => {
+                    let node = Node { value: NodeValue::Seq(items), span: Span { start: start.start, end: span.end } };
+                    self.anchor(anchor, &node);
+                    self.finish(node)
+                }
+                _ => Err(self.err(span, "unbalanced sequence end")),
+            },
+            Event::MappingEnd => match self.stack.pop() {
+                Some(Frame::Map { mut entries, start, anchor, merges, .. }) => {
+                    for (at, merge) in merges {
+                        merge_into(&mut entries, merge).map_err(|m| self.err(at, m))?;
+                    }
+                    let node =
+                        Node { value: NodeValue::Map(entries), span: Span { start: start.start, end: span.end } };
+                    self.anchor(anchor, &node);
+                    self.finish(node)
+                }
+                _ => Err(self.err(span, "unbalanced mapping end")),
+            },
+        }
+    }
+
+    fn check_collection_tag(&self, tag: Option<&Tag>, expected: &str, span: Span) -> Result<(), Diagnostic> {
+        match tag {
+            None => Ok(()),
+            Some(t) if t.is_yaml_core_schema() && t.suffix == expected => Ok(()),
+            Some(t) => Err(self.err(span, format!("unsupported tag {t}: tags are not used in these files"))),
+        }
+    }
+
+    fn budget(&mut self, count: usize, span: Span) -> Result<(), Diagnostic> {
+        self.nodes = self.nodes.saturating_add(count);
+        if self.nodes > self.limits.max_nodes {
+            return Err(self.err(
+                span,
+                format!(
+                    "document has more than {} nodes (counting alias expansions); refusing to expand it further",
+                    self.limits.max_nodes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, frame: Frame, span: Span) -> Result<(), Diagnostic> {
+        if self.stack.len() >= self.limits.max_depth {
+            return Err(self.err(span, format!("nesting is deeper than the limit of {} levels", self.limits.max_depth)));
+        }
+        self.budget(1, span)?;
+        self.stack.push(frame);
+        Ok(())
+    }
+
+    fn anchor(&mut self, anchor: usize, node: &Node) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, (node.clone(), node.count()));
+        }
+    }
+
+    /// Hands a finished node to its parent, or ends the document.
+    fn finish(&mut self, node: Node) -> Result<(), Diagnostic> {
+        let source = self.source;
+        match self.stack.last_mut() {
+            None => {
+                let doc = match node.value {
+                    NodeValue::Null if node_is_empty_doc(&node) => None,
+                    _ => Some(node),
+                };
+                self.docs.push(ParsedDocument { root: doc, errors: std::mem::take(&mut self.errors) });
+                Ok(())
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(node);
+                Ok(())
+            }
+            Some(Frame::Map { entries, pending_key, merges, .. }) => match pending_key.take() {
+                None => {
+                    *pending_key = Some(node);
+                    Ok(())
+                }
+                Some(key) => {
+                    let name = match &key.value {
+                        NodeValue::Str(s) => s.clone(),
+                        NodeValue::Null => String::new(),
+                        NodeValue::Bool(b) => b.to_string(),
+                        NodeValue::Int(i) => i.to_string(),
+                        NodeValue::Float(f) => f.to_string(),
+                        NodeValue::Seq(_) | NodeValue::Map(_) => {
+                            return Err(Diagnostic::error("mapping keys must be plain text, not lists or mappings")
+                                .at(Location::span(source, key.span)));
+                        }
+                    };
+                    if name == "<<" && matches!(key.value, NodeValue::Str(_)) && is_plain_merge(&key) {
+                        merges.push((key.span, node));
+                        return Ok(());
+                    }
+                    if let Some((first, _)) = entries.iter().find(|(k, _)| k.name == name) {
+                        // The document is spoilt, but the rest of the stream
+                        // can still be read and checked.
+                        self.errors.push(
+                            Diagnostic::error(format!("duplicate key \"{name}\""))
+                                .at(Location::span(source, key.span))
+                                .related(Location::span(source, first.span), "first defined here")
+                                .help("remove one of the two entries"),
+                        );
+                        return Ok(());
+                    }
+                    entries.push((Key { name, span: key.span }, node));
+                    Ok(())
+                }
+            },
+        }
+    }
+}
+
+fn node_is_empty_doc(node: &Node) -> bool {
+    // An empty document parses as a plain empty scalar.
+    node.span.start == node.span.end || matches!(node.value, NodeValue::Null)
+}
+
+fn is_plain_merge(_key: &Node) -> bool {
+    // Quoted "<<" resolves to a string too; the parser does not tell us the
+    // style here, so a quoted "<<" is treated as a merge as well. Kubernetes
+    // tooling does the same.
+    true
+}
+
+/// Applies a merge key's value: entries already present win.
+fn merge_into(entries: &mut Vec<(Key, Node)>, merge: Node) -> Result<(), String> {
+    let sources = match merge.value {
+        NodeValue::Map(_) => vec![merge],
+        NodeValue::Seq(items) => items,
+        _ => return Err("a merge key (<<) needs a mapping or a list of mappings".to_string()),
+    };
+    for source in sources {
+        let NodeValue::Map(more) = source.value else {
+            return Err("a merge key (<<) needs a mapping or a list of mappings".to_string());
+        };
+        for (k, v) in more {
+            if !entries.iter().any(|(e, _)| e.name == k.name) {
+                entries.push((k, v));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves a scalar with the YAML 1.2 core schema.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<NodeValue, String> {
+    if let Some(tag) = tag {
+        if !tag.is_yaml_core_schema() {
+            return Err(format!("unsupported tag {tag}: tags are not used in these files"));
+        }
+        return match tag.suffix.as_str() {
+            "str" => Ok(NodeValue::Str(text.to_string())),
+            "null" => Ok(NodeValue::Null),
+            "bool" => match resolve_plain(text) {
+                v @ NodeValue::Bool(_) => Ok(v),
+                _ => Err(format!("\"{text}\" is not a boolean")),
+            },
+            "int" => match resolve_plain(text) {
+                v @ NodeValue::Int(_) => Ok(v),
+                _ => Err(format!("\"{text}\" is not an integer")),
+            },
+            "float" => match resolve_plain(text) {
+                NodeValue::Int(i) => Ok(NodeValue::Float(i as f64)),
+                v @ NodeValue::Float(_) => Ok(v),
+                _ => Err(format!("\"{text}\" is not a number")),
+            },
+            other => Err(format!("unsupported tag !!{other}: tags are not used in these files")),
+        };
+    }
+    Ok(match style {
+        ScalarStyle::Plain => resolve_plain(text),
+        _ => NodeValue::Str(text.to_string()),
+    })
+}
+
+fn resolve_plain(text: &str) -> NodeValue {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return NodeValue::Null,
+        "true" | "True" | "TRUE" => return NodeValue::Bool(true),
+        "false" | "False" | "FALSE" => return NodeValue::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return NodeValue::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return NodeValue::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return NodeValue::Float(f64::NAN),
+        _ => {}
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<i64>() {
+            Ok(i) => NodeValue::Int(i),
+            Err(_) => text.parse::<f64>().map_or_else(|_| NodeValue::Str(text.to_string()), NodeValue::Float),
+        };
+    }
+    if let Some(oct) = text.strip_prefix("0o") {
+        if let Ok(i) = i64::from_str_radix(oct, 8) {
+            return NodeValue::Int(i);
+        }
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(i) = i64::from_str_radix(hex, 16) {
+            return NodeValue::Int(i);
+        }
+    }
+    if is_core_float(text) {
+        if let Ok(f) = text.parse::<f64>() {
+            return NodeValue::Float(f);
+        }
+    }
+    NodeValue::Str(text.to_string())
+}
+
+/// `[-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?`
+fn is_core_float(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    let int_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    let int_digits = i - int_start;
+    let mut frac_digits = 0;
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        frac_digits = i - s;
+    }
+    if int_digits == 0 && frac_digits == 0 {
+        return false;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        i += 1;
+        if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+            i += 1;
+        }
+        let s = i;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        if i == s {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// Emits `value` as one block-style YAML document (no `---`), keys in the
+/// value's order. Strings that could read as another type are quoted.
+pub fn to_string(value: &Value) -> String {
+    let options = serde_saphyr::ser_options! {
+        prefer_block_scalars: false,
+    };
+    // Serializing a JSON value cannot fail: every key is a string and every
+    // number is finite.
+    serde_saphyr::to_string_with_options(value, options).unwrap_or_else(|e| format!("# unserializable: {e}\n"))
+}
+
+/// A scalar as text for messages: strings quoted, others as written.
+pub fn describe(value: &Value) -> Cow<'static, str> {
+    match value {
+        Value::String(s) => Cow::Owned(format!("{s:?}")),
+        other => Cow::Owned(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Vec<Document>, Diagnostic> {
+        parse_documents(&Source::new("t.yaml", text), Limits::default())
+    }
+
+    fn one(text: &str) -> Value {
+        parse(text).unwrap().into_iter().flatten().next().unwrap().to_json()
+    }
+
+    #[test]
+    fn core_schema_scalars() {
+        let v = one("a: on\nb: no\nc: 0755\nd: 0x1f\ne: 1.5\nf: ~\ng: True\nh: '3'\ni: 1e3\nj: 12:30\n");
+        assert_eq!(
+            v,
+            serde_json::json!({"a": "on", "b": "no", "c": 755, "d": 31, "e": 1.5, "f": null, "g": true, "h": "3", "i": 1000.0, "j": "12:30"})
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_both_positions() {
+        let e = parse("a: 1\nb: 2\na: 3\n").unwrap_err();
+        assert_eq!(e.message, "duplicate key \"a\"");
+        assert_eq!(e.location.unwrap().span.unwrap().start, Pos { line: 3, col: 1 });
+        assert_eq!(e.related[0].0.span.unwrap().start, Pos { line: 1, col: 1 });
+    }
+
+    #[test]
+    fn merge_keys_fill_missing_entries() {
+        let v = one("base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n");
+        assert_eq!(v["m"], serde_json::json!({"y": 3, "x": 1}));
+    }
+
+    #[test]
+    fn alias_bomb_fails_fast() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
+    }
+
+    #[test]
+    fn deep_nesting_fails_fast() {
+        let text = "[".repeat(100) + &"]".repeat(100);
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("nesting is deeper than the limit of 64"), "{}", e.message);
+        // Far deeper input is stopped by the parser itself.
+        let text = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert!(parse(&text).is_err());
+    }
+
+    #[test]
+    fn empty_documents_are_none() {
+        let docs = parse("---\n# only a comment\n---\na: 1\n").unwrap();
+        assert_eq!(docs.len(), 2);
+        assert!(docs[0].is_none());
+        assert!(docs[1].is_some());
+        assert!(parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn bom_and_crlf_are_accepted() {
+        assert_eq!(one("\u{feff}a: 1\r\nb: x\r\n"), serde_json::json!({"a": 1, "b": "x"}));
+    }
+
+    #[test]
+    fn emitted_strings_survive_a_yaml_1_1_reader() {
+        let v =
+            serde_json::json!({"a": "on", "b": "0755", "c": "1_000", "d": "12:30", "e": "", "f": "x: y", "g": "true"});
+        let text = to_string(&v);
+        for line in text.lines() {
+            let (_, rhs) = line.split_once(": ").unwrap();
+            assert!(rhs.starts_with('"') || rhs.starts_with('\''), "{line}");
+        }
+        assert_eq!(one(&text), v);
+    }
+}

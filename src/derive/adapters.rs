@@ -1,0 +1,245 @@
+//! LoRA adapters: the checks on a service's adapter list, and how vLLM gets
+//! it.
+//!
+//! The list becomes a vLLM config file (`vllm serve --config`, whose keys are
+//! the command-line options `enable-lora`, `max-loras`, `max-lora-rank` and
+//! `lora-modules`) held in a ConfigMap of the service and mounted read-only
+//! into the server container; the server's arguments only name the file.
+//! vLLM reads the file at startup, so a changed list must restart the pods:
+//! the pod template carries a checksum of the file, and changing the list
+//! changes the ConfigMap and that one annotation, nothing else.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::base::diagnostics::Diagnostic;
+use crate::base::yaml::PathSegment;
+use crate::model::objects::Object;
+use crate::model::v1alpha2::{InferenceServiceSpec, Problem};
+
+/// Name of the ConfigMap volume in the pod, and of the key in the ConfigMap.
+pub const VOLUME: &str = "adapters";
+pub const CONFIG_FILE: &str = "lora.yaml";
+/// Where the ConfigMap is mounted in the server container.
+pub const MOUNT_PATH: &str = "/etc/isvc/adapters";
+/// Pod-template annotation holding the checksum of the config file.
+pub const CHECKSUM_ANNOTATION: &str = "ai.example.com/adapters-checksum";
+
+/// What the objects of a service with adapters need.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AdapterPlan {
+    /// Adapter names, as clients ask for them.
+    pub names: Vec<String>,
+    /// The ConfigMap's data: the config file by name.
+    pub data: BTreeMap<String, String>,
+    /// Checksum of the config file (64-bit FNV-1a, hex).
+    pub checksum: String,
+}
+
+/// The adapter plan of a service, `None` without adapters. `max_lora_rank`
+/// is the platform's `defaults.lora.maxLoraRank`.
+pub fn plan(
+    spec: &InferenceServiceSpec,
+    namespace: &str,
+    name: &str,
+    max_lora_rank: Option<i32>,
+) -> Option<AdapterPlan> {
+    if spec.adapters.is_empty() {
+        return None;
+    }
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut config = format!(
+        "# vLLM options for the LoRA adapters of {namespace}/{name}, read at startup (vllm serve --config).\n\
+         enable-lora: true\nmax-loras: {}\n",
+        spec.adapters.len()
+    );
+    if let Some(rank) = max_lora_rank {
+        config.push_str(&format!("max-lora-rank: {rank}\n"));
+    }
+    config.push_str("lora-modules:\n");
+    for a in &spec.adapters {
+        config.push_str(&format!("  - {}\n", quote(&format!("{}={}", a.name, a.source))));
+    }
+    Some(AdapterPlan {
+        names: spec.adapters.iter().map(|a| a.name.clone()).collect(),
+        checksum: format!("{:016x}", fnv1a(config.as_bytes())),
+        data: BTreeMap::from([(CONFIG_FILE.to_string(), config)]),
+    })
+}
+
+/// The server arguments that point vLLM at the mounted config file.
+pub fn args() -> [String; 2] {
+    ["--config".to_string(), format!("{MOUNT_PATH}/{CONFIG_FILE}")]
+}
+
+/// Services with adapters whose rendered server does not read them: an
+/// overridden template that dropped `container.volume_mounts`, `volumes` or
+/// `container.args` would start vLLM without its adapters.
+pub fn check_mounted(objects: &[Object]) -> Vec<Diagnostic> {
+    let config = format!("{MOUNT_PATH}/{CONFIG_FILE}");
+    let mut out = Vec::new();
+    for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.pointer("/data/lora.yaml").is_some()) {
+        let Some(workload) = objects.iter().find(|o| {
+            o.owner == cm.owner
+                && o.id.namespace == cm.id.namespace
+                && !crate::model::objects::pod_templates(&o.value).is_empty()
+        }) else {
+            continue;
+        };
+        let reads = crate::model::objects::pod_templates(&workload.value).into_iter().any(|t| {
+            let volume = t
+                .pointer("/spec/volumes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|v| v.pointer("/configMap/name").and_then(Value::as_str) == Some(cm.id.name.as_str()));
+            let Some(volume) = volume.and_then(|v| v.get("name")) else { return false };
+            t.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten().any(|c| {
+                let args: Vec<&str> =
+                    c.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                let mounted = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().any(|m| {
+                    m.get("name") == Some(volume) && m.get("mountPath").and_then(Value::as_str) == Some(MOUNT_PATH)
+                });
+                mounted && args.windows(2).any(|w| w == ["--config", config.as_str()])
+            })
+        });
+        if !reads {
+            let from = cm.source.as_deref().map(|s| format!(" (from {s})")).unwrap_or_default();
+            out.push(
+                Diagnostic::error(format!(
+                    "{}: the server does not read its adapters: no container mounts ConfigMap {} at {MOUNT_PATH} and passes --config {config}{from}",
+                    workload.id, cm.id.name
+                ))
+                .help("an overridden template must keep container.args, container.volume_mounts and volumes"),
+            );
+        }
+    }
+    out
+}
+
+/// 64-bit FNV-1a: a stable checksum, not a security measure.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Problems in a spec's adapter list: names that are not DNS labels, that
+/// repeat, or that are the base model's; sources vLLM cannot load.
+pub fn check(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, a) in spec.adapters.iter().enumerate() {
+        let at = |field: &str| {
+            vec![
+                PathSegment::Key("spec".into()),
+                PathSegment::Key("adapters".into()),
+                PathSegment::Index(i),
+                PathSegment::Key(field.into()),
+            ]
+        };
+        if let Err(e) = crate::base::names::dns1123_label(&a.name) {
+            out.push(
+                Problem::new(at("name"), format!("invalid adapter name \"{}\": {e}", a.name))
+                    .help("clients ask for an adapter by this name; use lower case letters, digits and '-'"),
+            );
+        } else if a.name == spec.base_model {
+            out.push(
+                Problem::new(at("name"), format!("adapter \"{}\" has the name of the base model", a.name))
+                    .help("clients could not ask for one or the other; rename the adapter"),
+            );
+        } else if let Some(first) = seen.insert(&a.name, i) {
+            out.push(
+                Problem::new(
+                    at("name"),
+                    format!("adapter \"{}\" is listed twice (first as adapters[{first}])", a.name),
+                )
+                .help("adapter names must be unique within a service"),
+            );
+        }
+        if let Err(e) = check_source(&a.source) {
+            out.push(Problem::new(at("source"), format!("adapter \"{}\": {e}", a.name)).help(
+                "vLLM loads an adapter from a Hugging Face repository (org/name) or a path in the container; \
+                 mount other storage into the container and give its path",
+            ));
+        }
+    }
+    out
+}
+
+/// A source vLLM can load: an absolute path in the container, or a Hugging
+/// Face repository id (`org/name` or `name`).
+fn check_source(source: &str) -> Result<(), String> {
+    if source.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("source must not contain spaces or control characters".to_string());
+    }
+    if source.starts_with('/') {
+        return Ok(());
+    }
+    if let Some((scheme, _)) = source.split_once("://") {
+        return Err(format!("source \"{source}\" is a URL; vLLM does not download adapters from {scheme}:// URLs"));
+    }
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 96
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && !p.starts_with(['-', '.'])
+    };
+    match source.split_once('/') {
+        Some((org, name)) if part_ok(org) && part_ok(name) => Ok(()),
+        None if part_ok(source) => Ok(()),
+        _ => {
+            Err(format!("source \"{source}\" is neither an absolute path nor a Hugging Face repository id (org/name)"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::v1alpha2::Adapter;
+
+    fn spec(adapters: &[(&str, &str)]) -> InferenceServiceSpec {
+        let mut s = crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
+            model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+            replicas: 1,
+            gpus_per_replica: 1,
+            priority: None,
+            queue: None,
+        });
+        s.adapters = adapters.iter().map(|(n, s)| Adapter { name: n.to_string(), source: s.to_string() }).collect();
+        s
+    }
+
+    #[test]
+    fn the_config_file_lists_every_adapter_and_its_checksum_follows_it() {
+        let a =
+            plan(&spec(&[("sql", "org/sql-lora"), ("chat", "/mnt/adapters/chat")]), "ns", "llama", Some(64)).unwrap();
+        assert_eq!(
+            a.data[CONFIG_FILE],
+            "# vLLM options for the LoRA adapters of ns/llama, read at startup (vllm serve --config).\n\
+             enable-lora: true\nmax-loras: 2\nmax-lora-rank: 64\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/mnt/adapters/chat\"\n"
+        );
+        let b = plan(&spec(&[("sql", "org/sql-lora-v2"), ("chat", "/mnt/adapters/chat")]), "ns", "llama", Some(64))
+            .unwrap();
+        assert_ne!(a.checksum, b.checksum);
+        assert!(plan(&spec(&[]), "ns", "llama", None).is_none());
+    }
+
+    #[test]
+    fn names_must_be_labels_unique_and_not_the_base_model() {
+        let s = spec(&[("sql", "org/a"), ("sql", "org/b"), ("Chat_1", "org/c"), ("meta-llama", "s3://bucket/x")]);
+        let msgs: Vec<String> = check(&s).into_iter().map(|p| p.message).collect();
+        assert_eq!(
+            msgs,
+            [
+                "adapter \"sql\" is listed twice (first as adapters[0])",
+                "invalid adapter name \"Chat_1\": must consist of lower case alphanumeric characters or '-'",
+                "adapter \"meta-llama\": source \"s3://bucket/x\" is a URL; vLLM does not download adapters from s3:// URLs",
+            ]
+        );
+        let mut s = spec(&[("llama", "org/a")]);
+        s.base_model = "llama".into();
+        assert_eq!(check(&s)[0].message, "adapter \"llama\" has the name of the base model");
+    }
+}

@@ -1,0 +1,151 @@
+//! Queue-length autoscaling: the bounds a service scales between, and which
+//! object does the scaling.
+//!
+//! A service that names `autoscaling` scales between its `min` and `max` on
+//! vLLM's `vllm:num_requests_waiting`, `targetQueueLength` waiting requests
+//! per replica. Where the platform declares `keda`, a KEDA ScaledObject does
+//! it with a Prometheus trigger (KEDA then owns the HorizontalPodAutoscaler
+//! it creates); otherwise the HorizontalPodAutoscaler of every service does,
+//! reading the metric through the cluster's metrics adapter. Never both: the
+//! two would fight over the replica count.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::v1alpha2::{InferenceServiceSpec, Problem, spec_path};
+
+/// The platform's KEDA settings: present, KEDA scales the services that
+/// name `autoscaling`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KedaConfig {
+    /// URL of the Prometheus server KEDA queries (for example
+    /// `http://prometheus-operated.monitoring.svc:9090`).
+    #[schemars(length(min = 1))]
+    pub server_address: String,
+    /// PromQL query for the waiting requests of one service, summed over its
+    /// pods; `{namespace}` and `{name}` are replaced by the service's. The
+    /// default fits the labels Prometheus Operator gives targets of the
+    /// ServiceMonitor isvc renders.
+    #[serde(default = "default_query")]
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// Seconds between two queries.
+    #[serde(default = "default_polling_interval")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub polling_interval: i32,
+}
+
+fn default_query() -> String {
+    "sum(vllm:num_requests_waiting{namespace=\"{namespace}\",service=\"{name}\"})".to_string()
+}
+
+fn default_polling_interval() -> i32 {
+    15
+}
+
+/// The ScaledObject's trigger settings for one service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KedaTrigger {
+    pub server_address: String,
+    pub query: String,
+    pub polling_interval: i32,
+}
+
+/// The KEDA trigger of a service that names `autoscaling`, where the
+/// platform uses KEDA.
+pub fn keda_trigger(
+    spec: &InferenceServiceSpec,
+    keda: Option<&KedaConfig>,
+    namespace: &str,
+    name: &str,
+) -> Option<KedaTrigger> {
+    let keda = keda?;
+    spec.autoscaling.as_ref()?;
+    Some(KedaTrigger {
+        server_address: keda.server_address.clone(),
+        query: keda.query.replace("{namespace}", namespace).replace("{name}", name),
+        polling_interval: keda.polling_interval,
+    })
+}
+
+/// The bounds a service scales between and its steady-state replicas:
+/// `autoscaling` as given, or for `replicas` > 0 the reference Operator's
+/// max(1, replicas / 2) to replicas x 3. `None` bounds for a fixed count of 0.
+pub fn bounds(spec: &InferenceServiceSpec) -> (Option<(i32, i32)>, i32) {
+    match (&spec.autoscaling, spec.replicas) {
+        (Some(a), _) => (Some((a.min, a.max)), a.min),
+        (None, Some(r)) => (crate::derive::autoscaler_bounds(r), r),
+        (None, None) => (None, 0),
+    }
+}
+
+/// `replicas` or `autoscaling`, exactly one; `min` not above `max`.
+pub fn check(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
+    match (&spec.autoscaling, spec.replicas) {
+        (None, None) => out.push(
+            Problem::new(spec_path(&[]), "give spec.replicas or spec.autoscaling")
+                .help("replicas: N for a fixed count, or autoscaling: {min, max, targetQueueLength}"),
+        ),
+        (Some(_), Some(_)) => out.push(
+            Problem::new(spec_path(&["replicas"]), "give spec.replicas or spec.autoscaling, not both")
+                .help("with autoscaling, the autoscaler owns the replica count; remove replicas"),
+        ),
+        _ => {}
+    }
+    if let Some(a) = spec.autoscaling.as_ref().filter(|a| a.min > a.max) {
+        out.push(
+            Problem::new(
+                spec_path(&["autoscaling", "min"]),
+                format!("autoscaling.min ({}) is above autoscaling.max ({})", a.min, a.max),
+            )
+            .help("lower min or raise max"),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::v1alpha2::Autoscaling;
+
+    fn spec(replicas: Option<i32>, autoscaling: Option<(i32, i32, i32)>) -> InferenceServiceSpec {
+        let mut s = crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
+            model: "m".into(),
+            replicas: 0,
+            gpus_per_replica: 1,
+            priority: None,
+            queue: None,
+        });
+        s.replicas = replicas;
+        s.autoscaling = autoscaling.map(|(min, max, t)| Autoscaling { min, max, target_queue_length: t });
+        s
+    }
+
+    #[test]
+    fn bounds_come_from_autoscaling_or_the_reference_operator() {
+        assert_eq!(bounds(&spec(None, Some((2, 6, 4)))), (Some((2, 6)), 2));
+        assert_eq!(bounds(&spec(Some(4), None)), (Some((2, 12)), 4));
+        assert_eq!(bounds(&spec(Some(0), None)), (None, 0));
+    }
+
+    #[test]
+    fn exactly_one_of_replicas_and_autoscaling_and_min_not_above_max() {
+        let msgs = |s| check(&s).into_iter().map(|p| p.message).collect::<Vec<_>>();
+        assert_eq!(msgs(spec(None, None)), ["give spec.replicas or spec.autoscaling"]);
+        assert_eq!(msgs(spec(Some(1), Some((1, 2, 3)))), ["give spec.replicas or spec.autoscaling, not both"]);
+        assert_eq!(msgs(spec(None, Some((5, 3, 1)))), ["autoscaling.min (5) is above autoscaling.max (3)"]);
+        assert!(msgs(spec(None, Some((3, 3, 1)))).is_empty());
+    }
+
+    #[test]
+    fn the_query_names_the_service() {
+        let keda =
+            KedaConfig { server_address: "http://prom:9090".into(), query: default_query(), polling_interval: 15 };
+        let t = keda_trigger(&spec(None, Some((1, 2, 3))), Some(&keda), "team-a", "llama").unwrap();
+        assert_eq!(t.query, "sum(vllm:num_requests_waiting{namespace=\"team-a\",service=\"llama\"})");
+        assert!(keda_trigger(&spec(Some(1), None), Some(&keda), "team-a", "llama").is_none());
+    }
+}

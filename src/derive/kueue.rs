@@ -1,0 +1,247 @@
+//! Kueue admission (`kueue.x-k8s.io/v1beta2`, the version Kueue stores since
+//! v0.16): a ResourceFlavor for the GPU nodes, a WorkloadPriorityClass per
+//! tier, a ClusterQueue per tenant queue in the tenant's cohort (borrowing
+//! and lending limits, reclaim at peak), and a LocalQueue of the same name in
+//! every tenant namespace. Serving Deployments reach their queue through the
+//! `kueue.x-k8s.io/queue-name` label that Kueue's `deployment` integration reads.
+//!
+//! The checks catch what Kueue would otherwise leave Pending forever.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::base::diagnostics::Diagnostic;
+use crate::base::quantity::Quantity;
+use crate::base::yaml::PathSegment;
+use crate::derive::tenancy::TENANT_LABEL;
+use crate::derive::{DesiredService, MANAGED_BY};
+use crate::load::LoadedService;
+use crate::model::objects::{Object, ObjectId};
+use crate::model::platform::{Platform, QuantityText, Queue, Tenant};
+
+pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+/// Label Kueue reads for the LocalQueue of a workload.
+pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
+/// Label Kueue reads for the WorkloadPriorityClass of a workload.
+pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
+
+/// Name of the ClusterQueue behind a tenant's queue.
+pub fn cluster_queue(tenant: &Tenant, queue: &Queue) -> String {
+    format!("{}-{}", tenant.name, queue.name)
+}
+
+fn uses_kueue(platform: &Platform) -> bool {
+    platform.tenants.iter().any(|t| !t.queues.is_empty())
+}
+
+/// The Kueue objects of the platform (none when no tenant declares queues).
+pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
+    if !uses_kueue(platform) {
+        return Vec::new();
+    }
+    let kueue = platform.kueue.clone().unwrap_or_default();
+    let labels = json!({MANAGED_BY.0: MANAGED_BY.1});
+    let object = |kind: &str, ns: Option<&str>, name: &str, value: Value| Object {
+        id: ObjectId::new(API_VERSION, kind, ns, name),
+        value,
+        owner: None,
+        source: source.map(str::to_string),
+        cluster: None,
+        bootstrap: false,
+    };
+    let mut out = Vec::new();
+    let mut flavor_spec = serde_json::Map::new();
+    if !kueue.flavor.node_labels.is_empty() {
+        flavor_spec.insert("nodeLabels".into(), json!(kueue.flavor.node_labels));
+    }
+    if !kueue.flavor.tolerations.is_empty() {
+        flavor_spec.insert("tolerations".into(), serde_json::to_value(&kueue.flavor.tolerations).unwrap_or_default());
+    }
+    out.push(object(
+        "ResourceFlavor",
+        None,
+        &kueue.flavor.name,
+        json!({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": kueue.flavor.name, "labels": labels}, "spec": flavor_spec}),
+    ));
+    for (name, tier) in platform.tiers() {
+        let mut value = json!({
+            "apiVersion": API_VERSION, "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name, "labels": labels},
+            "value": tier.value,
+        });
+        if let Some(d) = &tier.description {
+            value["description"] = json!(d);
+        }
+        out.push(object("WorkloadPriorityClass", None, &name, value));
+    }
+    for tenant in &platform.tenants {
+        for queue in &tenant.queues {
+            let cq = cluster_queue(tenant, queue);
+            let resources: Vec<Value> = queue
+                .nominal_quota
+                .iter()
+                .map(|(r, q)| {
+                    let mut entry = json!({"name": r, "nominalQuota": q.0});
+                    if let Some(b) = queue.borrowing_limit.as_ref().and_then(|m| m.get(r)) {
+                        entry["borrowingLimit"] = json!(b.0);
+                    }
+                    if let Some(l) = queue.lending_limit.as_ref().and_then(|m| m.get(r)) {
+                        entry["lendingLimit"] = json!(l.0);
+                    }
+                    entry
+                })
+                .collect();
+            out.push(object(
+                "ClusterQueue",
+                None,
+                &cq,
+                json!({
+                    "apiVersion": API_VERSION, "kind": "ClusterQueue",
+                    "metadata": {"name": cq, "labels": {MANAGED_BY.0: MANAGED_BY.1, TENANT_LABEL: tenant.name}},
+                    "spec": {
+                        "cohortName": tenant.cohort_name(),
+                        "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
+                        "queueingStrategy": "BestEffortFIFO",
+                        "preemption": {
+                            "reclaimWithinCohort": "Any",
+                            "withinClusterQueue": "LowerPriority",
+                            "borrowWithinCohort": {"policy": "LowerPriority"},
+                        },
+                        "resourceGroups": [{
+                            "coveredResources": queue.nominal_quota.keys().collect::<Vec<_>>(),
+                            "flavors": [{"name": kueue.flavor.name, "resources": resources}],
+                        }],
+                    },
+                }),
+            ));
+            for ns in tenant.namespace_list() {
+                out.push(object(
+                    "LocalQueue",
+                    Some(&ns),
+                    &queue.name,
+                    json!({
+                        "apiVersion": API_VERSION, "kind": "LocalQueue",
+                        "metadata": {"name": queue.name, "namespace": ns, "labels": {MANAGED_BY.0: MANAGED_BY.1, TENANT_LABEL: tenant.name}},
+                        "spec": {"clusterQueue": cq},
+                    }),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn parse(map: &BTreeMap<String, QuantityText>, key: &str) -> Option<Quantity> {
+    map.get(key).and_then(|q| Quantity::parse(q).ok())
+}
+
+fn sum<'a>(items: impl Iterator<Item = Quantity> + 'a) -> Quantity {
+    items.fold(Quantity::zero(), |a, b| a.plus(&b))
+}
+
+/// Checks the queues against quotas and capacity, and the queued services
+/// against what their queue can ever admit.
+pub fn check(
+    services: &[(&LoadedService, &DesiredService)],
+    platform: &Platform,
+    platform_file: Option<&str>,
+) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    if !uses_kueue(platform) {
+        return diags;
+    }
+    let file = platform_file.unwrap_or("the platform file");
+    let resources: std::collections::BTreeSet<&String> =
+        platform.tenants.iter().flat_map(|t| t.queues.iter().flat_map(|q| q.nominal_quota.keys())).collect();
+    // Nominal quotas against each tenant's ResourceQuota and the cluster's capacity.
+    for r in &resources {
+        for tenant in &platform.tenants {
+            let nominal = sum(tenant.queues.iter().filter_map(|q| parse(&q.nominal_quota, r)));
+            let quota = parse(&tenant.quota, &format!("requests.{r}")).or_else(|| parse(&tenant.quota, r));
+            if let Some(quota) = quota.filter(|q| nominal > *q) {
+                diags.push(Diagnostic::error(format!(
+                    "tenant \"{}\": its queues' nominal quota {r}={nominal} exceeds its ResourceQuota {r}={quota} ({file}); Kueue would admit pods the API server then rejects",
+                    tenant.name
+                )));
+            }
+        }
+        let capacity = platform.kueue.as_ref().and_then(|k| parse(&k.capacity, r));
+        let total =
+            sum(platform.tenants.iter().flat_map(|t| t.queues.iter().filter_map(|q| parse(&q.nominal_quota, r))));
+        if let Some(capacity) = capacity.filter(|c| total > *c) {
+            diags.push(Diagnostic::error(format!(
+                "the queues' nominal quotas add up to {r}={total}, more than the declared cluster capacity {r}={capacity} ({file})"
+            )));
+        }
+    }
+    // Queued services: resources the queue does not cover, and peaks it can never admit.
+    let tiers = platform.tiers();
+    for tenant in &platform.tenants {
+        for queue in &tenant.queues {
+            let queued: Vec<&(&LoadedService, &DesiredService)> = services
+                .iter()
+                .filter(|(_, d)| {
+                    d.queue.as_deref() == Some(queue.name.as_str()) && tenant.namespace_list().contains(&d.namespace)
+                })
+                .collect();
+            for (s, d) in &queued {
+                for r in d.container.requests.keys().filter(|r| !queue.nominal_quota.contains_key(*r)) {
+                    diags.push(
+                        Diagnostic::error(format!(
+                            "{}/{} requests {r}, which queue \"{}\" does not cover: Kueue never admits its pods",
+                            d.namespace, d.name, queue.name
+                        ))
+                        .at(s.location(&[PathSegment::Key("spec".into())]))
+                        .help(format!("add {r} to the nominalQuota of queue \"{}\" in {file}", queue.name)),
+                    );
+                }
+            }
+            for (r, nominal) in queue.nominal_quota.iter().filter_map(|(r, q)| Some((r, Quantity::parse(q).ok()?))) {
+                let borrowable = borrowable(tenant, queue, r, platform);
+                let ceiling = nominal.plus(&borrowable);
+                let mut peak = Quantity::zero();
+                let mut worst: Option<&(&LoadedService, &DesiredService)> = None;
+                for item in &queued {
+                    let d = item.1;
+                    let online = !d.priority.as_ref().and_then(|p| tiers.get(p)).is_some_and(|t| t.preemptible);
+                    let Some(per_pod) = d.container.requests.get(r).and_then(|v| Quantity::parse(v).ok()) else {
+                        continue;
+                    };
+                    if online {
+                        let pods = d.peak_pods();
+                        peak = peak.plus(&per_pod.times(i64::from(pods)));
+                        worst = Some(item);
+                    }
+                }
+                if let Some((s, _)) = worst.filter(|_| peak > ceiling) {
+                    diags.push(
+                        Diagnostic::error(format!(
+                            "queue \"{}\" of tenant \"{}\" can admit at most {r}={ceiling} (nominal {nominal} + borrowable {borrowable}), \
+                             but its non-preemptible services need {r}={peak} at the autoscalers' maximum",
+                            queue.name, tenant.name
+                        ))
+                        .at(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]))
+                        .help(format!("raise the queue's nominalQuota or borrowingLimit in {file}, or lower replicas")),
+                    );
+                }
+            }
+        }
+    }
+    diags
+}
+
+/// What a queue can borrow of `r` from the rest of its cohort.
+fn borrowable(tenant: &Tenant, queue: &Queue, r: &str, platform: &Platform) -> Quantity {
+    let cohort = tenant.cohort_name();
+    let lendable = sum(platform.tenants.iter().filter(|t| t.cohort_name() == cohort).flat_map(|t| {
+        t.queues
+            .iter()
+            .filter(move |q| !(t.name == tenant.name && q.name == queue.name))
+            .filter_map(|q| q.lending_limit.as_ref().and_then(|l| parse(l, r)).or_else(|| parse(&q.nominal_quota, r)))
+    }));
+    match queue.borrowing_limit.as_ref().and_then(|b| parse(b, r)) {
+        Some(limit) if limit < lendable => limit,
+        _ => lendable,
+    }
+}

@@ -1,0 +1,534 @@
+//! The derivation: typed spec and platform in, the desired state of every
+//! service out. Pure: no I/O, no clock, no randomness.
+//!
+//! Every decision about what the cluster should run is made here (names,
+//! labels, arguments, resources, probes, replicas, autoscaler bounds, which
+//! objects exist); the templates only give those values their YAML shape.
+//! An Operator could call [`derive`] in its reconcile loop.
+
+pub mod adapters;
+pub mod autoscaling;
+pub mod gateway;
+pub mod gitops;
+pub mod kueue;
+pub mod monitoring;
+pub mod multinode;
+pub mod security;
+pub mod tenancy;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use self::security::PodSecurity;
+use crate::base::quantity::Quantity;
+use crate::model::platform::Platform;
+use crate::model::v1alpha2::InferenceService;
+
+/// Labels isvc sets on every object; users cannot set them.
+pub const RESERVED_LABELS: [&str; 4] = [
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/component",
+    "app.kubernetes.io/managed-by",
+];
+/// The label that marks objects isvc manages.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "isvc");
+/// Name of the container port (probes and the Service refer to it by name).
+pub const PORT_NAME: &str = "http";
+/// Name of the server container.
+pub const CONTAINER_NAME: &str = "vllm";
+
+/// The desired state of one InferenceService: every value its objects need.
+/// Serialized, this is the context its templates are rendered with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DesiredService {
+    pub name: String,
+    pub namespace: String,
+    /// Labels of every object rendered for the service.
+    pub labels: BTreeMap<String, String>,
+    /// Annotations of the Deployment, Service and autoscaler.
+    pub annotations: BTreeMap<String, String>,
+    /// The Deployment's and Service's selector: a subset of `pod_labels`.
+    pub selector: BTreeMap<String, String>,
+    pub pod_labels: BTreeMap<String, String>,
+    /// Labels of the Deployment itself: `labels` plus the Kueue queue and
+    /// priority labels when a queue admits the service.
+    pub workload_labels: BTreeMap<String, String>,
+    pub model: String,
+    pub container: Container,
+    /// Deployment replicas; `None` when the autoscaler owns the count (so a
+    /// GitOps engine never fights it over `spec.replicas`).
+    pub replicas: Option<i32>,
+    pub rollout: RolloutPlan,
+    /// The autoscaler; `None` for a service scaled to zero.
+    pub autoscaler: Option<Autoscaler>,
+    /// `spec.replicas` as written (the steady state).
+    pub spec_replicas: i32,
+    /// Tenant owning the namespace, if the platform declares tenants.
+    pub tenant: Option<String>,
+    /// Priority tier, which is also the PriorityClass name.
+    pub priority: Option<String>,
+    /// Kueue LocalQueue admitting the pods.
+    pub queue: Option<String>,
+    /// PodDisruptionBudget for tiers that ask for one.
+    pub disruption_budget: Option<DisruptionBudget>,
+    /// Pod and container security settings (see [`crate::derive::security`]).
+    pub security: PodSecurity,
+    /// The workload that runs the pods: a Deployment, or a LeaderWorkerSet
+    /// when a replica spans several nodes.
+    pub workload: Workload,
+    /// Pods per replica: 1, or the nodes a replica spans.
+    pub pods_per_replica: i32,
+    /// The LeaderWorkerSet group, when a replica spans several nodes.
+    pub multi_node: Option<crate::derive::multinode::MultiNode>,
+    /// Annotations of the pod template (the adapter config's checksum).
+    pub pod_annotations: BTreeMap<String, String>,
+    /// Pod volumes besides `/dev/shm`, as Kubernetes writes them.
+    pub volumes: Vec<serde_json::Value>,
+    /// The writable volumes (and their mounts) a read-only root filesystem
+    /// needs: every pod gets them, a multi-node worker only them.
+    pub security_volumes: Vec<serde_json::Value>,
+    pub security_mounts: Vec<serde_json::Value>,
+    /// The LoRA adapters and their ConfigMap.
+    pub adapters: Option<crate::derive::adapters::AdapterPlan>,
+    /// The KEDA trigger, when KEDA scales the service instead of an HPA.
+    pub keda: Option<crate::derive::autoscaling::KedaTrigger>,
+    /// The HTTPRoute, InferencePool and InferenceObjective.
+    pub gateway: Option<crate::derive::gateway::GatewayPlan>,
+    /// The ServiceMonitor.
+    pub monitoring: Option<crate::derive::monitoring::MonitorPlan>,
+    /// Where clients reach the service.
+    pub endpoint: String,
+    /// The objects to render, in order, each with its template.
+    pub objects: Vec<Child>,
+}
+
+/// The kind of workload a service runs as.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Workload {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+}
+
+/// The vLLM container.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Container {
+    pub name: String,
+    pub image: String,
+    pub image_pull_policy: String,
+    pub args: Vec<String>,
+    pub port: i32,
+    pub port_name: String,
+    pub gpus: i32,
+    /// `requests` and `limits`, resource name to quantity.
+    pub requests: BTreeMap<String, String>,
+    pub limits: BTreeMap<String, String>,
+    /// Size of the memory-backed `/dev/shm`.
+    pub shm_size: String,
+    pub probes: ProbePlan,
+    /// Node selector and tolerations of the pod.
+    pub node_selector: BTreeMap<String, String>,
+    pub tolerations: Vec<crate::model::platform::Toleration>,
+    /// Volume mounts besides `/dev/shm`, as Kubernetes writes them.
+    pub volume_mounts: Vec<serde_json::Value>,
+}
+
+/// Probe settings, all three on the same HTTP path and port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProbePlan {
+    pub path: String,
+    pub period_seconds: i32,
+    pub timeout_seconds: i32,
+    /// Startup: failures allowed before a restart, covering the load time.
+    pub startup_failure_threshold: i32,
+    pub liveness_failure_threshold: i32,
+    pub readiness_failure_threshold: i32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RolloutPlan {
+    pub max_surge: i32,
+    pub max_unavailable: i32,
+    /// How long a rollout may go without progress before the Deployment is
+    /// marked failed: the startup budget plus ten minutes, so a pod that is
+    /// still loading weights does not fail the rollout (and the GitOps health).
+    pub progress_deadline_seconds: i32,
+}
+
+/// The HorizontalPodAutoscaler's settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Autoscaler {
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    pub metric: String,
+    pub target_average_value: String,
+    pub scale_down_stabilization_seconds: i32,
+}
+
+/// A PodDisruptionBudget that can never block a rollout or a drain forever:
+/// at most `max_unavailable` pods down at once, and unhealthy pods (still
+/// loading, or crashing) may always be evicted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DisruptionBudget {
+    pub max_unavailable: i32,
+    /// Every pod of the service (leaders and workers of a group alike).
+    pub selector: BTreeMap<String, String>,
+}
+
+/// One object to render for a service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Child {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    /// Template file that gives the object its shape.
+    pub template: &'static str,
+}
+
+pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml" };
+pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml" };
+pub const DISRUPTION_BUDGET: Child =
+    Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml" };
+pub const AUTOSCALER: Child =
+    Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml" };
+pub const CONFIG_MAP: Child = Child { api_version: "v1", kind: "ConfigMap", template: "configmap.yaml" };
+pub const LEADER_WORKER_SET: Child = Child {
+    api_version: crate::derive::multinode::API_VERSION,
+    kind: crate::derive::multinode::KIND,
+    template: "leaderworkerset.yaml",
+};
+pub const SCALED_OBJECT: Child =
+    Child { api_version: "keda.sh/v1alpha1", kind: "ScaledObject", template: "scaledobject.yaml" };
+pub const HTTP_ROUTE: Child =
+    Child { api_version: crate::derive::gateway::ROUTE_API_VERSION, kind: "HTTPRoute", template: "httproute.yaml" };
+pub const INFERENCE_POOL: Child = Child {
+    api_version: crate::derive::gateway::POOL_API_VERSION,
+    kind: "InferencePool",
+    template: "inferencepool.yaml",
+};
+pub const INFERENCE_OBJECTIVE: Child = Child {
+    api_version: crate::derive::gateway::OBJECTIVE_API_VERSION,
+    kind: "InferenceObjective",
+    template: "inferenceobjective.yaml",
+};
+pub const SERVICE_MONITOR: Child = Child {
+    api_version: crate::derive::monitoring::API_VERSION,
+    kind: "ServiceMonitor",
+    template: "servicemonitor.yaml",
+};
+
+impl DesiredService {
+    /// Pods at steady state: `spec.replicas` (the autoscaling minimum), times
+    /// the pods of a replica.
+    pub fn steady_replicas(&self) -> i32 {
+        self.spec_replicas.saturating_mul(self.pods_per_replica)
+    }
+
+    /// Pods at the autoscaler's maximum (the steady state without one).
+    pub fn peak_pods(&self) -> i32 {
+        self.autoscaler.as_ref().map_or(self.spec_replicas, |a| a.max_replicas).saturating_mul(self.pods_per_replica)
+    }
+}
+
+/// Autoscaler bounds for a service with `replicas` > 0, as the reference
+/// Operator sets them: min = max(1, replicas / 2), max = replicas x 3.
+pub fn autoscaler_bounds(replicas: i32) -> Option<(i32, i32)> {
+    (replicas > 0).then(|| ((replicas / 2).max(1), replicas.saturating_mul(3)))
+}
+
+/// Derives the desired state of one service. Fails on platform values that
+/// are not valid quantities (the loader reports those with positions) and on
+/// resource overrides that cannot work with the platform's.
+pub fn derive(service: &InferenceService, platform: &Platform) -> Result<DesiredService, String> {
+    let d = &platform.defaults;
+    let spec = &service.spec;
+    let placement = crate::derive::tenancy::place(service, platform).map_err(|(_, e)| e)?;
+    let name = service.name().to_string();
+    let namespace = service.namespace_or_default().to_string();
+    let gpus = spec.gpus_per_node();
+    let (bounds, spec_replicas) = crate::derive::autoscaling::bounds(spec);
+
+    let mut labels: BTreeMap<String, String> =
+        service.metadata.labels.clone().unwrap_or_default().into_iter().collect();
+    labels.extend([
+        ("app.kubernetes.io/name".to_string(), name.clone()),
+        ("app.kubernetes.io/instance".to_string(), name.clone()),
+        ("app.kubernetes.io/component".to_string(), "inference-server".to_string()),
+        (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
+    ]);
+    let pod_labels = labels.clone();
+    let multi_node = crate::derive::multinode::plan(spec, &pod_labels);
+    let all_pods = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
+    // Only a group's leader serves; a Deployment's pods all do.
+    let mut selector = all_pods.clone();
+    if multi_node.is_some() {
+        selector.insert("app.kubernetes.io/component".to_string(), "inference-server".to_string());
+    }
+    let annotations: BTreeMap<String, String> = service
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| k != "kubectl.kubernetes.io/last-applied-configuration")
+        .collect();
+
+    let per_gpu = |field: &str, value: &str| {
+        Quantity::parse(value)
+            .map(|q| q.times(i64::from(gpus)).to_string())
+            .map_err(|e| format!("defaults.resources.{field}: {e}"))
+    };
+    let overrides = spec.resources.clone().unwrap_or_default();
+    let pick = |o: &Option<crate::model::v1alpha2::QuantityText>, field: &str, value: &str| match o {
+        Some(q) => Ok(q.0.clone()),
+        None => per_gpu(field, value),
+    };
+    let cpu = pick(&overrides.cpu, "cpuPerGpu", &d.resources.cpu_per_gpu)?;
+    let memory = pick(&overrides.memory, "memoryPerGpu", &d.resources.memory_per_gpu)?;
+    let shm_size = pick(&overrides.shm_size, "shmSizePerGpu", &d.resources.shm_size_per_gpu)?;
+    let cpu_limit = d.resources.cpu_limit_per_gpu.as_deref().map(|l| per_gpu("cpuLimitPerGpu", l)).transpose()?;
+    if spec.resources.is_some() {
+        check_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
+    }
+    let gpu = gpus.to_string();
+    let requests = BTreeMap::from([
+        ("cpu".to_string(), cpu),
+        ("memory".to_string(), memory.clone()),
+        ("nvidia.com/gpu".to_string(), gpu.clone()),
+    ]);
+    let mut limits = BTreeMap::from([("memory".to_string(), memory), ("nvidia.com/gpu".to_string(), gpu)]);
+    if let Some(limit) = cpu_limit {
+        limits.insert("cpu".to_string(), limit);
+    }
+
+    let port = d.port;
+    let mut args = vec![
+        "--model".to_string(),
+        spec.base_model.clone(),
+        "--tensor-parallel-size".to_string(),
+        gpus.to_string(),
+        "--host".to_string(),
+        "0.0.0.0".to_string(),
+        "--port".to_string(),
+        port.to_string(),
+    ];
+    args.extend(crate::derive::multinode::args(spec));
+    let adapters = crate::derive::adapters::plan(spec, &namespace, &name, d.lora.max_lora_rank);
+    let mut pod_annotations = BTreeMap::new();
+    let mut volume_mounts = Vec::new();
+    let mut volumes = Vec::new();
+    if let Some(a) = &adapters {
+        args.extend(crate::derive::adapters::args());
+        pod_annotations.insert(crate::derive::adapters::CHECKSUM_ANNOTATION.to_string(), a.checksum.clone());
+        volume_mounts.push(serde_json::json!({
+            "name": crate::derive::adapters::VOLUME, "mountPath": crate::derive::adapters::MOUNT_PATH, "readOnly": true,
+        }));
+        volumes.push(serde_json::json!({"name": crate::derive::adapters::VOLUME, "configMap": {"name": name}}));
+    }
+    let p = &d.probes;
+    let probes = ProbePlan {
+        path: p.path.clone(),
+        period_seconds: p.period_seconds,
+        timeout_seconds: p.timeout_seconds,
+        startup_failure_threshold: (p.startup_timeout_seconds + p.period_seconds - 1) / p.period_seconds,
+        liveness_failure_threshold: p.liveness_failure_threshold,
+        readiness_failure_threshold: p.readiness_failure_threshold,
+    };
+
+    let autoscaler = bounds.map(|(min_replicas, max_replicas)| Autoscaler {
+        min_replicas,
+        max_replicas,
+        metric: d.autoscaling.metric.clone(),
+        target_average_value: spec
+            .autoscaling
+            .as_ref()
+            .map_or_else(|| d.autoscaling.target_average_value.0.clone(), |a| a.target_queue_length.to_string()),
+        scale_down_stabilization_seconds: d.autoscaling.scale_down_stabilization_seconds,
+    });
+    let keda = crate::derive::autoscaling::keda_trigger(spec, platform.keda.as_ref(), &namespace, &name);
+    let disruption_budget = placement
+        .tier
+        .as_ref()
+        .filter(|(_, tier)| tier.disruption_budget && spec_replicas > 0)
+        .map(|_| DisruptionBudget { max_unavailable: 1, selector: all_pods.clone() });
+    let gateway = crate::derive::gateway::plan(spec, platform.gateway.as_ref(), &name, port);
+    let monitoring = crate::derive::monitoring::plan(platform.monitoring.as_ref(), &labels);
+
+    let workload = if multi_node.is_some() { LEADER_WORKER_SET } else { DEPLOYMENT };
+    let mut objects = vec![SERVICE, workload.clone()];
+    if adapters.is_some() {
+        objects.push(CONFIG_MAP);
+    }
+    match (&autoscaler, &keda) {
+        (Some(_), Some(_)) => objects.push(SCALED_OBJECT),
+        (Some(_), None) => objects.push(AUTOSCALER),
+        (None, _) => {}
+    }
+    if disruption_budget.is_some() {
+        objects.push(DISRUPTION_BUDGET);
+    }
+    if let Some(g) = &gateway {
+        objects.push(HTTP_ROUTE);
+        if g.pool.is_some() {
+            objects.push(INFERENCE_POOL);
+        }
+        if g.priority.is_some() {
+            objects.push(INFERENCE_OBJECTIVE);
+        }
+    }
+    if monitoring.is_some() {
+        objects.push(SERVICE_MONITOR);
+    }
+    let priority = placement.tier.map(|(name, _)| name);
+    let mut workload_labels = labels.clone();
+    if let Some(q) = &placement.queue {
+        workload_labels.insert(crate::derive::kueue::QUEUE_LABEL.to_string(), q.clone());
+        if let Some(p) = &priority {
+            workload_labels.insert(crate::derive::kueue::PRIORITY_LABEL.to_string(), p.clone());
+        }
+    }
+
+    let security = security::derive(&security::settings_for(platform, &namespace, &name));
+    // The writable volumes a read-only root filesystem needs come first,
+    // then the adapter configuration.
+    pod_annotations.extend(security.pod_annotations.clone());
+    let writable = [("home", &security.home_dir), ("cache", &security.cache_dir), ("tmp", &security.tmp_dir)];
+    let security_mounts: Vec<serde_json::Value> =
+        writable.iter().map(|(volume, path)| serde_json::json!({"name": volume, "mountPath": path})).collect();
+    let security_volumes: Vec<serde_json::Value> =
+        writable.iter().map(|(volume, _)| serde_json::json!({"name": volume, "emptyDir": {}})).collect();
+    volume_mounts.splice(0..0, security_mounts.iter().cloned());
+    volumes.splice(0..0, security_volumes.iter().cloned());
+
+    Ok(DesiredService {
+        endpoint: crate::derive::gateway::endpoint(spec, &name, &namespace, port),
+        name,
+        namespace,
+        labels,
+        annotations,
+        selector,
+        pod_labels,
+        workload_labels,
+        model: spec.base_model.clone(),
+        container: Container {
+            name: CONTAINER_NAME.to_string(),
+            image: d.image.clone(),
+            image_pull_policy: d.image_pull_policy.as_str().to_string(),
+            args,
+            port,
+            port_name: PORT_NAME.to_string(),
+            gpus,
+            requests,
+            limits,
+            shm_size,
+            probes,
+            node_selector: d.node_selector.clone(),
+            tolerations: d.tolerations.clone(),
+            volume_mounts,
+        },
+        replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
+        rollout: RolloutPlan {
+            max_surge: d.rollout.max_surge,
+            max_unavailable: d.rollout.max_unavailable,
+            progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
+        },
+        autoscaler,
+        spec_replicas,
+        tenant: placement.tenant,
+        priority,
+        queue: placement.queue,
+        disruption_budget,
+        security,
+        workload: Workload { api_version: workload.api_version, kind: workload.kind },
+        pods_per_replica: spec.nodes_per_replica.max(1),
+        multi_node,
+        pod_annotations,
+        security_volumes,
+        security_mounts,
+        volumes,
+        adapters,
+        keda,
+        gateway,
+        monitoring,
+        objects,
+    })
+}
+
+/// Resource overrides that the API server or the kernel would refuse: a CPU
+/// request above the platform's CPU limit, `/dev/shm` that does not fit in
+/// the memory limit.
+fn check_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
+    let q = |field: &str, v: &str| Quantity::parse(v).map_err(|e| format!("spec.resources.{field}: {e}"));
+    if let Some(limit) = cpu_limit {
+        if q("cpu", cpu)? > q("cpu", limit)? {
+            return Err(format!(
+                "spec.resources.cpu ({cpu}) is above the platform's CPU limit for the pod ({limit}); the API server rejects a request above its limit"
+            ));
+        }
+    }
+    if q("shmSize", shm)? >= q("memory", memory)? {
+        return Err(format!(
+            "/dev/shm ({shm}) must be smaller than the pod's memory ({memory}): it counts against the memory limit; set spec.resources.memory and shmSize to fit"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::v1alpha1::InferenceServiceSpec;
+
+    fn service(replicas: i32, gpus: i32) -> InferenceService {
+        let mut s = crate::model::v1alpha1::InferenceService::new(
+            "qwen3",
+            InferenceServiceSpec {
+                model: "Qwen/Qwen3-0.6B".into(),
+                replicas,
+                gpus_per_replica: gpus,
+                priority: None,
+                queue: None,
+            },
+        );
+        s.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
+        crate::model::conversion::to_hub(&s).unwrap()
+    }
+
+    #[test]
+    fn autoscaler_follows_the_reference_operator() {
+        assert_eq!(autoscaler_bounds(0), None);
+        assert_eq!(autoscaler_bounds(1), Some((1, 3)));
+        assert_eq!(autoscaler_bounds(3), Some((1, 9)));
+        assert_eq!(autoscaler_bounds(6), Some((3, 18)));
+    }
+
+    #[test]
+    fn autoscaled_services_leave_replicas_to_the_autoscaler() {
+        let d = derive(&service(3, 1), &Platform::default()).unwrap();
+        assert_eq!(d.replicas, None);
+        assert_eq!(d.objects, vec![SERVICE, DEPLOYMENT, AUTOSCALER]);
+        let zero = derive(&service(0, 1), &Platform::default()).unwrap();
+        assert_eq!(zero.replicas, Some(0));
+        assert_eq!(zero.objects, vec![SERVICE, DEPLOYMENT]);
+    }
+
+    #[test]
+    fn resources_scale_with_gpus() {
+        let d = derive(&service(1, 4), &Platform::default()).unwrap();
+        assert_eq!(d.container.requests["cpu"], "16");
+        assert_eq!(d.container.requests["memory"], "128Gi");
+        assert_eq!(d.container.requests["nvidia.com/gpu"], "4");
+        assert_eq!(d.container.limits["nvidia.com/gpu"], "4");
+        assert!(!d.container.limits.contains_key("cpu"));
+        assert_eq!(d.container.shm_size, "16Gi");
+        assert!(d.container.args.windows(2).any(|w| w == ["--tensor-parallel-size", "4"]));
+    }
+
+    #[test]
+    fn selector_is_a_subset_of_pod_labels_and_user_labels_carry_over() {
+        let d = derive(&service(1, 1), &Platform::default()).unwrap();
+        assert!(d.selector.iter().all(|(k, v)| d.pod_labels.get(k) == Some(v)));
+        assert_eq!(d.labels["team"], "a");
+        assert_eq!(d.labels["app.kubernetes.io/managed-by"], "isvc");
+    }
+}

@@ -1,0 +1,428 @@
+//! What a render would change, object by object: added, removed, changed,
+//! with the fields that differ, a line diff, and whether the change restarts
+//! pods (a pod template change) or only scales them.
+//!
+//! Objects are matched by identity (apiVersion, kind, namespace, name), not
+//! by file path, so a moved file is not reported as a removal and an addition.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::base::yaml::{self, Limits, PathSegment, path_string};
+use crate::emit::write::Existing;
+use crate::model::objects::{Object, ObjectId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Added,
+    Removed,
+    Changed,
+}
+
+/// What a change does to running pods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Impact {
+    /// The pod template changes: every pod is replaced (a rollout).
+    RestartsPods,
+    /// Pods are created or deleted with the object.
+    CreatesPods,
+    DeletesPods,
+    /// Only replica counts or autoscaler bounds change.
+    ScalingOnly,
+    /// Nothing that runs changes (metadata, Service, CRD ...).
+    NoPodChange,
+}
+
+impl Impact {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Impact::RestartsPods => "restarts pods",
+            Impact::CreatesPods => "creates pods",
+            Impact::DeletesPods => "deletes pods",
+            Impact::ScalingOnly => "scaling only",
+            Impact::NoPodChange => "no pod change",
+        }
+    }
+}
+
+/// One object's change.
+#[derive(Clone, Debug, Serialize)]
+pub struct ObjectDiff {
+    /// The cluster whose tree the object is in, when the platform lists clusters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    pub change: Change,
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The file in the output tree.
+    pub file: PathBuf,
+    pub impact: Impact,
+    /// Changed fields, as paths (`spec.template.spec.containers[0].args`).
+    pub fields: Vec<String>,
+    /// Unified line diff of the file.
+    pub diff: String,
+}
+
+impl ObjectDiff {
+    pub fn id(&self) -> ObjectId {
+        ObjectId {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub objects: Vec<ObjectDiff>,
+    pub unchanged: usize,
+}
+
+impl Report {
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    fn count(&self, c: Change) -> usize {
+        self.objects.iter().filter(|o| o.change == c).count()
+    }
+
+    /// One line: "1 added, 2 changed (1 restarts pods), 0 removed, 3 unchanged".
+    pub fn summary(&self) -> String {
+        let restarts = self.objects.iter().filter(|o| o.impact == Impact::RestartsPods).count();
+        let restart_note = if restarts > 0 { format!(" ({restarts} restart pods)") } else { String::new() };
+        format!(
+            "{} added, {} changed{restart_note}, {} removed, {} unchanged",
+            self.count(Change::Added),
+            self.count(Change::Changed),
+            self.count(Change::Removed),
+            self.unchanged
+        )
+    }
+}
+
+/// Compares the objects a render would write with what `existing` holds.
+/// kustomize entry points are not objects and are left to `render --check`.
+pub fn diff(objects: &[Object], existing: &Existing) -> Report {
+    let clustered = objects.iter().any(|o| o.cluster.is_some());
+    let cluster_of = |path: &std::path::Path| {
+        let first = path.components().next()?.as_os_str().to_string_lossy().into_owned();
+        (clustered && first != crate::model::objects::GITOPS_DIR).then_some(first)
+    };
+    type Key = (Option<String>, ObjectId);
+    let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
+    let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
+    let parsed: Vec<(&PathBuf, &String, Option<(ObjectId, Value)>)> = existing
+        .ours
+        .par_iter()
+        .filter(|(path, _)| !path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
+        .map(|(path, text)| (path, text, parse(path, text)))
+        .collect();
+    for (path, text, parsed) in parsed {
+        match parsed {
+            Some((id, value)) => {
+                current.insert((cluster_of(path), id), (path.clone(), text.as_str(), value));
+            }
+            None => unparsable.push((path.clone(), text.as_str())),
+        }
+    }
+    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
+    let mut report = Report::default();
+    for (o, new_text) in objects.iter().zip(texts) {
+        let cluster = o.cluster.clone();
+        match current.remove(&(cluster.clone(), o.id.clone())) {
+            None => {
+                let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
+                report.objects.push(entry(
+                    cluster,
+                    Change::Added,
+                    &o.id,
+                    o.relative_path(),
+                    impact,
+                    Vec::new(),
+                    unified("", &new_text, &o.relative_path()),
+                ));
+            }
+            Some((path, old_text, old_value)) => {
+                if old_text == new_text {
+                    report.unchanged += 1;
+                    continue;
+                }
+                let mut fields = Vec::new();
+                changed_paths(&old_value, &o.value, &mut Vec::new(), &mut fields);
+                let impact = impact_of(&o.id.kind, &fields);
+                let fields = fields.iter().map(|p| path_string(p)).collect();
+                report.objects.push(entry(
+                    cluster,
+                    Change::Changed,
+                    &o.id,
+                    o.relative_path(),
+                    impact,
+                    fields,
+                    unified(old_text, &new_text, &path),
+                ));
+            }
+        }
+    }
+    for ((cluster, id), (path, old_text, _)) in current {
+        let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
+        report.objects.push(entry(
+            cluster,
+            Change::Removed,
+            &id,
+            path.clone(),
+            impact,
+            Vec::new(),
+            unified(old_text, "", &path),
+        ));
+    }
+    for (path, old_text) in unparsable {
+        let id = ObjectId::new("", "(unreadable file)", None, &path.display().to_string());
+        report.objects.push(entry(
+            cluster_of(&path),
+            Change::Removed,
+            &id,
+            path.clone(),
+            Impact::NoPodChange,
+            Vec::new(),
+            unified(old_text, "", &path),
+        ));
+    }
+    report.objects.sort_by(|a, b| {
+        (&a.cluster, crate::model::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
+            &b.cluster,
+            crate::model::objects::kind_rank(&b.kind),
+            &b.namespace,
+            &b.name,
+            &b.kind,
+        ))
+    });
+    report
+}
+
+fn entry(
+    cluster: Option<String>,
+    change: Change,
+    id: &ObjectId,
+    file: PathBuf,
+    impact: Impact,
+    fields: Vec<String>,
+    diff: String,
+) -> ObjectDiff {
+    ObjectDiff {
+        cluster,
+        change,
+        api_version: id.api_version.clone(),
+        kind: id.kind.clone(),
+        namespace: id.namespace.clone(),
+        name: id.name.clone(),
+        file,
+        impact,
+        fields,
+        diff,
+    }
+}
+
+fn parse(path: &std::path::Path, text: &str) -> Option<(ObjectId, Value)> {
+    let source = crate::base::diagnostics::Source::new(path, text);
+    let docs = yaml::parse_documents(&source, Limits::default()).ok()?;
+    let node = docs.into_iter().flatten().next()?;
+    let value = node.to_json();
+    Some((ObjectId::of(&value)?, value))
+}
+
+fn has_pods(kind: &str) -> bool {
+    matches!(kind, "Deployment" | "LeaderWorkerSet" | "StatefulSet")
+}
+
+fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
+    let starts = |p: &[PathSegment], prefix: &[&str]| {
+        prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
+    };
+    let template = if kind == "LeaderWorkerSet" { ["spec", "leaderWorkerTemplate"] } else { ["spec", "template"] };
+    if has_pods(kind) && fields.iter().any(|p| starts(p, &template)) {
+        return Impact::RestartsPods;
+    }
+    let scaling = |p: &Vec<PathSegment>| match kind {
+        "Deployment" | "LeaderWorkerSet" | "StatefulSet" => starts(p, &["spec", "replicas"]),
+        "HorizontalPodAutoscaler" => starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"]),
+        "ScaledObject" => starts(p, &["spec", "minReplicaCount"]) || starts(p, &["spec", "maxReplicaCount"]),
+        _ => false,
+    };
+    if !fields.is_empty() && fields.iter().all(scaling) {
+        return Impact::ScalingOnly;
+    }
+    Impact::NoPodChange
+}
+
+/// Paths of the leaves that differ between `a` and `b`.
+fn changed_paths(a: &Value, b: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<Vec<PathSegment>>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                path.push(PathSegment::Key(k.clone()));
+                match (x.get(k), y.get(k)) {
+                    (Some(v), Some(w)) => changed_paths(v, w, path, out),
+                    _ => out.push(path.clone()),
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                path.push(PathSegment::Index(i));
+                changed_paths(v, w, path, out);
+                path.pop();
+            }
+        }
+        _ if a != b => out.push(path.clone()),
+        _ => {}
+    }
+}
+
+fn unified(old: &str, new: &str, path: &std::path::Path) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+/// Plain or coloured text for a terminal.
+pub fn to_text(report: &Report, color: bool) -> String {
+    use anstyle::{AnsiColor, Style};
+    let paint = |s: &str, c: AnsiColor| {
+        if color {
+            let st = Style::new().fg_color(Some(c.into()));
+            format!("{}{s}{}", st.render(), st.render_reset())
+        } else {
+            s.to_string()
+        }
+    };
+    let mut out = String::new();
+    let mut cluster: Option<&str> = None;
+    for o in &report.objects {
+        if o.cluster.is_some() && o.cluster.as_deref() != cluster {
+            cluster = o.cluster.as_deref();
+            out.push_str(&format!("cluster {}:\n", cluster.unwrap_or_default()));
+        }
+        let (mark, c) = match o.change {
+            Change::Added => ("+", AnsiColor::Green),
+            Change::Removed => ("-", AnsiColor::Red),
+            Change::Changed => ("~", AnsiColor::Yellow),
+        };
+        let note = match o.impact {
+            Impact::NoPodChange => String::new(),
+            i => format!("  [{}]", i.describe()),
+        };
+        out.push_str(&paint(&format!("{mark} {}{note}\n", o.id()), c));
+        if !o.fields.is_empty() {
+            out.push_str(&format!("    fields: {}\n", o.fields.join(", ")));
+        }
+        for line in o.diff.lines() {
+            let styled = match line.chars().next() {
+                Some('+') if !line.starts_with("+++") => paint(line, AnsiColor::Green),
+                Some('-') if !line.starts_with("---") => paint(line, AnsiColor::Red),
+                Some('@') => paint(line, AnsiColor::Cyan),
+                _ => line.to_string(),
+            };
+            out.push_str("    ");
+            out.push_str(&styled);
+            out.push('\n');
+        }
+    }
+    out.push_str(&format!("{}\n", report.summary()));
+    out
+}
+
+/// Markdown for a pull-request comment: a summary table, then one collapsed
+/// diff per object, with warnings for deletions and pod restarts.
+pub fn to_markdown(report: &Report) -> String {
+    let mut out = String::from("### isvc diff\n\n");
+    if report.is_empty() {
+        out.push_str(&format!("No changes. {}\n", report.summary()));
+        return out;
+    }
+    out.push_str(&format!("**{}**\n\n", report.summary()));
+    let restarts: Vec<String> =
+        report.objects.iter().filter(|o| o.impact == Impact::RestartsPods).map(|o| format!("`{}`", o.id())).collect();
+    let removed: Vec<String> =
+        report.objects.iter().filter(|o| o.change == Change::Removed).map(|o| format!("`{}`", o.id())).collect();
+    if !restarts.is_empty() {
+        out.push_str(&format!("> [!WARNING]\n> Restarts GPU pods (a rolling update): {}\n\n", restarts.join(", ")));
+    }
+    if !removed.is_empty() {
+        out.push_str(&format!("> [!CAUTION]\n> Deletes from the cluster: {}\n\n", removed.join(", ")));
+    }
+    let clustered = report.objects.iter().any(|o| o.cluster.is_some());
+    out.push_str(if clustered { "| Cluster " } else { "" });
+    out.push_str("| Change | Kind | Namespace | Name | Pods |\n");
+    out.push_str(if clustered { "|---" } else { "" });
+    out.push_str("|---|---|---|---|---|\n");
+    for o in &report.objects {
+        if clustered {
+            out.push_str(&format!("| {} ", o.cluster.as_deref().unwrap_or("(GitOps)")));
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            match o.change {
+                Change::Added => "added",
+                Change::Removed => "**removed**",
+                Change::Changed => "changed",
+            },
+            o.kind,
+            o.namespace.as_deref().unwrap_or("(cluster)"),
+            o.name,
+            match o.impact {
+                Impact::RestartsPods => "**restarts pods**",
+                i => i.describe(),
+            }
+        ));
+    }
+    out.push('\n');
+    for o in &report.objects {
+        let place = o.cluster.as_ref().map(|c| format!(" in {c}")).unwrap_or_default();
+        out.push_str(&format!("<details><summary>{} <code>{}</code>{place}</summary>\n\n", o.change_word(), o.id()));
+        if !o.fields.is_empty() {
+            out.push_str(&format!(
+                "Fields: {}\n\n",
+                o.fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        out.push_str(&format!("```diff\n{}```\n\n</details>\n\n", o.diff));
+    }
+    out
+}
+
+impl ObjectDiff {
+    fn change_word(&self) -> &'static str {
+        match self.change {
+            Change::Added => "Added",
+            Change::Removed => "Removed",
+            Change::Changed => "Changed",
+        }
+    }
+}
+
+/// JSON for scripts.
+pub fn to_json(report: &Report) -> String {
+    let value = json!({
+        "summary": report.summary(),
+        "unchanged": report.unchanged,
+        "objects": report.objects,
+    });
+    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+}

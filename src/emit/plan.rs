@@ -1,0 +1,741 @@
+//! The Operator's reconcile, run offline: what it would do to a cluster,
+//! given a snapshot of it (`kubectl get ... -o yaml` or `-o json`), and the
+//! status it would report for each InferenceService.
+//!
+//! The desired objects are those [`crate::compile`] renders for the
+//! services (the CRD and other objects without a service are installed by
+//! `render`, not reconciled). A desired object is compared with its live
+//! counterpart (same API group, kind, namespace and name) only on the
+//! fields isvc owns:
+//!
+//! - every field the desired object sets must have the same value live;
+//!   fields it leaves out (server defaults, `status`, `managedFields`,
+//!   `resourceVersion`, annotations other tools add) never cause an update;
+//! - of `metadata`, only the labels and annotations isvc sets count;
+//! - quantities compare by value (`1` = `"1"` = `1000m`), and ports by
+//!   number or name whether written as integer or string;
+//! - list items with a name (containers, ports, volumes) are matched by it,
+//!   so extra items others add are left alone;
+//! - `spec.replicas` of an autoscaled Deployment belongs to the autoscaler:
+//!   it causes an update only when it is below the autoscaler's (new)
+//!   minimum, and is then raised to that minimum. Above the maximum the
+//!   autoscaler scales down at its own pace.
+//!
+//! Objects without the `app.kubernetes.io/managed-by: isvc` label are
+//! never updated or deleted (a desired object that exists without it is a
+//! conflict). A managed object is deleted when its service (label
+//! `app.kubernetes.io/name`) is among the inputs but no longer wants it; the
+//! objects of services that are not among the inputs are left alone.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source};
+use crate::base::quantity::Quantity;
+use crate::base::yaml::{self, Limits, PathSegment};
+use crate::derive::MANAGED_BY;
+use crate::model::objects::{Object, ObjectId, kind_rank};
+use crate::model::v1alpha2::{InferenceService, InferenceServiceStatus, Phase};
+
+/// Largest snapshot read, in bytes.
+pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
+
+/// Label naming the InferenceService an object belongs to.
+const NAME_LABEL: &str = "app.kubernetes.io/name";
+
+/// Kinds isvc may create for a service, and so may delete. Pods,
+/// ReplicaSets and EndpointSlices carry the same labels but belong to their
+/// controllers.
+const CHILD_KINDS: [&str; 8] = [
+    "Deployment",
+    "Service",
+    "HorizontalPodAutoscaler",
+    "PodDisruptionBudget",
+    "LeaderWorkerSet",
+    "ScaledObject",
+    "ConfigMap",
+    "NetworkPolicy",
+];
+
+/// Reads a snapshot file (`-` for standard input).
+pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
+    let source = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .take(MAX_SNAPSHOT_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| Diagnostic::error(format!("cannot read the snapshot from standard input: {e}")))?;
+        if text.len() as u64 > MAX_SNAPSHOT_BYTES {
+            return Err(Diagnostic::error(format!("the snapshot is larger than {MAX_SNAPSHOT_BYTES} bytes")).into());
+        }
+        Source::new("<stdin>", text)
+    } else {
+        crate::load::read_source_limited(path, MAX_SNAPSHOT_BYTES)?
+    };
+    parse_snapshot(&source)
+}
+
+/// The objects of a snapshot: a `List` (what `kubectl get a,b -o yaml` or
+/// `-o json` prints), single objects, or a stream of either.
+pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
+    let limits = Limits { max_depth: 128, max_nodes: 50_000_000, max_scalar_bytes: 16 << 20 };
+    let docs = yaml::parse_documents(source, limits)?;
+    let mut objects = Vec::new();
+    let mut diags = Diagnostics::new();
+    for node in docs.into_iter().flatten() {
+        let value = node.to_json();
+        let is_list = value.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+            && value.get("items").is_some();
+        let items: Vec<(Vec<PathSegment>, Value)> = if is_list {
+            let items = value.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (vec![PathSegment::Key("items".into()), PathSegment::Index(i)], v))
+                .collect()
+        } else {
+            vec![(Vec::new(), value)]
+        };
+        for (path, item) in items {
+            if ObjectId::of(&item).is_some() {
+                objects.push(item);
+            } else {
+                diags.push(
+                    Diagnostic::error("snapshot entry has no apiVersion, kind or metadata.name")
+                        .at(Location::span(source, node.at_path(&path).span))
+                        .help("take the snapshot with `kubectl get <kinds> -A -o yaml` (or -o json)"),
+                );
+            }
+        }
+    }
+    if diags.is_empty() { Ok(objects) } else { Err(diags) }
+}
+
+/// What the reconcile does to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    Create,
+    Update,
+    Delete,
+}
+
+/// One owned field whose live value differs from the desired one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FieldChange {
+    pub path: String,
+    /// `None`: not set live.
+    pub live: Option<Value>,
+    /// `None`: isvc no longer sets it.
+    pub desired: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One action of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    pub action: Verb,
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// The InferenceService the object belongs to.
+    pub service: String,
+    /// For updates, the owned fields that differ.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldChange>,
+}
+
+impl Action {
+    pub fn id(&self) -> ObjectId {
+        ObjectId::new(&self.api_version, &self.kind, self.namespace.as_deref(), &self.name)
+    }
+}
+
+/// A desired object the reconcile may not touch: it exists without isvc's
+/// managed-by label.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conflict {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub service: String,
+    pub reason: String,
+}
+
+/// The reconcile's result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    pub conflicts: Vec<Conflict>,
+    /// Desired objects that are live and up to date.
+    pub unchanged: usize,
+}
+
+impl Plan {
+    /// Nothing to do and nothing in the way.
+    pub fn is_converged(&self) -> bool {
+        self.actions.is_empty() && self.conflicts.is_empty()
+    }
+
+    fn count(&self, verb: Verb) -> usize {
+        self.actions.iter().filter(|a| a.action == verb).count()
+    }
+
+    /// Actions and conflicts that concern one service.
+    pub fn pending_for(&self, namespace: &str, service: &str) -> usize {
+        let here = |ns: &Option<String>, s: &str| ns.as_deref() == Some(namespace) && s == service;
+        self.actions.iter().filter(|a| here(&a.namespace, &a.service)).count()
+            + self.conflicts.iter().filter(|c| here(&c.namespace, &c.service)).count()
+    }
+
+    /// "1 to create, 2 to update, 0 to delete, 3 unchanged".
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "{} to create, {} to update, {} to delete, {} unchanged",
+            self.count(Verb::Create),
+            self.count(Verb::Update),
+            self.count(Verb::Delete),
+            self.unchanged
+        );
+        if !self.conflicts.is_empty() {
+            s.push_str(&format!(", {} in conflict", self.conflicts.len()));
+        }
+        s
+    }
+}
+
+/// Identity of an object across API versions of its group.
+type Key = (String, String, Option<String>, String);
+
+fn key(id: &ObjectId) -> Key {
+    (id.group().to_string(), id.kind.clone(), id.namespace.clone(), id.name.clone())
+}
+
+fn label<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
+    v.pointer("/metadata/labels").and_then(|l| l.get(name)).and_then(Value::as_str)
+}
+
+fn is_managed(v: &Value) -> bool {
+    label(v, MANAGED_BY.0) == Some(MANAGED_BY.1)
+}
+
+/// Whether another controller (not an InferenceService) owns the object.
+fn controlled_by_other(v: &Value) -> bool {
+    v.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|r| {
+        r.get("controller").and_then(Value::as_bool) == Some(true)
+            && r.get("kind").and_then(Value::as_str) != Some(crate::model::v1alpha1::KIND)
+    })
+}
+
+/// The actions that bring `live` to the `desired` objects of a compile.
+pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
+    let live_by_key: HashMap<Key, &Value> =
+        live.iter().filter_map(|v| ObjectId::of(v).map(|id| (key(&id), v))).collect();
+    let owned: Vec<&Object> = desired.iter().filter(|o| o.owner.is_some()).collect();
+    let services: BTreeSet<(Option<&str>, &str)> =
+        owned.iter().map(|o| (o.id.namespace.as_deref(), o.owner.as_deref().unwrap_or_default())).collect();
+    let wanted: BTreeSet<Key> = owned.iter().map(|o| key(&o.id)).collect();
+    let mut plan = Plan::default();
+    let action = |verb: Verb, id: &ObjectId, service: &str, fields: Vec<FieldChange>| Action {
+        action: verb,
+        api_version: id.api_version.clone(),
+        kind: id.kind.clone(),
+        namespace: id.namespace.clone(),
+        name: id.name.clone(),
+        service: service.to_string(),
+        fields,
+    };
+    for o in &owned {
+        let service = o.owner.as_deref().unwrap_or_default();
+        let Some(l) = live_by_key.get(&key(&o.id)) else {
+            plan.actions.push(action(Verb::Create, &o.id, service, Vec::new()));
+            continue;
+        };
+        if !is_managed(l) {
+            plan.conflicts.push(Conflict {
+                api_version: o.id.api_version.clone(),
+                kind: o.id.kind.clone(),
+                namespace: o.id.namespace.clone(),
+                name: o.id.name.clone(),
+                service: service.to_string(),
+                reason: format!(
+                    "exists without the label {}={}, so isvc does not own it and leaves it alone",
+                    MANAGED_BY.0, MANAGED_BY.1
+                ),
+            });
+            continue;
+        }
+        let mut fields = Vec::new();
+        compare(&o.value, l, &mut Vec::new(), &mut fields);
+        fields.extend(replicas_below_minimum(o, l, &owned));
+        if fields.is_empty() {
+            plan.unchanged += 1;
+        } else {
+            plan.actions.push(action(Verb::Update, &o.id, service, fields));
+        }
+    }
+    for l in live {
+        let Some(id) = ObjectId::of(l) else { continue };
+        let Some(service) = label(l, NAME_LABEL) else { continue };
+        if !is_managed(l)
+            || !CHILD_KINDS.contains(&id.kind.as_str())
+            || controlled_by_other(l)
+            || !services.contains(&(id.namespace.as_deref(), service))
+            || wanted.contains(&key(&id))
+        {
+            continue;
+        }
+        plan.actions.push(action(Verb::Delete, &id, service, Vec::new()));
+    }
+    plan.actions.sort_by(|a, b| {
+        let k = |x: &Action| {
+            (x.action == Verb::Delete, kind_rank(&x.kind), x.namespace.clone(), x.name.clone(), x.kind.clone())
+        };
+        k(a).cmp(&k(b))
+    });
+    plan
+}
+
+/// An autoscaled Deployment (no `spec.replicas` desired) whose live count
+/// is below its autoscaler's minimum is raised to it; any other live count
+/// is the autoscaler's business.
+fn replicas_below_minimum(o: &Object, live: &Value, desired: &[&Object]) -> Option<FieldChange> {
+    if o.id.kind != "Deployment" || o.value.pointer("/spec/replicas").is_some() {
+        return None;
+    }
+    let hpa = desired.iter().find(|h| {
+        h.id.kind == "HorizontalPodAutoscaler"
+            && h.id.namespace == o.id.namespace
+            && h.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str) == Some("Deployment")
+            && h.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
+    })?;
+    let min = hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    // Objects read from a cluster always carry the count the API server
+    // defaulted or the HPA chose; without one there is nothing to raise.
+    let current = live.pointer("/spec/replicas").and_then(Value::as_i64)?;
+    (current < min).then(|| FieldChange {
+        path: "spec.replicas".to_string(),
+        live: Some(json!(current)),
+        desired: Some(json!(min)),
+        note: Some(format!("raised to the minimum of {}", hpa.id)),
+    })
+}
+
+/// Keys whose values (and whose children's values) are quantities.
+const QUANTITY_KEYS: [&str; 11] = [
+    "requests",
+    "limits",
+    "hard",
+    "overhead",
+    "sizeLimit",
+    "averageValue",
+    "default",
+    "defaultRequest",
+    "max",
+    "min",
+    "maxLimitRequestRatio",
+];
+
+/// Keys whose values may be written as integer or string.
+const INT_OR_STRING_KEYS: [&str; 6] = ["port", "targetPort", "maxSurge", "maxUnavailable", "minAvailable", "value"];
+
+/// Adds to `out` every field `desired` sets that `live` does not have with
+/// the same value.
+fn compare(desired: &Value, live: &Value, path: &mut Vec<PathSegment>, out: &mut Vec<FieldChange>) {
+    match (desired, live) {
+        (Value::Object(d), Value::Object(l)) => {
+            for (k, dv) in d {
+                if path.is_empty() && !matches!(k.as_str(), "metadata" | "spec" | "data" | "stringData" | "rules") {
+                    continue; // apiVersion, kind (the identity), status
+                }
+                if path.len() == 1
+                    && path[0] == PathSegment::Key("metadata".into())
+                    && !matches!(k.as_str(), "labels" | "annotations")
+                {
+                    continue; // name and namespace are the identity; the rest is the server's
+                }
+                path.push(PathSegment::Key(k.clone()));
+                match l.get(k) {
+                    Some(lv) => compare(dv, lv, path, out),
+                    None => out.push(change(path, None, dv)),
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(d), Value::Array(l)) => match merge_key(d) {
+            Some(k) => {
+                for (i, item) in d.iter().enumerate() {
+                    let id = &item[k];
+                    path.push(PathSegment::Index(i));
+                    match l.iter().find(|x| same_scalar(&x[k], id)) {
+                        Some(lv) => compare(item, lv, path, out),
+                        None => out.push(change(path, None, item)),
+                    }
+                    path.pop();
+                }
+            }
+            None if d.len() == l.len() => {
+                for (i, (dv, lv)) in d.iter().zip(l).enumerate() {
+                    path.push(PathSegment::Index(i));
+                    compare(dv, lv, path, out);
+                    path.pop();
+                }
+            }
+            None => out.push(change(path, Some(live), desired)),
+        },
+        (d, l) if equal_scalars(d, l, path) => {}
+        (d, l) => out.push(change(path, Some(l), d)),
+    }
+}
+
+fn change(path: &[PathSegment], live: Option<&Value>, desired: &Value) -> FieldChange {
+    FieldChange { path: yaml::path_string(path), live: live.cloned(), desired: Some(desired.clone()), note: None }
+}
+
+/// The key that identifies items of a list of objects, if they have one.
+fn merge_key(items: &[Value]) -> Option<&'static str> {
+    ["name", "containerPort", "port", "mountPath", "type"]
+        .into_iter()
+        .find(|k| !items.is_empty() && items.iter().all(|i| i.get(k).is_some_and(|v| !v.is_object() && !v.is_array())))
+}
+
+fn same_scalar(a: &Value, b: &Value) -> bool {
+    a == b || (text(a).is_some() && text(a) == text(b))
+}
+
+/// A scalar's text: strings as they are, numbers as written.
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn equal_scalars(d: &Value, l: &Value, path: &[PathSegment]) -> bool {
+    if d == l {
+        return true;
+    }
+    let under = |keys: &[&str]| path.iter().any(|s| matches!(s, PathSegment::Key(k) if keys.contains(&k.as_str())));
+    let last_is = |keys: &[&str]| matches!(path.last(), Some(PathSegment::Key(k)) if keys.contains(&k.as_str()));
+    if under(&QUANTITY_KEYS) {
+        let q = |v: &Value| text(v).and_then(|t| Quantity::parse(&t).ok());
+        if let (Some(a), Some(b)) = (q(d), q(l)) {
+            return a.nanos() == b.nanos();
+        }
+    }
+    last_is(&INT_OR_STRING_KEYS) && text(d).is_some() && text(d) == text(l)
+}
+
+/// The plan as text: one line per action, the fields of updates below it.
+pub fn to_text(plan: &Plan, color: bool) -> String {
+    use anstyle::{AnsiColor, Style};
+    let paint = |s: String, c: AnsiColor| {
+        if color {
+            let st = Style::new().fg_color(Some(c.into()));
+            format!("{}{s}{}", st.render(), st.render_reset())
+        } else {
+            s
+        }
+    };
+    let show = |v: &Option<Value>| v.as_ref().map_or("(unset)".to_string(), Value::to_string);
+    let mut out = String::new();
+    for a in &plan.actions {
+        let (mark, word, c) = match a.action {
+            Verb::Create => ("+", "create", AnsiColor::Green),
+            Verb::Update => ("~", "update", AnsiColor::Yellow),
+            Verb::Delete => ("-", "delete", AnsiColor::Red),
+        };
+        let why = match a.action {
+            Verb::Delete => format!(
+                "  (no longer wanted by InferenceService {}/{})",
+                a.namespace.as_deref().unwrap_or_default(),
+                a.service
+            ),
+            _ => String::new(),
+        };
+        out.push_str(&paint(format!("{mark} {word} {}{why}\n", a.id()), c));
+        for f in &a.fields {
+            let note = f.note.as_ref().map_or(String::new(), |n| format!("  ({n})"));
+            out.push_str(&format!("    {}: {} -> {}{note}\n", f.path, show(&f.live), show(&f.desired)));
+        }
+    }
+    for c in &plan.conflicts {
+        let id = ObjectId::new(&c.api_version, &c.kind, c.namespace.as_deref(), &c.name);
+        out.push_str(&paint(format!("! conflict {id}: {}\n", c.reason), AnsiColor::Red));
+    }
+    out.push_str(&format!("plan: {}\n", plan.summary()));
+    out
+}
+
+/// The plan as JSON for scripts.
+pub fn to_json(plan: &Plan) -> String {
+    let value = json!({
+        "converged": plan.is_converged(),
+        "summary": plan.summary(),
+        "actions": plan.actions,
+        "conflicts": plan.conflicts,
+        "unchanged": plan.unchanged,
+    });
+    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+}
+
+/// What a controller would report for one InferenceService.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceStatus {
+    pub namespace: String,
+    pub name: String,
+    pub model: String,
+    /// `spec.replicas` of the InferenceService.
+    pub replicas: i32,
+    /// Pods the Deployment has now been asked for: `spec.replicas`, or for
+    /// an autoscaled service the live count, at least the autoscaler's minimum.
+    pub wanted: i64,
+    pub ready_replicas: i64,
+    pub phase: Phase,
+    /// Why the service is not Ready, or how it scales when it is.
+    pub message: String,
+    /// Adapters the serving pods have loaded: the configured ones, once the
+    /// pods that serve them are ready (vLLM loads its adapter list at start).
+    pub loaded_adapters: Vec<String>,
+    /// Where clients reach the service.
+    pub endpoint: Option<String>,
+    /// When the Deployment's `Available` condition last changed, from the
+    /// snapshot (isvc has no clock of its own).
+    pub since: Option<String>,
+}
+
+/// The status of every service: Ready when its Deployment's ready and
+/// updated replicas reach the wanted count, the Deployment controller has
+/// seen the latest spec, and the plan has nothing to do for the service;
+/// Progressing otherwise.
+pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value], plan: &Plan) -> Vec<ServiceStatus> {
+    let live_by_key: HashMap<Key, &Value> =
+        live.iter().filter_map(|v| ObjectId::of(v).map(|id| (key(&id), v))).collect();
+    let mut out = Vec::new();
+    for s in services {
+        let (ns, name) = (s.namespace_or_default(), s.name());
+        let mine = |kind: &str| {
+            desired.iter().find(|o| {
+                o.id.kind == kind && o.owner.as_deref() == Some(name) && o.id.namespace.as_deref() == Some(ns)
+            })
+        };
+        let deployment = mine("Deployment");
+        let live_deploy = deployment.and_then(|d| live_by_key.get(&key(&d.id)).copied());
+        let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.pointer(p)).and_then(Value::as_i64);
+        let ready = int(live_deploy, "/status/readyReplicas").unwrap_or(0);
+        let updated = int(live_deploy, "/status/updatedReplicas").unwrap_or(0);
+        let hpa_min = mine("HorizontalPodAutoscaler").and_then(|h| int(Some(&h.value), "/spec/minReplicas"));
+        let bounds = mine("HorizontalPodAutoscaler").map(|h| {
+            (
+                int(Some(&h.value), "/spec/minReplicas").unwrap_or(1),
+                int(Some(&h.value), "/spec/maxReplicas").unwrap_or(1),
+            )
+        });
+        let wanted = match (deployment.and_then(|d| int(Some(&d.value), "/spec/replicas")), hpa_min) {
+            (Some(n), _) => n,
+            (None, min) => int(live_deploy, "/spec/replicas").unwrap_or(1).max(min.unwrap_or(1)),
+        };
+        let seen = int(live_deploy, "/status/observedGeneration") >= int(live_deploy, "/metadata/generation");
+        let pending = plan.pending_for(ns, name);
+        let message = if pending > 0 {
+            format!("{pending} action{} pending (see isvc plan)", if pending == 1 { "" } else { "s" })
+        } else if !seen {
+            "the Deployment controller has not yet seen the latest spec".to_string()
+        } else if updated < wanted {
+            format!("rolling out: {updated} of {wanted} pods updated")
+        } else if ready < wanted {
+            format!("{ready} of {wanted} pods ready")
+        } else {
+            match bounds {
+                Some((min, max)) => format!("autoscaled between {min} and {max} pods"),
+                None if wanted == 0 => "scaled to zero".to_string(),
+                None => String::new(),
+            }
+        };
+        let phase = if pending == 0 && seen && updated >= wanted && ready >= wanted {
+            Phase::Ready
+        } else {
+            Phase::Progressing
+        };
+        let (_, steady) = crate::derive::autoscaling::bounds(&s.spec);
+        let loaded_adapters = if ready > 0 && updated >= wanted {
+            s.spec.adapters.iter().map(|a| a.name.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        let endpoint = endpoint_of(desired, ns, name);
+        let since = live_deploy
+            .and_then(|d| d.pointer("/status/conditions"))
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")))
+            .and_then(|c| c.get("lastTransitionTime"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        out.push(ServiceStatus {
+            namespace: ns.to_string(),
+            name: name.to_string(),
+            model: s.spec.base_model.clone(),
+            replicas: steady,
+            wanted,
+            ready_replicas: ready,
+            phase,
+            message,
+            loaded_adapters,
+            endpoint,
+            since,
+        });
+    }
+    out
+}
+
+/// The address clients use: the HTTPRoute's hostname and path when the
+/// service registers with a gateway, else the Service's cluster address.
+fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
+    let mine = |kind: &str| {
+        desired
+            .iter()
+            .find(|o| o.id.kind == kind && o.owner.as_deref() == Some(name) && o.id.namespace.as_deref() == Some(ns))
+    };
+    if let Some(route) = mine("HTTPRoute") {
+        let host = route.value.pointer("/spec/hostnames/0").and_then(Value::as_str);
+        let path = route.value.pointer("/spec/rules/0/matches/0/path/value").and_then(Value::as_str).unwrap_or("/");
+        if let Some(host) = host {
+            return Some(format!("http://{host}{path}"));
+        }
+    }
+    let svc = mine("Service")?;
+    let port = svc.value.pointer("/spec/ports/0/port").and_then(Value::as_i64)?;
+    Some(format!("http://{name}.{ns}.svc:{port}"))
+}
+
+fn phase_name(p: Phase) -> &'static str {
+    match p {
+        Phase::Ready => "Ready",
+        Phase::Progressing => "Progressing",
+    }
+}
+
+/// A table like `kubectl get inferenceservices` would print.
+pub fn status_to_text(statuses: &[ServiceStatus]) -> String {
+    let mut rows = vec![["NAMESPACE", "NAME", "MODEL", "REPLICAS", "READY", "PHASE", "MESSAGE"].map(str::to_string)];
+    for s in statuses {
+        rows.push([
+            s.namespace.clone(),
+            s.name.clone(),
+            s.model.clone(),
+            s.replicas.to_string(),
+            s.ready_replicas.to_string(),
+            phase_name(s.phase).to_string(),
+            s.message.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("   ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The services as InferenceService objects with their status, in a
+/// `List`, as `kubectl get inferenceservices -o json` would show them.
+pub fn status_to_json(services: &[&InferenceService], statuses: &[ServiceStatus]) -> String {
+    let by_name: BTreeMap<(&str, &str), &ServiceStatus> =
+        statuses.iter().map(|s| ((s.namespace.as_str(), s.name.as_str()), s)).collect();
+    let items: Vec<Value> = services
+        .iter()
+        .filter_map(|svc| {
+            let s = by_name.get(&(svc.namespace_or_default(), svc.name()))?;
+            let ready = s.phase == Phase::Ready;
+            let typed = InferenceServiceStatus {
+                ready_replicas: Some(s.ready_replicas as i32),
+                phase: Some(s.phase),
+                loaded_adapters: s.loaded_adapters.clone(),
+                endpoint: s.endpoint.clone(),
+                conditions: Vec::new(),
+            };
+            let mut status = serde_json::to_value(&typed).unwrap_or_default();
+            let mut condition = json!({
+                "type": "Ready",
+                "status": if ready { "True" } else { "False" },
+                "reason": if ready { "Ready" } else { "Progressing" },
+                "message": s.message,
+            });
+            if let Some(t) = &s.since {
+                condition["lastTransitionTime"] = json!(t);
+            }
+            status["conditions"] = json!([condition]);
+            Some(json!({
+                "apiVersion": crate::model::v1alpha2::API_VERSION,
+                "kind": crate::model::v1alpha1::KIND,
+                "metadata": {"name": s.name, "namespace": s.namespace},
+                "spec": svc.spec,
+                "status": status,
+            }))
+        })
+        .collect();
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    serde_json::to_string_pretty(&list).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changes(desired: Value, live: Value) -> Vec<String> {
+        let mut out = Vec::new();
+        compare(&desired, &live, &mut Vec::new(), &mut out);
+        out.into_iter().map(|c| c.path).collect()
+    }
+
+    #[test]
+    fn only_owned_fields_count() {
+        let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a", "labels": {"x": "1"}},
+            "spec": {"ports": [{"name": "http", "port": 8000, "targetPort": "http"}]}});
+        let live = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "a", "uid": "u", "resourceVersion": "7", "labels": {"x": "1", "extra": "y"}},
+            "spec": {"clusterIP": "10.0.0.1", "ports": [{"name": "http", "port": 8000, "protocol": "TCP", "targetPort": "http"}]},
+            "status": {"loadBalancer": {}}});
+        assert!(changes(desired.clone(), live.clone()).is_empty());
+        let mut moved = live;
+        moved["spec"]["ports"][0]["targetPort"] = json!(8080);
+        assert_eq!(changes(desired, moved), ["spec.ports[0].targetPort"]);
+    }
+
+    #[test]
+    fn quantities_and_ports_compare_by_value() {
+        let desired = json!({"spec": {"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}, "port": 80}});
+        let live = json!({"spec": {"resources": {"limits": {"cpu": "1000m", "memory": "1073741824"}}, "port": "80"}});
+        assert!(changes(desired.clone(), live).is_empty());
+        let live = json!({"spec": {"resources": {"limits": {"cpu": "2", "memory": "1Gi"}}, "port": 80}});
+        assert_eq!(changes(desired, live), ["spec.resources.limits.cpu"]);
+        // Outside quantities, text is text.
+        assert_eq!(
+            changes(json!({"metadata": {"labels": {"v": "1"}}}), json!({"metadata": {"labels": {"v": "1.0"}}})),
+            ["metadata.labels.v"]
+        );
+    }
+
+    #[test]
+    fn lists_of_named_items_match_by_name_and_others_by_position() {
+        let desired = json!({"spec": {"containers": [{"name": "a", "args": ["x", "y"]}]}});
+        let live = json!({"spec": {"containers": [{"name": "sidecar"}, {"name": "a", "args": ["x", "y"], "terminationMessagePath": "/dev/termination-log"}]}});
+        assert!(changes(desired.clone(), live).is_empty());
+        let live = json!({"spec": {"containers": [{"name": "a", "args": ["x"]}]}});
+        assert_eq!(changes(desired, live), ["spec.containers[0].args"]);
+    }
+}

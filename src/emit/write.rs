@@ -1,0 +1,501 @@
+//! The output tree: one file per object, written atomically, pruned, and
+//! never touching what isvc did not write.
+//!
+//! - A file is isvc's when its first line starts with [`HEADER_PREFIX`].
+//! - Everything is computed and checked before the first write, so an error
+//!   leaves the tree as it was.
+//! - Each file is written to a temporary file beside it and renamed into
+//!   place: a crash leaves the old file or the new one, never half of one.
+//! - A file whose bytes would not change is not rewritten.
+//! - isvc's files that are no longer produced are removed, with the
+//!   directories that removal leaves empty. Other files are never touched,
+//!   and a planned path that holds one is an error.
+//! - Symbolic links inside the tree are never followed or written through.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::model::objects::{HEADER_PREFIX, Object};
+
+/// Prefix of temporary files; leftovers of a killed run are removed.
+const TEMP_PREFIX: &str = ".isvc-tmp-";
+
+/// The planned tree: relative path to file contents.
+pub type Tree = BTreeMap<PathBuf, String>;
+
+/// The files for `objects`, with the kustomize entry points of each tree.
+pub fn tree(objects: &[Object]) -> Tree {
+    let mut tree: Tree = objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect();
+    let roots: BTreeSet<String> = objects.iter().filter_map(|o| o.cluster.clone()).collect();
+    let roots: Vec<String> = roots.into_iter().collect();
+    let extra = crate::derive::gitops::kustomizations(tree.keys(), &roots);
+    tree.extend(extra);
+    tree
+}
+
+/// What is in an output directory now.
+#[derive(Debug, Default)]
+pub struct Existing {
+    /// isvc's files and their contents.
+    pub ours: BTreeMap<PathBuf, String>,
+    /// Files (and other entries) isvc did not write.
+    pub foreign: BTreeSet<PathBuf>,
+    /// Symbolic links found in the tree.
+    pub links: BTreeSet<PathBuf>,
+    /// Leftover temporary files of an interrupted run.
+    pub temps: Vec<PathBuf>,
+}
+
+/// Reads the output directory (which may not exist yet).
+pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
+    let mut existing = Existing::default();
+    match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(existing),
+        Err(e) => {
+            return Err(Diagnostic::error(format!("cannot read {}: {e}", out.display())));
+        }
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Diagnostic::error(format!(
+                "{} is a symbolic link; isvc writes only into a real directory",
+                out.display()
+            )));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(Diagnostic::error(format!("{} exists and is not a directory", out.display()))
+                .help("choose another --out"));
+        }
+        Ok(_) => {}
+    }
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+        let ft = entry.file_type();
+        if ft.is_symlink() {
+            existing.links.insert(rel);
+        } else if ft.is_file() {
+            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                existing.temps.push(entry.into_path());
+            } else {
+                files.push((rel, entry.into_path()));
+            }
+        } else if !ft.is_dir() {
+            existing.foreign.insert(rel);
+        }
+    }
+    let read: Vec<(PathBuf, Result<Option<String>, std::io::Error>)> =
+        files.into_par_iter().map(|(rel, abs)| (rel, read_if_ours(&abs))).collect();
+    for (rel, r) in read {
+        match r {
+            Ok(Some(text)) => {
+                existing.ours.insert(rel, text);
+            }
+            Ok(None) => {
+                existing.foreign.insert(rel);
+            }
+            Err(e) => {
+                return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display())));
+            }
+        }
+    }
+    Ok(existing)
+}
+
+fn read_if_ours(path: &Path) -> std::io::Result<Option<String>> {
+    let bytes = std::fs::read(path)?;
+    if !bytes.starts_with(HEADER_PREFIX.as_bytes()) {
+        return Ok(None);
+    }
+    Ok(String::from_utf8(bytes).ok())
+}
+
+/// How the planned tree differs from what is on disk.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub create: Vec<PathBuf>,
+    pub update: Vec<PathBuf>,
+    pub delete: Vec<PathBuf>,
+    pub unchanged: usize,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
+    }
+
+    /// One line: "3 created, 1 updated, 0 deleted, 10 unchanged".
+    pub fn summary(&self) -> String {
+        format!(
+            "{} created, {} updated, {} deleted, {} unchanged",
+            self.create.len(),
+            self.update.len(),
+            self.delete.len(),
+            self.unchanged
+        )
+    }
+}
+
+/// Compares the planned tree with the existing one.
+pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
+    let mut c = Changes::default();
+    for (path, text) in planned {
+        match existing.ours.get(path) {
+            None => c.create.push(path.clone()),
+            Some(old) if old != text => c.update.push(path.clone()),
+            Some(_) => c.unchanged += 1,
+        }
+    }
+    c.delete = existing.ours.keys().filter(|p| !planned.contains_key(*p)).cloned().collect();
+    c
+}
+
+/// Errors that make writing `planned` unsafe: a planned file that isvc did
+/// not write, or a path through a symbolic link or a foreign file.
+pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    for path in planned.keys() {
+        if existing.foreign.contains(path) {
+            diags.push(
+                Diagnostic::error(format!("refusing to overwrite {}: isvc did not write it", out.join(path).display()))
+                    .help("move the file away, or choose another --out"),
+            );
+            continue;
+        }
+        for ancestor in path.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
+            if existing.links.contains(ancestor) || existing.foreign.contains(ancestor) {
+                diags.push(Diagnostic::error(format!(
+                    "refusing to write {}: {} is a symbolic link or a file",
+                    out.join(path).display(),
+                    out.join(ancestor).display()
+                )));
+                break;
+            }
+        }
+        if existing.links.contains(path) {
+            diags.push(Diagnostic::error(format!(
+                "refusing to write through symbolic link {}",
+                out.join(path).display()
+            )));
+        }
+    }
+    diags
+}
+
+/// Writes `planned` into `out`: creates and updates changed files, removes
+/// isvc's stale files, leaves everything else alone.
+///
+/// Runs under a lock on `out`'s parent directory, so two renders into the
+/// same place cannot interleave (the second waits). The new tree is built
+/// beside `out` — unchanged and foreign files hard-linked, so they keep
+/// their inode and modification time — and exchanged with `out` in one
+/// atomic rename: a render killed at any moment leaves the old tree or the
+/// new one, never a mix. Where that is impossible (another file system,
+/// `out` is a mount point, not Linux), files are replaced one by one, each
+/// atomically.
+pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
+    let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) if !parent.is_dir() => {
+            return Err(Diagnostic::error(format!(
+                "cannot create {}: {} does not exist",
+                out.display(),
+                parent.display()
+            ))
+            .help("create the parent directory first")
+            .into());
+        }
+        Some(parent) => parent.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let _lock = lock(&parent, out)?;
+    remove_leftovers(&parent);
+    let existing = scan(out)?;
+    let diags = conflicts(planned, &existing, out);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let changes = changes(planned, &existing);
+    if changes.is_empty() {
+        return Ok(changes);
+    }
+    if is_missing_or_empty(out) {
+        write_fresh(out, planned)?;
+        return Ok(changes);
+    }
+    match write_swap(out, &parent, planned, &changes) {
+        Ok(()) => Ok(changes),
+        Err(Swap::Unsupported) => write_in_place(out, planned, &existing, changes),
+        Err(Swap::Failed(d)) => Err(d.into()),
+    }
+}
+
+/// Holds the lock on the output's parent directory until dropped.
+pub struct Lock {
+    _dir: std::fs::File,
+}
+
+fn lock(parent: &Path, out: &Path) -> Result<Lock, Diagnostic> {
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot lock {}: {e}", parent.display()));
+    let dir = std::fs::File::open(parent).map_err(fail)?;
+    match dir.try_lock() {
+        Ok(()) => return Ok(Lock { _dir: dir }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("waiting for another isvc render into {} to finish...", out.display());
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(fail(e)),
+    }
+    dir.lock().map_err(fail)?;
+    Ok(Lock { _dir: dir })
+}
+
+/// Staging directories of a killed run. The parent's lock is held, so no
+/// other render is using them.
+fn remove_leftovers(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+enum Swap {
+    /// The platform or file system cannot do it; nothing was changed.
+    Unsupported,
+    Failed(Diagnostic),
+}
+
+/// Builds the new tree beside `out` and exchanges the two atomically.
+fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Swap> {
+    let fail = |what: &Path, e: std::io::Error| {
+        Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
+    };
+    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let stage = staging.path();
+    let replaced: BTreeSet<&PathBuf> = changes.update.iter().chain(&changes.delete).collect();
+    // Mirror the current tree: directories, links, and every file that stays.
+    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+        let entry =
+            entry.map_err(|e| Swap::Failed(Diagnostic::error(format!("cannot read {}: {e}", out.display()))))?;
+        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+        let target = stage.join(&rel);
+        let ft = entry.file_type();
+        if ft.is_dir() {
+            if !rel.as_os_str().is_empty() {
+                std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
+            }
+            if let Ok(meta) = entry.metadata() {
+                let _ = std::fs::set_permissions(&target, meta.permissions());
+            }
+        } else if ft.is_symlink() {
+            let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
+            symlink(&link, &target).map_err(|_| Swap::Unsupported)?;
+        } else if ft.is_file() {
+            if replaced.contains(&rel) || entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                continue;
+            }
+            if std::fs::hard_link(entry.path(), &target).is_err() {
+                return Err(Swap::Unsupported);
+            }
+        } else {
+            return Err(Swap::Unsupported);
+        }
+    }
+    let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
+    for rel in &written {
+        if let Some(dir) = rel.parent() {
+            std::fs::create_dir_all(stage.join(dir)).map_err(|e| fail(&out.join(dir), e))?;
+        }
+    }
+    let errors: Vec<Swap> = written
+        .par_iter()
+        .filter_map(|rel| std::fs::write(stage.join(rel), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
+        .collect();
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e);
+    }
+    for rel in &changes.delete {
+        remove_empty_parents(stage, rel);
+    }
+    exchange(stage, out)?;
+    // `stage` now holds the old tree; dropping `staging` removes it.
+    drop(staging);
+    Ok(())
+}
+
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> Result<(), Swap> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(|_| Swap::Unsupported)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> Result<(), Swap> {
+    Err(Swap::Unsupported)
+}
+
+#[cfg(unix)]
+fn symlink(link: &Path, at: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(link, at)
+}
+
+#[cfg(not(unix))]
+fn symlink(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("symbolic links are not supported here"))
+}
+
+/// Replaces changed files one by one (each atomically), then removes stale ones.
+fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Changes) -> Result<Changes, Diagnostics> {
+    for temp in &existing.temps {
+        let _ = std::fs::remove_file(temp);
+    }
+    let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
+    let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let errors: Vec<Diagnostic> =
+        to_write.par_iter().filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err()).collect();
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    for rel in &changes.delete {
+        let path = out.join(rel);
+        std::fs::remove_file(&path).map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
+        remove_empty_parents(out, rel);
+    }
+    Ok(changes)
+}
+
+fn is_missing_or_empty(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// A first render: the whole tree is written into a staging directory beside
+/// `out` and renamed into place, so the tree appears complete or not at all.
+fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let fail = |what: &Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", what.display()));
+    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    // tempdir is private (0700); the output is an ordinary directory.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755));
+    }
+    let dirs: BTreeSet<&Path> = planned.keys().filter_map(|p| p.parent()).collect();
+    for dir in dirs {
+        std::fs::create_dir_all(staging.path().join(dir)).map_err(|e| fail(&out.join(dir), e))?;
+    }
+    let errors: Vec<Diagnostic> = planned
+        .par_iter()
+        .filter_map(|(rel, text)| std::fs::write(staging.path().join(rel), text).err().map(|e| fail(&out.join(rel), e)))
+        .collect();
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    // rename(2) replaces an empty directory atomically.
+    let staged = staging.keep();
+    std::fs::rename(&staged, out).map_err(|e| {
+        let _ = std::fs::remove_dir_all(&staged);
+        Diagnostics::from(fail(out, e))
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
+    let mut tmp =
+        tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(readable()).tempfile_in(dir).map_err(fail)?;
+    tmp.write_all(bytes).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+/// Mode of written files: readable by everyone, like files `git checkout` writes.
+fn readable() -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o644)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(".").map(|m| m.permissions()).unwrap_or_else(|_| unreachable!())
+    }
+}
+
+fn remove_empty_parents(out: &Path, rel: &Path) {
+    for ancestor in rel.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty()) {
+        // remove_dir fails on a non-empty directory, which ends the climb.
+        if std::fs::remove_dir(out.join(ancestor)).is_err() {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(files: &[(&str, &str)]) -> Tree {
+        files.iter().map(|(p, t)| (PathBuf::from(p), format!("{HEADER_PREFIX}\n{t}"))).collect()
+    }
+
+    #[test]
+    fn writes_prunes_and_leaves_foreign_files_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let first = planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")]);
+        let c = write(&out, &first).unwrap();
+        assert_eq!(c.create.len(), 2);
+        std::fs::write(out.join("a/notes.md"), "mine").unwrap();
+
+        let second = planned(&[("a/x.yaml", "1")]);
+        let c = write(&out, &second).unwrap();
+        assert_eq!((c.create.len(), c.update.len(), c.delete.len(), c.unchanged), (0, 0, 1, 1));
+        assert!(!out.join("b").exists(), "emptied directory is removed");
+        assert_eq!(std::fs::read_to_string(out.join("a/notes.md")).unwrap(), "mine");
+    }
+
+    #[test]
+    fn unchanged_files_are_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = planned(&[("x.yaml", "1")]);
+        write(dir.path(), &t).unwrap();
+        let before = std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let c = write(dir.path(), &t).unwrap();
+        assert!(c.is_empty());
+        assert_eq!(std::fs::metadata(dir.path().join("x.yaml")).unwrap().modified().unwrap(), before);
+    }
+
+    #[test]
+    fn refuses_to_overwrite_foreign_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.yaml"), "hand written").unwrap();
+        let err = write(dir.path(), &planned(&[("x.yaml", "1")])).unwrap_err();
+        assert!(err.render(false).contains("isvc did not write it"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn never_writes_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), out.join("a")).unwrap();
+        let err = write(&out, &planned(&[("a/x.yaml", "1")])).unwrap_err();
+        assert!(err.render(false).contains("symbolic link"), "{}", err.render(false));
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+}

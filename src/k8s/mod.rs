@@ -1,0 +1,4 @@
+//! What Kubernetes does with the objects: their types (typecheck) and the
+//! admission of pods against ResourceQuota, LimitRange and Kueue.
+
+pub mod typecheck;

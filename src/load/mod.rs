@@ -1,0 +1,566 @@
+//! Reading the input: walks paths, parses YAML, checks every document
+//! against the schema and Kubernetes' naming rules, and decodes it into the
+//! typed spec. Every problem of every file is reported, not just the first.
+
+pub mod schema_check;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source, did_you_mean};
+use crate::base::names;
+use crate::base::quantity::Quantity;
+use crate::base::yaml::{self, Limits, Node, NodeValue, PathSegment};
+use crate::derive::RESERVED_LABELS;
+use crate::model::platform::Platform;
+use crate::model::schema::INFERENCE_SERVICE_VERSIONS;
+use crate::model::v1alpha1::{API_VERSION, KIND};
+use crate::model::v1alpha2::InferenceService;
+
+/// Largest input file read, in bytes.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+
+/// An InferenceService read from a file, with where it came from.
+#[derive(Clone, Debug)]
+pub struct LoadedService {
+    /// The service as v1alpha2, whichever version the file has.
+    pub service: InferenceService,
+    /// The `apiVersion` the file has.
+    pub api_version: &'static str,
+    pub source: Arc<Source>,
+    /// The document's root node, for pointing later diagnostics at fields.
+    pub node: Node,
+}
+
+impl LoadedService {
+    /// Location of a field of this document (or the nearest existing parent).
+    pub fn location(&self, path: &[PathSegment]) -> Location {
+        Location::span(&self.source, self.node.at_path(path).span)
+    }
+}
+
+/// Lists the input files under `paths`: files as given, directories walked
+/// for `*.yaml` and `*.yml` (hidden entries skipped), in a stable order.
+pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
+    let mut files = Vec::new();
+    let mut diags = Diagnostics::new();
+    for path in paths {
+        if path.is_file() {
+            files.push(path.clone());
+            continue;
+        }
+        if !path.is_dir() {
+            diags.push(Diagnostic::error(format!("{}: no such file or directory", path.display())));
+            continue;
+        }
+        let walker = walkdir::WalkDir::new(path)
+            .follow_links(true)
+            .sort_by_file_name()
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        for entry in walker {
+            match entry {
+                Ok(e) if e.file_type().is_file() && is_yaml(e.path()) => files.push(e.into_path()),
+                Ok(_) => {}
+                Err(err) => diags.push(Diagnostic::error(format!("cannot read {}: {err}", path.display()))),
+            }
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(files)
+}
+
+fn is_yaml(path: &Path) -> bool {
+    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+}
+
+/// Reads a file into a [`Source`], refusing what is too large or not text.
+pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
+    read_source_limited(path, MAX_FILE_BYTES)
+}
+
+/// [`read_source`] with a size limit of `max_bytes`.
+pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, Diagnostic> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    if meta.len() > max_bytes {
+        return Err(Diagnostic::error(format!(
+            "{} is {} bytes, larger than the limit of {} bytes for an input file",
+            path.display(),
+            meta.len(),
+            max_bytes
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Diagnostic::error(format!(
+            "{} is not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok(Source::new(path, text))
+}
+
+/// Loads every InferenceService under `paths`. Returns them sorted by
+/// namespace and name, or every error found.
+pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
+    let files = input_files(paths)?;
+    let results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
+        .par_iter()
+        .map(|path| match read_source(path) {
+            Ok(source) => parse_services(&source),
+            Err(d) => (Vec::new(), vec![d]),
+        })
+        .collect();
+    let mut diags = Diagnostics::new();
+    let mut services = Vec::new();
+    for (s, d) in results {
+        services.extend(s);
+        diags.extend(d);
+    }
+    check_duplicates(&services, &mut diags);
+    diags.sort();
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    services.sort_by(|a, b| {
+        (a.service.namespace_or_default(), a.service.name()).cmp(&(b.service.namespace_or_default(), b.service.name()))
+    });
+    Ok(services)
+}
+
+/// Parses every InferenceService document of one source text.
+pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
+    let (docs, fatal) = yaml::parse_stream(source, Limits::default());
+    let mut services = Vec::new();
+    let mut diags = Vec::new();
+    for doc in docs {
+        if !doc.errors.is_empty() {
+            diags.extend(doc.errors);
+            continue;
+        }
+        let Some(node) = doc.root else { continue };
+        match parse_service(source, node) {
+            Ok(s) => services.push(s),
+            Err(d) => diags.extend(d),
+        }
+    }
+    diags.extend(fatal);
+    (services, diags)
+}
+
+fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<Diagnostic>> {
+    let api_version = check_header(
+        source,
+        &node,
+        KIND,
+        &INFERENCE_SERVICE_VERSIONS,
+        "only InferenceService documents belong here; move other manifests out of the input paths",
+    )?;
+    let schema = crate::model::schema::inference_service_cached(api_version).unwrap_or(&Value::Null);
+    let mut diags = crate::load::schema_check::check(&node, schema, source);
+    check_metadata(source, &node, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let service: InferenceService = if api_version == API_VERSION {
+        let old: crate::model::v1alpha1::InferenceService = decode(source, &node)?;
+        crate::model::conversion::to_hub(&old).map_err(|e| {
+            vec![
+                Diagnostic::error(e)
+                    .at(Location::span(source, node.at_path(&[key("metadata"), key("annotations")]).span)),
+            ]
+        })?
+    } else {
+        decode(source, &node)?
+    };
+    let problems = service.spec.problems();
+    if !problems.is_empty() {
+        return Err(problems
+            .into_iter()
+            .map(|p| {
+                let d = Diagnostic::error(p.message).at(Location::span(source, node.at_path(&p.path).span));
+                match p.help {
+                    Some(h) => d.help(h),
+                    None => d,
+                }
+            })
+            .collect());
+    }
+    Ok(LoadedService { service, api_version, source: Arc::clone(source), node })
+}
+
+/// Checks `kind` and `apiVersion` first, so a foreign document gets one
+/// clear error instead of a list of unknown fields. Returns the version
+/// found, one of `api_versions` (newest first).
+fn check_header(
+    source: &Arc<Source>,
+    node: &Node,
+    kind: &str,
+    api_versions: &[&'static str],
+    foreign_help: &str,
+) -> Result<&'static str, Vec<Diagnostic>> {
+    if !matches!(node.value, NodeValue::Map(_)) {
+        return Err(vec![
+            Diagnostic::error(format!(
+                "expected {} {kind} mapping, found {}",
+                if kind.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" },
+                node.type_name()
+            ))
+            .at(Location::span(source, node.span)),
+        ]);
+    }
+    let found_kind = node.get("kind");
+    match found_kind.and_then(Node::as_str) {
+        Some(k) if k == kind => {}
+        Some(k) => {
+            let help = if k.eq_ignore_ascii_case(kind) || did_you_mean(k, [kind]).is_some() {
+                format!("did you mean \"{kind}\"?")
+            } else {
+                foreign_help.to_string()
+            };
+            return Err(vec![
+                Diagnostic::error(format!("expected kind \"{kind}\", found \"{k}\""))
+                    .at(Location::span(source, found_kind.map_or(node.span, |n| n.span)))
+                    .help(help),
+            ]);
+        }
+        None => {
+            return Err(vec![
+                Diagnostic::error(format!("missing \"kind\": expected \"kind: {kind}\""))
+                    .at(Location::span(source, found_kind.map_or(node.span, |n| n.span))),
+            ]);
+        }
+    }
+    let found = node.get("apiVersion");
+    let api_version = api_versions[0];
+    match found.and_then(Node::as_str) {
+        Some(v) if api_versions.contains(&v) => {
+            Ok(api_versions.iter().find(|a| **a == v).copied().unwrap_or(api_version))
+        }
+        other => {
+            let msg = match other {
+                Some(v) => format!("unsupported apiVersion \"{v}\" for {kind}"),
+                None => format!("missing \"apiVersion\" for {kind}"),
+            };
+            Err(vec![Diagnostic::error(msg).at(Location::span(source, found.map_or(node.span, |n| n.span))).help(
+                match api_versions {
+                    [newest, older @ ..] if !older.is_empty() => {
+                        format!("use \"apiVersion: {newest}\" ({} is read too)", older.join(", "))
+                    }
+                    _ => format!("use \"apiVersion: {api_version}\""),
+                },
+            )])
+        }
+    }
+}
+
+/// Decodes a schema-checked node into its typed form.
+fn decode<T: DeserializeOwned>(source: &Arc<Source>, node: &Node) -> Result<T, Vec<Diagnostic>> {
+    serde_path_to_error::deserialize(node.to_json()).map_err(|e| {
+        let path = path_segments(e.path());
+        let at = node.at_path(&path);
+        vec![Diagnostic::error(format!("invalid value: {}", e.inner())).at(Location::span(source, at.span))]
+    })
+}
+
+fn path_segments(path: &serde_path_to_error::Path) -> Vec<PathSegment> {
+    path.iter()
+        .filter_map(|seg| match seg {
+            serde_path_to_error::Segment::Map { key } => Some(PathSegment::Key(key.clone())),
+            serde_path_to_error::Segment::Seq { index } => Some(PathSegment::Index(*index)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn key(k: &str) -> PathSegment {
+    PathSegment::Key(k.to_string())
+}
+
+/// Checks names, labels and annotations against Kubernetes' rules. Works on
+/// the tree, so it runs even when other fields of the document are wrong.
+fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+    let Some(meta) = node.get("metadata") else {
+        return;
+    };
+    let rules: [(&str, fn(&str) -> Result<(), String>); 2] =
+        [("name", names::dns1035_label), ("namespace", names::dns1123_label)];
+    for (field, rule) in rules {
+        let Some(n) = meta.get(field) else { continue };
+        let Some(value) = n.as_str() else { continue };
+        if let Err(e) = rule(value) {
+            diags.push(
+                Diagnostic::error(format!("invalid {field} \"{value}\": {e}"))
+                    .at(Location::span(source, n.span))
+                    .help(suggest_dns(value)),
+            );
+        }
+    }
+    if let Some(NodeValue::Map(labels)) = meta.get("labels").map(|n| &n.value) {
+        for (k, v) in labels {
+            let key_loc = Location::span(source, k.span);
+            if let Err(e) = names::qualified_name(&k.name) {
+                diags.push(Diagnostic::error(format!("invalid label key \"{}\": {e}", k.name)).at(key_loc.clone()));
+            }
+            if let Some(value) = v.as_str() {
+                if let Err(e) = names::label_value(value, true) {
+                    diags.push(
+                        Diagnostic::error(format!("invalid value for label \"{}\": {e}", k.name))
+                            .at(Location::span(source, v.span)),
+                    );
+                }
+            }
+            if RESERVED_LABELS.contains(&k.name.as_str()) {
+                diags.push(
+                    Diagnostic::error(format!("label \"{}\" is set by isvc and cannot be given", k.name))
+                        .at(key_loc)
+                        .help("remove it; isvc labels every object with the service name"),
+                );
+            }
+        }
+    }
+    if let Some(annotations) = meta.get("annotations") {
+        if let NodeValue::Map(entries) = &annotations.value {
+            let mut total = 0;
+            for (k, v) in entries {
+                total += k.name.len() + v.as_str().map_or(0, str::len);
+                if let Err(e) = names::qualified_name(&k.name) {
+                    diags.push(
+                        Diagnostic::error(format!("invalid annotation key \"{}\": {e}", k.name))
+                            .at(Location::span(source, k.span)),
+                    );
+                }
+                if k.name == crate::derive::security::EXCEPTIONS_ANNOTATION {
+                    diags.push(
+                        Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
+                            .at(Location::span(source, k.span))
+                            .help("security exceptions are granted in the platform file (securityExceptions)"),
+                    );
+                }
+            }
+            if total > 256 * 1024 {
+                diags.push(
+                    Diagnostic::error(format!("annotations total {total} bytes; Kubernetes allows 262144"))
+                        .at(Location::span(source, annotations.span)),
+                );
+            }
+        }
+    }
+}
+
+/// A DNS-safe spelling of `name`, for help text.
+fn suggest_dns(name: &str) -> String {
+    let mut s: String =
+        name.to_ascii_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let s = s.trim_matches('-');
+    let s = s.trim_start_matches(|c: char| c.is_ascii_digit()).trim_start_matches('-');
+    let s: String = s.chars().take(63).collect();
+    let s = s.trim_end_matches('-');
+    if s.is_empty() || s == name {
+        "use lower case letters, digits and '-', starting with a letter".to_string()
+    } else {
+        format!("try \"{s}\"")
+    }
+}
+
+fn check_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
+    let mut seen: BTreeMap<(String, String), &LoadedService> = BTreeMap::new();
+    for s in services {
+        let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
+        if let Some(first) = seen.get(&id) {
+            // Report the later one (in file order) against the earlier one.
+            let (a, b) = if (first.source.name.as_path(), first.node.span) <= (s.source.name.as_path(), s.node.span) {
+                (*first, s)
+            } else {
+                (s, *first)
+            };
+            diags.push(
+                Diagnostic::error(format!("InferenceService {}/{} is defined twice", id.0, id.1))
+                    .at(b.location(&[key("metadata"), key("name")]))
+                    .related(a.location(&[key("metadata"), key("name")]), "first defined here")
+                    .help("rename one of them or put it in another namespace"),
+            );
+        } else {
+            seen.insert(id, s);
+        }
+    }
+}
+
+/// Loads the platform file, or the built-in defaults when `path` is `None`.
+pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
+    let Some(path) = path else {
+        return Ok(Platform::default());
+    };
+    let source = read_source(path)?;
+    parse_platform(&source).map_err(|d| {
+        let mut d = Diagnostics(d);
+        d.sort();
+        d
+    })
+}
+
+/// Parses a platform file's text.
+pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>> {
+    let docs = yaml::parse_documents(source, Limits::default()).map_err(|d| vec![d])?;
+    let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
+    if docs.len() != 1 {
+        return Err(vec![
+            Diagnostic::error(format!("a platform file holds exactly one document, found {}", docs.len()))
+                .at(Location::file(source)),
+        ]);
+    }
+    let node = docs.remove(0);
+    check_header(
+        source,
+        &node,
+        crate::model::platform::KIND,
+        &[API_VERSION],
+        "--platform takes a file with \"kind: Platform\"",
+    )?;
+    let mut diags = crate::load::schema_check::check(&node, &crate::model::schema::platform(), source);
+    check_platform(source, &node, &mut diags);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let platform: Platform = decode(source, &node)?;
+    let mut problems = crate::derive::tenancy::check_platform(&platform);
+    problems.extend(crate::derive::gateway::check_platform(&platform));
+    problems.extend(crate::derive::monitoring::check_platform(&platform));
+    if problems.is_empty() {
+        return Ok(platform);
+    }
+    Err(problems
+        .into_iter()
+        .map(|(path, message)| Diagnostic::error(message).at(Location::span(source, node.at_path(&path).span)))
+        .collect())
+}
+
+/// Checks the platform's quantities and cross-field rules on the tree, so
+/// they are reported together with schema errors. Values the file leaves
+/// out take the built-in default.
+fn check_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+    let builtin = Platform::default().defaults;
+    let field = |path: &[&str]| {
+        let segs: Vec<PathSegment> = path.iter().map(|k| key(k)).collect();
+        let n = node.at_path(&segs);
+        // at_path stops at the deepest existing node; only an exact hit counts.
+        let exact = segs.iter().try_fold(node, |n, s| match s {
+            PathSegment::Key(k) => n.get(k),
+            PathSegment::Index(_) => None,
+        });
+        (exact.is_some(), n)
+    };
+    let quantity = |path: &[&str], default: Option<&str>, diags: &mut Vec<Diagnostic>| -> Option<Quantity> {
+        let (present, n) = field(path);
+        let text = if present {
+            match &n.value {
+                NodeValue::Str(s) => s.clone(),
+                NodeValue::Int(i) => i.to_string(),
+                NodeValue::Float(f) => f.to_string(),
+                _ => return None, // the schema check reports the type
+            }
+        } else {
+            default?.to_string()
+        };
+        let name = path.join(".");
+        match Quantity::parse(&text) {
+            Ok(q) if q.nanos() == 0 => {
+                diags.push(
+                    Diagnostic::error(format!("\"{name}\" must be more than zero")).at(Location::span(source, n.span)),
+                );
+                None
+            }
+            Ok(q) => Some(q),
+            Err(e) => {
+                let mut d = Diagnostic::error(format!("\"{name}\": {e}")).at(Location::span(source, n.span));
+                if let Some(fix) = quantity_fix(&text) {
+                    d = d.help(format!("did you mean \"{fix}\"?"));
+                }
+                diags.push(d);
+                None
+            }
+        }
+    };
+    let r = &builtin.resources;
+    let cpu = quantity(&["defaults", "resources", "cpuPerGpu"], Some(&r.cpu_per_gpu), diags);
+    let memory = quantity(&["defaults", "resources", "memoryPerGpu"], Some(&r.memory_per_gpu), diags);
+    let limit = quantity(&["defaults", "resources", "cpuLimitPerGpu"], None, diags);
+    let shm = quantity(&["defaults", "resources", "shmSizePerGpu"], Some(&r.shm_size_per_gpu), diags);
+    quantity(
+        &["defaults", "autoscaling", "targetAverageValue"],
+        Some(&builtin.autoscaling.target_average_value),
+        diags,
+    );
+    let at = |path: &[&str]| Location::span(source, field(path).1.span);
+    if let (Some(cpu), Some(limit)) = (cpu, limit) {
+        if limit < cpu {
+            diags.push(
+                Diagnostic::error(format!(
+                    "\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"
+                ))
+                .at(at(&["defaults", "resources", "cpuLimitPerGpu"]))
+                .help("a limit below the request is rejected by the API server; raise the limit or remove it"),
+            );
+        }
+    }
+    if let (Some(memory), Some(shm)) = (memory, shm) {
+        if shm >= memory {
+            diags.push(
+                Diagnostic::error(format!(
+                    "\"defaults.resources.shmSizePerGpu\" ({shm}) must be below memoryPerGpu ({memory}): /dev/shm counts against the memory limit"
+                ))
+                .at(at(&["defaults", "resources", "shmSizePerGpu"])),
+            );
+        }
+    }
+    crate::derive::security::check_platform(source, node, diags);
+    let int = |path: &[&str], default: i32| match &field(path) {
+        (true, Node { value: NodeValue::Int(i), .. }) => Some(*i),
+        (true, _) => None,
+        (false, _) => Some(i64::from(default)),
+    };
+    if let (Some(0), Some(0)) = (
+        int(&["defaults", "rollout", "maxSurge"], builtin.rollout.max_surge),
+        int(&["defaults", "rollout", "maxUnavailable"], builtin.rollout.max_unavailable),
+    ) {
+        diags.push(
+            Diagnostic::error("\"defaults.rollout\": maxSurge and maxUnavailable cannot both be 0 (a rollout could never replace a pod)")
+                .at(at(&["defaults", "rollout"]))
+                .help("set maxUnavailable: 1, or maxSurge: 1 if you keep a spare GPU"),
+        );
+    }
+    if let (true, n) = field(&["defaults", "probes", "path"]) {
+        if n.as_str().is_some_and(|p| !p.starts_with('/')) {
+            diags.push(
+                Diagnostic::error("\"defaults.probes.path\" must start with '/'").at(Location::span(source, n.span)),
+            );
+        }
+    }
+}
+
+/// The usual fix for a quantity written the way people write sizes.
+fn quantity_fix(text: &str) -> Option<String> {
+    let t = text.trim();
+    for (wrong, right) in
+        [("GB", "Gi"), ("MB", "Mi"), ("KB", "Ki"), ("TB", "Ti"), ("gi", "Gi"), ("mi", "Mi"), ("g", "G")]
+    {
+        if let Some(n) = t.strip_suffix(wrong) {
+            if Quantity::parse(n).is_ok() {
+                return Some(format!("{n}{right}"));
+            }
+        }
+    }
+    None
+}

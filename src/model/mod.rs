@@ -1,0 +1,11 @@
+//! The model: the InferenceService versions and their conversion, the
+//! platform file, rendered objects and their identities, and the one table
+//! of every kind isvc renders. Pure data; no I/O.
+
+pub mod conversion;
+pub mod crd;
+pub mod objects;
+pub mod platform;
+pub mod schema;
+pub mod v1alpha1;
+pub mod v1alpha2;

@@ -1,0 +1,738 @@
+//! The platform file: the defaults every service is rendered with.
+//!
+//! Without a file, [`Platform::default`] holds the built-in values. A file
+//! overrides any of them; fields it leaves out keep the built-in value. The
+//! file is versioned like a Kubernetes object so it can grow (tenants,
+//! queues, clusters) without breaking old files.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub const KIND: &str = "Platform";
+
+/// Platform-wide settings for rendering InferenceServices.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "isvc platform file")]
+pub struct Platform {
+    /// Always `ai.example.com/v1alpha1`.
+    #[serde(default = "api_version")]
+    pub api_version: String,
+    /// Always `Platform`.
+    #[serde(default = "kind")]
+    pub kind: String,
+    /// Directory of template overrides, relative to the platform file: a
+    /// file there replaces the built-in template of the same name
+    /// (`deployment.yaml`, `service.yaml`, `horizontalpodautoscaler.yaml`).
+    /// The `--templates` flag takes precedence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub templates: Option<String>,
+    /// Values every service gets unless the platform overrides them.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Priority tiers, by name (the PriorityClass name). Left out, a platform
+    /// with tenants gets `online` (high, preempts, disruption budget) and
+    /// `offline` (low, never preempts, preemptible).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub priorities: BTreeMap<String, PriorityTier>,
+    /// Namespaces allowed to reach the serving port of every tenant.
+    #[serde(default)]
+    pub network: Network,
+    /// Kueue admission for tenants that declare queues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kueue: Option<Kueue>,
+    /// Teams sharing the cluster, each with its namespaces, quota, limits,
+    /// priorities, queues and network isolation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tenants: Vec<Tenant>,
+    /// Where the rendered output lives in git and how Argo CD or Flux
+    /// applies it (`render --gitops`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gitops: Option<GitOps>,
+    /// Clusters to render for: one output tree each, with per-cluster
+    /// overrides. Left out, one tree for one cluster.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clusters: Vec<Cluster>,
+    /// Relaxations of `defaults.security` for the services of one namespace
+    /// (or some of them), each with the reason the image needs it. Nothing
+    /// is relaxed for a service no entry names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_exceptions: Vec<SecurityException>,
+    /// The Gateway services register with (`spec.gateway.route`), and whether
+    /// the Gateway API Inference Extension is installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<crate::derive::gateway::GatewayConfig>,
+    /// KEDA scales services that name `spec.autoscaling`, with a Prometheus
+    /// trigger; without this section, a HorizontalPodAutoscaler does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keda: Option<crate::derive::autoscaling::KedaConfig>,
+    /// Prometheus Operator ServiceMonitors for the services' metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring: Option<crate::derive::monitoring::Monitoring>,
+}
+
+fn api_version() -> String {
+    crate::model::v1alpha1::API_VERSION.to_string()
+}
+
+fn kind() -> String {
+    KIND.to_string()
+}
+
+/// Values every service is rendered with.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Defaults {
+    /// The vLLM server image. Pin a version (or a digest); `latest` makes
+    /// rollouts unrepeatable.
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// When the kubelet pulls the image.
+    pub image_pull_policy: PullPolicy,
+    /// The port vLLM listens on and the Service exposes.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// CPU, memory and shared memory, scaled by the GPUs of a replica.
+    pub resources: Resources,
+    /// Health probe timings.
+    pub probes: Probes,
+    /// The HorizontalPodAutoscaler rendered for services with replicas > 0.
+    pub autoscaling: Autoscaling,
+    /// How the Deployment replaces pods.
+    pub rollout: Rollout,
+    /// Node labels the serving pods must run on (for example a GPU product).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of the serving pods (for tainted GPU nodes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Pod and container security settings of every service. Secure by
+    /// default; each switch relaxes one setting for images that need it.
+    pub security: Security,
+    /// vLLM's LoRA settings for services with adapters.
+    pub lora: Lora,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            image: "vllm/vllm-openai:v0.11.0".to_string(),
+            image_pull_policy: PullPolicy::IfNotPresent,
+            port: 8000,
+            resources: Resources::default(),
+            probes: Probes::default(),
+            autoscaling: Autoscaling::default(),
+            rollout: Rollout::default(),
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            security: Security::default(),
+            lora: Lora::default(),
+        }
+    }
+}
+
+/// vLLM's LoRA settings for services with adapters.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Lora {
+    /// Highest rank of any adapter (vLLM's `--max-lora-rank`; it reserves
+    /// GPU memory for it). vLLM's default (16) when left out; an adapter of a
+    /// higher rank fails to load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = [1, 8, 16, 32, 64, 128, 256, 320, 512]))]
+    pub max_lora_rank: Option<i32>,
+}
+
+/// Kubernetes image pull policy.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum PullPolicy {
+    Always,
+    IfNotPresent,
+    Never,
+}
+
+impl PullPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PullPolicy::Always => "Always",
+            PullPolicy::IfNotPresent => "IfNotPresent",
+            PullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// Per-GPU resources: a replica with N GPUs gets N times each value.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Resources {
+    /// CPU request per GPU (a Kubernetes quantity: `4`, `3500m`).
+    pub cpu_per_gpu: QuantityText,
+    /// Memory request and limit per GPU. It must hold the weights while they
+    /// load and the shared memory below.
+    pub memory_per_gpu: QuantityText,
+    /// CPU limit per GPU. Unset by default: a CPU limit throttles the server
+    /// and shows up as latency spikes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_limit_per_gpu: Option<QuantityText>,
+    /// Size of the memory-backed `/dev/shm` per GPU (NCCL uses it for tensor
+    /// parallelism). Counts against the memory limit when used.
+    pub shm_size_per_gpu: QuantityText,
+}
+
+impl Default for Resources {
+    fn default() -> Resources {
+        Resources {
+            cpu_per_gpu: QuantityText::from("4"),
+            memory_per_gpu: QuantityText::from("32Gi"),
+            cpu_limit_per_gpu: None,
+            shm_size_per_gpu: QuantityText::from("4Gi"),
+        }
+    }
+}
+
+/// Probe timings. The startup probe holds the other probes off until the
+/// server answers, so a pod that is still loading weights is not killed.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Probes {
+    /// HTTP path that answers 200 once the model is loaded.
+    pub path: String,
+    /// How long a pod may take to start and load the model before it is
+    /// restarted. Large models need tens of minutes.
+    #[schemars(range(min = 60, max = 86400))]
+    pub startup_timeout_seconds: i32,
+    /// How often each probe runs.
+    #[schemars(range(min = 1, max = 300))]
+    pub period_seconds: i32,
+    /// How long one probe request may take.
+    #[schemars(range(min = 1, max = 300))]
+    pub timeout_seconds: i32,
+    /// Failed liveness probes in a row before the container is restarted.
+    #[schemars(range(min = 1, max = 100))]
+    pub liveness_failure_threshold: i32,
+    /// Failed readiness probes in a row before the pod leaves the Service.
+    #[schemars(range(min = 1, max = 100))]
+    pub readiness_failure_threshold: i32,
+}
+
+impl Default for Probes {
+    fn default() -> Probes {
+        Probes {
+            path: "/health".to_string(),
+            startup_timeout_seconds: 3600,
+            period_seconds: 10,
+            timeout_seconds: 5,
+            liveness_failure_threshold: 6,
+            readiness_failure_threshold: 3,
+        }
+    }
+}
+
+/// Queue-length autoscaling with a HorizontalPodAutoscaler.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Autoscaling {
+    /// The per-pod metric, as the metrics adapter exposes vLLM's
+    /// `vllm:num_requests_waiting`.
+    #[schemars(length(min = 1))]
+    pub metric: String,
+    /// Target average of the metric per pod (a quantity): the autoscaler adds
+    /// pods while more requests than this wait per pod.
+    pub target_average_value: QuantityText,
+    /// How long load must stay low before pods are removed.
+    #[schemars(range(min = 0, max = 3600))]
+    pub scale_down_stabilization_seconds: i32,
+}
+
+impl Default for Autoscaling {
+    fn default() -> Autoscaling {
+        Autoscaling {
+            metric: "num_requests_waiting".to_string(),
+            target_average_value: QuantityText::from("5"),
+            scale_down_stabilization_seconds: 600,
+        }
+    }
+}
+
+/// Rolling-update settings. The default never needs a spare GPU: one old pod
+/// goes before its replacement starts (`maxSurge: 0`).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Rollout {
+    /// Extra pods a rollout may start above the desired count. Each needs
+    /// free GPUs; with none spare, a surge pod stays Pending and the rollout stalls.
+    #[schemars(range(min = 0, max = 100))]
+    pub max_surge: i32,
+    /// Pods a rollout may take down at once.
+    #[schemars(range(min = 0, max = 100))]
+    pub max_unavailable: i32,
+}
+
+impl Default for Rollout {
+    fn default() -> Rollout {
+        Rollout { max_surge: 0, max_unavailable: 1 }
+    }
+}
+
+/// Pod and container security settings (see `src/security.rs` for what each
+/// becomes). Every switch is off unless set; each allows exactly what it
+/// names. In `securityExceptions`, a switch that is off keeps what
+/// `defaults.security` says: an exception can relax, never tighten.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Security {
+    /// UID the server runs as. Unset: 10001 (with `allowRootUser`, the
+    /// image's own user). 0 (root) needs `allowRootUser`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub run_as_user: Option<i64>,
+    /// Primary GID of the server. Unset: 10001 (with `allowRootUser`, the
+    /// image's own group). Use 0 for images that make their writable
+    /// directories group-0 writable (the OpenShift convention).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub run_as_group: Option<i64>,
+    /// Group that owns the pod's volumes. Unset: 10001.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 2147483647))]
+    pub fs_group: Option<i64>,
+    /// Allow the server to run as root: `runAsNonRoot` is not enforced and,
+    /// unless `runAsUser` is given, the image's user (root for
+    /// vllm/vllm-openai) is used.
+    pub allow_root_user: bool,
+    /// Allow setuid binaries and file capabilities to raise the process's
+    /// privileges (`allowPrivilegeEscalation: true`).
+    pub allow_privilege_escalation: bool,
+    /// Allow writes to the image's root filesystem (`readOnlyRootFilesystem:
+    /// false`), for images that write outside home, cache and /tmp.
+    pub writable_root_filesystem: bool,
+    /// Mount the service account's API token into the pods
+    /// (`automountServiceAccountToken: true`).
+    pub mount_service_account_token: bool,
+    /// Run without a seccomp filter (`seccompProfile: Unconfined`) instead
+    /// of the container runtime's default profile.
+    pub unconfined_seccomp: bool,
+    /// Linux capabilities to add back after all are dropped, without the
+    /// `CAP_` prefix (`IPC_LOCK`, `SYS_PTRACE`).
+    #[schemars(inner(regex(pattern = r"^[A-Z][A-Z0-9_]*$")))]
+    pub add_capabilities: Vec<String>,
+}
+
+/// A relaxation of `defaults.security` for some services, with its reason.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecurityException {
+    /// Namespace of the services the exception covers. Always required, so
+    /// an exception never reaches another team's namespace by name alone.
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: String,
+    /// Names of the services it covers in that namespace; empty or left
+    /// out: every service there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+    /// Why the image needs it, for the security review.
+    #[schemars(length(min = 1))]
+    pub reason: String,
+    /// The settings relaxed: switches set here are added to
+    /// `defaults.security`'s, ids given here replace its ids.
+    pub security: Security,
+}
+
+/// A Kubernetes quantity as written: a string (`500m`, `32Gi`) or a plain
+/// number (`8`), as the API server accepts both.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct QuantityText(pub String);
+
+impl From<&str> for QuantityText {
+    fn from(s: &str) -> QuantityText {
+        QuantityText(s.to_string())
+    }
+}
+
+impl std::ops::Deref for QuantityText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for QuantityText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<QuantityText, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Int(i64),
+            Float(f64),
+        }
+        Ok(QuantityText(match Raw::deserialize(d)? {
+            Raw::Text(s) => s,
+            Raw::Int(i) => i.to_string(),
+            Raw::Float(f) => f.to_string(),
+        }))
+    }
+}
+
+impl JsonSchema for QuantityText {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Quantity")
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": ["string", "number"],
+            "pattern": "^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"
+        })
+    }
+}
+
+/// A priority tier: a PriorityClass (and a Kueue WorkloadPriorityClass).
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PriorityTier {
+    /// Priority value; higher wins. User tiers stay below 1000000000.
+    #[schemars(range(min = -2147483648, max = 1000000000))]
+    pub value: i32,
+    /// Whether pods of this tier may preempt lower-priority pods to get
+    /// scheduled (`PreemptLowerPriority`); false renders `preemptionPolicy: Never`.
+    #[serde(default = "yes")]
+    pub preempt: bool,
+    /// Whether this tier's pods may be preempted at peak: quota checks at the
+    /// autoscalers' maximum leave preemptible services out.
+    #[serde(default)]
+    pub preemptible: bool,
+    /// Whether services of this tier get a PodDisruptionBudget
+    /// (`maxUnavailable: 1`), so maintenance never takes more than one pod.
+    #[serde(default)]
+    pub disruption_budget: bool,
+    /// Shown by `kubectl get priorityclass`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The tiers a platform with tenants gets when it declares none.
+pub fn default_priorities() -> BTreeMap<String, PriorityTier> {
+    BTreeMap::from([
+        (
+            "online".to_string(),
+            PriorityTier {
+                value: 100000,
+                preempt: true,
+                preemptible: false,
+                disruption_budget: true,
+                description: Some("Online inference: preempts offline work at peak.".to_string()),
+            },
+        ),
+        (
+            "offline".to_string(),
+            PriorityTier {
+                value: 1000,
+                preempt: false,
+                preemptible: true,
+                disruption_budget: false,
+                description: Some("Offline work: runs on spare capacity and never preempts.".to_string()),
+            },
+        ),
+    ])
+}
+
+/// Network isolation settings shared by all tenants.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Network {
+    /// Namespaces (for example the gateway's and monitoring's) allowed to
+    /// reach the serving port of every tenant's pods.
+    #[serde(default)]
+    pub allow_from: Vec<String>,
+}
+
+/// Kueue settings: the flavor of the GPU nodes and the declared capacity.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Kueue {
+    /// The ResourceFlavor every queue's quota is given in.
+    #[serde(default)]
+    pub flavor: Flavor,
+    /// What the cluster has, resource to quantity. The nominal quotas of all
+    /// queues must fit in it.
+    #[serde(default)]
+    pub capacity: BTreeMap<String, QuantityText>,
+}
+
+/// A Kueue ResourceFlavor: which nodes provide the quota.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Flavor {
+    /// ResourceFlavor name.
+    pub name: String,
+    /// Node labels of the nodes of this flavor.
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+    /// Tolerations Kueue adds to admitted pods (for tainted GPU nodes).
+    #[serde(default)]
+    pub tolerations: Vec<Toleration>,
+}
+
+impl Default for Flavor {
+    fn default() -> Flavor {
+        Flavor { name: "default-flavor".to_string(), node_labels: BTreeMap::new(), tolerations: Vec::new() }
+    }
+}
+
+/// A Kubernetes toleration.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Toleration {
+    pub key: String,
+    /// `Exists` or `Equal`.
+    #[serde(default = "exists")]
+    pub operator: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute`; all effects when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+}
+
+fn exists() -> String {
+    "Exists".to_string()
+}
+
+/// A team sharing the cluster.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Tenant {
+    /// Tenant name: names its ResourceQuota, ClusterQueues and labels.
+    pub name: String,
+    /// Namespaces of the tenant; just the tenant's name when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Hard ResourceQuota per namespace, quota key to quantity
+    /// (`requests.nvidia.com/gpu`, `requests.cpu`, `requests.memory`,
+    /// `count/deployments.apps`, or any other key Kubernetes knows).
+    #[serde(default)]
+    pub quota: BTreeMap<String, QuantityText>,
+    /// LimitRange for containers in the tenant's namespaces.
+    #[serde(default)]
+    pub limits: ContainerLimits,
+    /// Tiers its services may use; every declared tier when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub priorities: Vec<String>,
+    /// Tier of services that name none: `online` if allowed, else the first allowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_priority: Option<String>,
+    /// Kueue cohort the tenant's queues belong to (tenants that share one can
+    /// borrow each other's unused quota); the tenant's name when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort: Option<String>,
+    /// Kueue queues: a ClusterQueue each, with a LocalQueue of the same name
+    /// in every namespace of the tenant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<Queue>,
+    /// Deny ingress from other namespaces except `network.allowFrom`.
+    #[serde(default = "yes")]
+    pub isolation: bool,
+}
+
+/// LimitRange values for one container.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ContainerLimits {
+    /// Requests given to containers that set none (with a quota on
+    /// `requests.*`, such pods are otherwise rejected).
+    pub default_request: BTreeMap<String, QuantityText>,
+    /// Limits given to containers that set none.
+    pub default_limit: BTreeMap<String, QuantityText>,
+    /// The most one container may ask for.
+    pub max: BTreeMap<String, QuantityText>,
+}
+
+impl Default for ContainerLimits {
+    fn default() -> ContainerLimits {
+        ContainerLimits {
+            default_request: BTreeMap::from([
+                ("cpu".to_string(), QuantityText::from("500m")),
+                ("memory".to_string(), QuantityText::from("1Gi")),
+            ]),
+            default_limit: BTreeMap::from([("memory".to_string(), QuantityText::from("1Gi"))]),
+            max: BTreeMap::new(),
+        }
+    }
+}
+
+/// A Kueue queue of a tenant.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Queue {
+    /// LocalQueue name; the ClusterQueue is `<tenant>-<name>`.
+    pub name: String,
+    /// Tier whose services use this queue unless they name another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<String>,
+    /// Quota the queue owns, resource to quantity (`nvidia.com/gpu`, `cpu`, `memory`).
+    pub nominal_quota: BTreeMap<String, QuantityText>,
+    /// How much more it may borrow from unused quota in the cohort; no limit
+    /// when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowing_limit: Option<BTreeMap<String, QuantityText>>,
+    /// How much of its unused quota others may borrow; all of it when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lending_limit: Option<BTreeMap<String, QuantityText>>,
+}
+
+impl Platform {
+    /// The priority tiers in force: the declared ones, or the defaults.
+    pub fn tiers(&self) -> BTreeMap<String, PriorityTier> {
+        if self.priorities.is_empty() { default_priorities() } else { self.priorities.clone() }
+    }
+
+    /// The tenant that owns `namespace`, if any.
+    pub fn tenant_of(&self, namespace: &str) -> Option<&Tenant> {
+        self.tenants.iter().find(|t| t.namespace_list().iter().any(|n| n == namespace))
+    }
+}
+
+impl Tenant {
+    /// The tenant's namespaces, with the default applied.
+    pub fn namespace_list(&self) -> Vec<String> {
+        if self.namespaces.is_empty() { vec![self.name.clone()] } else { self.namespaces.clone() }
+    }
+
+    /// The Kueue cohort, with the default applied.
+    pub fn cohort_name(&self) -> &str {
+        self.cohort.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The tier a service gets when it names none.
+    pub fn default_tier(&self, tiers: &BTreeMap<String, PriorityTier>) -> Option<String> {
+        if let Some(p) = &self.default_priority {
+            return Some(p.clone());
+        }
+        let allowed: Vec<&String> =
+            if self.priorities.is_empty() { tiers.keys().collect() } else { self.priorities.iter().collect() };
+        allowed.iter().find(|p| p.as_str() == "online").or(allowed.first()).map(|p| p.to_string())
+    }
+
+    /// Whether services may use tier `name`.
+    pub fn allows(&self, name: &str) -> bool {
+        self.priorities.is_empty() || self.priorities.iter().any(|p| p == name)
+    }
+}
+
+/// The GitOps engine that applies the output.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Argocd,
+    Flux,
+}
+
+/// Where the output lives in git and how the engine applies it. Nothing here
+/// is guessed: the repository, revision and path must be given.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitOps {
+    /// Engine to emit objects for; `render --gitops` overrides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
+    /// Name of the Application, ApplicationSet or Kustomizations.
+    #[schemars(length(min = 1, max = 40))]
+    pub name: String,
+    /// URL of the git repository holding the rendered output.
+    #[serde(rename = "repoURL")]
+    #[schemars(length(min = 1))]
+    pub repo_url: String,
+    /// Branch to follow.
+    #[schemars(length(min = 1))]
+    pub revision: String,
+    /// Path of the output directory (`--out`) inside the repository.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// Argo CD settings.
+    #[serde(default)]
+    pub argocd: ArgoCd,
+    /// Flux settings.
+    #[serde(default)]
+    pub flux: Flux,
+}
+
+/// Argo CD settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ArgoCd {
+    /// Namespace Argo CD runs in.
+    pub namespace: String,
+    /// Argo CD project.
+    pub project: String,
+    /// Destination cluster API server for a single-cluster platform (for
+    /// several clusters, each cluster's `server`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl Default for ArgoCd {
+    fn default() -> ArgoCd {
+        ArgoCd { namespace: "argocd".to_string(), project: "default".to_string(), server: None }
+    }
+}
+
+/// Flux settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Flux {
+    /// Namespace the Flux objects live in.
+    pub namespace: String,
+    /// How often Flux reconciles (a Go duration).
+    pub interval: String,
+}
+
+impl Default for Flux {
+    fn default() -> Flux {
+        Flux { namespace: "flux-system".to_string(), interval: "10m".to_string() }
+    }
+}
+
+/// A cluster to render for, with its overrides.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cluster {
+    /// Cluster name: the directory of its tree.
+    pub name: String,
+    /// API server URL (the Argo CD destination).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Secret (in the Flux namespace) holding this cluster's kubeconfig, for
+    /// Flux to apply remotely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_config_secret: Option<String>,
+    /// Replicas are multiplied by this and rounded up (0 keeps 0).
+    #[serde(default = "one")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub replica_factor: f64,
+    /// Node labels added to the serving pods' node selector.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Registry mirror: images are pulled from here instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_registry: Option<String>,
+    /// Services that run here, as `name` or `namespace/name`; all when left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}

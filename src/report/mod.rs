@@ -1,0 +1,5 @@
+//! Reports: text, JSON, markdown and SARIF for findings, quota use, diffs
+//! and plans.
+
+pub mod findings;
+pub mod sarif;
