@@ -329,7 +329,7 @@ fn every_allow_listed_scanner_check_is_argued_in_the_readme() {
         .filter(|id| id.starts_with("CKV"))
         .collect();
     assert_eq!(documented, allow_listed(), "README.md's allow-list table and .ci/checkov-allow.txt differ");
-    for rule in isvc::derive::security::RULES {
+    for rule in isvc::check::security::RULES {
         assert!(readme.contains(&format!("| {} |", rule.id)), "README.md does not list rule {}", rule.id);
     }
 }

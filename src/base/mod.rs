@@ -3,5 +3,6 @@
 
 pub mod diagnostics;
 pub mod names;
+pub mod problem;
 pub mod quantity;
 pub mod yaml;

@@ -29,6 +29,7 @@ mod network;
 mod probes;
 mod resources;
 mod scaling;
+pub mod security;
 mod tenancy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -181,13 +182,13 @@ pub const RULES: &[Rule] = &[
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
-    crate::derive::security::RUNS_AS_ROOT,
-    crate::derive::security::PRIVILEGE_ESCALATION,
-    crate::derive::security::CAPABILITIES_KEPT,
-    crate::derive::security::NO_SECCOMP_PROFILE,
-    crate::derive::security::WRITABLE_ROOT_FILESYSTEM,
-    crate::derive::security::SERVICE_ACCOUNT_TOKEN,
-    crate::derive::security::NO_MEMORY_LIMIT,
+    security::RUNS_AS_ROOT,
+    security::PRIVILEGE_ESCALATION,
+    security::CAPABILITIES_KEPT,
+    security::NO_SECCOMP_PROFILE,
+    security::WRITABLE_ROOT_FILESYSTEM,
+    security::SERVICE_ACCOUNT_TOKEN,
+    security::NO_MEMORY_LIMIT,
 ];
 
 /// The rule with ID `id` (case-insensitive).
@@ -321,7 +322,7 @@ pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
         })
         .collect();
     // Families over the whole list of objects:
-    findings.extend(crate::derive::security::check(objects));
+    findings.extend(security::check(objects));
     let disabled = disabled_by_annotation(objects);
     findings.retain(|f| {
         !config.disabled.contains(f.rule.id)
@@ -556,18 +557,9 @@ pub(crate) fn namespace(o: &Object) -> &str {
     o.id.namespace.as_deref().unwrap_or_default()
 }
 
-/// The pod templates of a workload object.
+/// The pod templates of a workload object (the kinds table says where).
 pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
-    let at = |p: &str| o.value.pointer(p);
-    match o.id.kind.as_str() {
-        "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet" | "Job" => at("/spec/template").into_iter().collect(),
-        "CronJob" => at("/spec/jobTemplate/spec/template").into_iter().collect(),
-        "LeaderWorkerSet" => ["leaderTemplate", "workerTemplate"]
-            .iter()
-            .filter_map(|t| at(&format!("/spec/leaderWorkerTemplate/{t}")))
-            .collect(),
-        _ => Vec::new(),
-    }
+    crate::model::kinds::pod_templates(&o.value)
 }
 
 pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {

@@ -439,7 +439,7 @@ pub(crate) fn surge_excess(
 
 /// Replicas at `bound`. At the autoscalers' maximum, pods of a preemptible
 /// tier (a PriorityClass isvc marks with
-/// [`crate::derive::tenancy::PREEMPTIBLE_ANNOTATION`]) are
+/// [`crate::model::labels::PREEMPTIBLE_ANNOTATION`]) are
 /// left out: online work preempts them at peak.
 fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bound: Bound) -> i64 {
     match bound {
@@ -456,7 +456,7 @@ fn preemptible(cx: &Context<'_>, template: &Value) -> bool {
             && pc
                 .value
                 .pointer("/metadata/annotations")
-                .and_then(|a| a.get(crate::derive::tenancy::PREEMPTIBLE_ANNOTATION))
+                .and_then(|a| a.get(crate::model::labels::PREEMPTIBLE_ANNOTATION))
                 .and_then(Value::as_str)
                 == Some("true")
     })

@@ -2,12 +2,15 @@
 
 pub mod clusters;
 
+use crate::base::yaml::PathSegment;
 use crate::check;
-use crate::derive::{self, adapters, gateway, gitops, kueue, tenancy};
+use crate::derive::tenancy::place;
+use crate::derive::{self, adapters, gitops, kueue, tenancy};
 use crate::k8s::typecheck as kinds;
 use crate::model::{crd, objects, platform};
 use crate::render;
 use rayon::prelude::*;
+use std::collections::BTreeMap;
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::load::LoadedService;
@@ -91,8 +94,8 @@ fn render_all(
     platform_file: Option<&str>,
 ) -> (Vec<Object>, Diagnostics, Vec<tenancy::QuotaUsage>) {
     let mut diags = Diagnostics::new();
-    diags.extend(tenancy::check_placements(services, platform));
-    diags.extend(gateway::check_services(services, platform, label));
+    diags.extend(placements(services, platform));
+    diags.extend(crate::load::validate::routes(services, platform, label));
     if diags.has_errors() {
         return (Vec::new(), diags, Vec::new());
     }
@@ -230,4 +233,29 @@ fn compile_clusters(
     }
     objects::sort(&mut objects);
     Ok(Compiled { objects, warnings: diags, quota })
+}
+
+/// Checks every service's placement, with positions.
+pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();
+    for s in services {
+        if let Err((path, message)) = place(&s.service, platform) {
+            let path: Vec<PathSegment> = path.iter().map(|k| PathSegment::Key(k.to_string())).collect();
+            diags.push(Diagnostic::error(message).at(s.location(&path)));
+        }
+        if !platform.tenants.is_empty() && platform.tenant_of(s.service.namespace_or_default()).is_none() {
+            homeless.entry(s.service.namespace_or_default()).or_insert(s);
+        }
+    }
+    for (ns, s) in homeless {
+        diags.push(
+            Diagnostic::warning(format!(
+                "namespace \"{ns}\" belongs to no tenant: no quota, priority or network isolation applies"
+            ))
+            .at(s.location(&[PathSegment::Key("metadata".into())]))
+            .help("add it to a tenant's namespaces in the platform file"),
+        );
+    }
+    diags
 }

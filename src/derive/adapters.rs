@@ -15,9 +15,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::base::diagnostics::Diagnostic;
-use crate::base::yaml::PathSegment;
 use crate::model::objects::Object;
-use crate::model::v1alpha2::{InferenceServiceSpec, Problem};
+use crate::model::v1alpha2::InferenceServiceSpec;
 
 /// Name of the ConfigMap volume in the pod, and of the key in the ConfigMap.
 pub const VOLUME: &str = "adapters";
@@ -84,11 +83,11 @@ pub fn check_mounted(objects: &[Object]) -> Vec<Diagnostic> {
         let Some(workload) = objects.iter().find(|o| {
             o.owner == cm.owner
                 && o.id.namespace == cm.id.namespace
-                && !crate::model::objects::pod_templates(&o.value).is_empty()
+                && !crate::model::kinds::pod_templates(&o.value).is_empty()
         }) else {
             continue;
         };
-        let reads = crate::model::objects::pod_templates(&workload.value).into_iter().any(|t| {
+        let reads = crate::model::kinds::pod_templates(&workload.value).into_iter().any(|t| {
             let volume = t
                 .pointer("/spec/volumes")
                 .and_then(Value::as_array)
@@ -124,76 +123,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Problems in a spec's adapter list: names that are not DNS labels, that
-/// repeat, or that are the base model's; sources vLLM cannot load.
-pub fn check(spec: &InferenceServiceSpec) -> Vec<Problem> {
-    let mut out = Vec::new();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, a) in spec.adapters.iter().enumerate() {
-        let at = |field: &str| {
-            vec![
-                PathSegment::Key("spec".into()),
-                PathSegment::Key("adapters".into()),
-                PathSegment::Index(i),
-                PathSegment::Key(field.into()),
-            ]
-        };
-        if let Err(e) = crate::base::names::dns1123_label(&a.name) {
-            out.push(
-                Problem::new(at("name"), format!("invalid adapter name \"{}\": {e}", a.name))
-                    .help("clients ask for an adapter by this name; use lower case letters, digits and '-'"),
-            );
-        } else if a.name == spec.base_model {
-            out.push(
-                Problem::new(at("name"), format!("adapter \"{}\" has the name of the base model", a.name))
-                    .help("clients could not ask for one or the other; rename the adapter"),
-            );
-        } else if let Some(first) = seen.insert(&a.name, i) {
-            out.push(
-                Problem::new(
-                    at("name"),
-                    format!("adapter \"{}\" is listed twice (first as adapters[{first}])", a.name),
-                )
-                .help("adapter names must be unique within a service"),
-            );
-        }
-        if let Err(e) = check_source(&a.source) {
-            out.push(Problem::new(at("source"), format!("adapter \"{}\": {e}", a.name)).help(
-                "vLLM loads an adapter from a Hugging Face repository (org/name) or a path in the container; \
-                 mount other storage into the container and give its path",
-            ));
-        }
-    }
-    out
-}
-
-/// A source vLLM can load: an absolute path in the container, or a Hugging
-/// Face repository id (`org/name` or `name`).
-fn check_source(source: &str) -> Result<(), String> {
-    if source.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err("source must not contain spaces or control characters".to_string());
-    }
-    if source.starts_with('/') {
-        return Ok(());
-    }
-    if let Some((scheme, _)) = source.split_once("://") {
-        return Err(format!("source \"{source}\" is a URL; vLLM does not download adapters from {scheme}:// URLs"));
-    }
-    let part_ok = |p: &str| {
-        !p.is_empty()
-            && p.len() <= 96
-            && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            && !p.starts_with(['-', '.'])
-    };
-    match source.split_once('/') {
-        Some((org, name)) if part_ok(org) && part_ok(name) => Ok(()),
-        None if part_ok(source) => Ok(()),
-        _ => {
-            Err(format!("source \"{source}\" is neither an absolute path nor a Hugging Face repository id (org/name)"))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,22 +153,5 @@ mod tests {
             .unwrap();
         assert_ne!(a.checksum, b.checksum);
         assert!(plan(&spec(&[]), "ns", "llama", None).is_none());
-    }
-
-    #[test]
-    fn names_must_be_labels_unique_and_not_the_base_model() {
-        let s = spec(&[("sql", "org/a"), ("sql", "org/b"), ("Chat_1", "org/c"), ("meta-llama", "s3://bucket/x")]);
-        let msgs: Vec<String> = check(&s).into_iter().map(|p| p.message).collect();
-        assert_eq!(
-            msgs,
-            [
-                "adapter \"sql\" is listed twice (first as adapters[0])",
-                "invalid adapter name \"Chat_1\": must consist of lower case alphanumeric characters or '-'",
-                "adapter \"meta-llama\": source \"s3://bucket/x\" is a URL; vLLM does not download adapters from s3:// URLs",
-            ]
-        );
-        let mut s = spec(&[("llama", "org/a")]);
-        s.base_model = "llama".into();
-        assert_eq!(check(&s)[0].message, "adapter \"llama\" has the name of the base model");
     }
 }

@@ -9,40 +9,10 @@
 //! reading the metric through the cluster's metrics adapter. Never both: the
 //! two would fight over the replica count.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::model::v1alpha2::{InferenceServiceSpec, Problem, spec_path};
-
-/// The platform's KEDA settings: present, KEDA scales the services that
-/// name `autoscaling`.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct KedaConfig {
-    /// URL of the Prometheus server KEDA queries (for example
-    /// `http://prometheus-operated.monitoring.svc:9090`).
-    #[schemars(length(min = 1))]
-    pub server_address: String,
-    /// PromQL query for the waiting requests of one service, summed over its
-    /// pods; `{namespace}` and `{name}` are replaced by the service's. The
-    /// default fits the labels Prometheus Operator gives targets of the
-    /// ServiceMonitor isvc renders.
-    #[serde(default = "default_query")]
-    #[schemars(length(min = 1))]
-    pub query: String,
-    /// Seconds between two queries.
-    #[serde(default = "default_polling_interval")]
-    #[schemars(range(min = 1, max = 3600))]
-    pub polling_interval: i32,
-}
-
-fn default_query() -> String {
-    "sum(vllm:num_requests_waiting{namespace=\"{namespace}\",service=\"{name}\"})".to_string()
-}
-
-fn default_polling_interval() -> i32 {
-    15
-}
+use crate::model::platform::KedaConfig;
+use crate::model::v1alpha2::InferenceServiceSpec;
 
 /// The ScaledObject's trigger settings for one service.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -80,32 +50,6 @@ pub fn bounds(spec: &InferenceServiceSpec) -> (Option<(i32, i32)>, i32) {
     }
 }
 
-/// `replicas` or `autoscaling`, exactly one; `min` not above `max`.
-pub fn check(spec: &InferenceServiceSpec) -> Vec<Problem> {
-    let mut out = Vec::new();
-    match (&spec.autoscaling, spec.replicas) {
-        (None, None) => out.push(
-            Problem::new(spec_path(&[]), "give spec.replicas or spec.autoscaling")
-                .help("replicas: N for a fixed count, or autoscaling: {min, max, targetQueueLength}"),
-        ),
-        (Some(_), Some(_)) => out.push(
-            Problem::new(spec_path(&["replicas"]), "give spec.replicas or spec.autoscaling, not both")
-                .help("with autoscaling, the autoscaler owns the replica count; remove replicas"),
-        ),
-        _ => {}
-    }
-    if let Some(a) = spec.autoscaling.as_ref().filter(|a| a.min > a.max) {
-        out.push(
-            Problem::new(
-                spec_path(&["autoscaling", "min"]),
-                format!("autoscaling.min ({}) is above autoscaling.max ({})", a.min, a.max),
-            )
-            .help("lower min or raise max"),
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,16 +76,9 @@ mod tests {
     }
 
     #[test]
-    fn exactly_one_of_replicas_and_autoscaling_and_min_not_above_max() {
-        let msgs = |s| check(&s).into_iter().map(|p| p.message).collect::<Vec<_>>();
-        assert_eq!(msgs(spec(None, None)), ["give spec.replicas or spec.autoscaling"]);
-        assert_eq!(msgs(spec(Some(1), Some((1, 2, 3)))), ["give spec.replicas or spec.autoscaling, not both"]);
-        assert_eq!(msgs(spec(None, Some((5, 3, 1)))), ["autoscaling.min (5) is above autoscaling.max (3)"]);
-        assert!(msgs(spec(None, Some((3, 3, 1)))).is_empty());
-    }
-
-    #[test]
     fn the_query_names_the_service() {
+        let default_query =
+            || "sum(vllm:num_requests_waiting{namespace=\"{namespace}\",service=\"{name}\"})".to_string();
         let keda =
             KedaConfig { server_address: "http://prom:9090".into(), query: default_query(), polling_interval: 15 };
         let t = keda_trigger(&spec(None, Some((1, 2, 3))), Some(&keda), "team-a", "llama").unwrap();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::base::diagnostics::Diagnostic;
-use crate::model::objects::{CLUSTER_DIR, GITOPS_DIR, HEADER_PREFIX, Object, ObjectId, kind_rank};
+use crate::model::objects::{CLUSTER_DIR, GITOPS_DIR, HEADER_PREFIX, Object, ObjectId};
 use crate::model::platform::{Engine, GitOps, Platform};
 
 /// Name of kustomize's entry-point file.
@@ -23,7 +23,7 @@ const PREREQUISITE_WAVE: &str = "-1";
 
 /// Whether objects of `kind` are prerequisites others depend on.
 fn is_prerequisite(o: &Object) -> bool {
-    o.id.namespace.is_none() && kind_rank(&o.id.kind) <= 4
+    o.id.namespace.is_none() && crate::model::kinds::rank(&o.id.kind) <= 4
 }
 
 /// Adds what an engine needs to apply the objects in the right order:

@@ -14,18 +14,14 @@ use serde_json::{Value, json};
 use crate::base::diagnostics::Diagnostic;
 use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
-use crate::derive::tenancy::TENANT_LABEL;
-use crate::derive::{DesiredService, MANAGED_BY};
+use crate::derive::DesiredService;
 use crate::load::LoadedService;
+use crate::model::labels::TENANT_LABEL;
+use crate::model::labels::*;
 use crate::model::objects::{Object, ObjectId};
 use crate::model::platform::{Platform, QuantityText, Queue, Tenant};
 
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
-/// Label Kueue reads for the LocalQueue of a workload.
-pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
-/// Label Kueue reads for the WorkloadPriorityClass of a workload.
-pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
-
 /// Name of the ClusterQueue behind a tenant's queue.
 pub fn cluster_queue(tenant: &Tenant, queue: &Queue) -> String {
     format!("{}-{}", tenant.name, queue.name)

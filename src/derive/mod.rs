@@ -22,18 +22,10 @@ use serde::Serialize;
 
 use self::security::PodSecurity;
 use crate::base::quantity::Quantity;
+use crate::model::labels::MANAGED_BY;
 use crate::model::platform::Platform;
 use crate::model::v1alpha2::InferenceService;
 
-/// Labels isvc sets on every object; users cannot set them.
-pub const RESERVED_LABELS: [&str; 4] = [
-    "app.kubernetes.io/name",
-    "app.kubernetes.io/instance",
-    "app.kubernetes.io/component",
-    "app.kubernetes.io/managed-by",
-];
-/// The label that marks objects isvc manages.
-pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "isvc");
 /// Name of the container port (probes and the Service refer to it by name).
 pub const PORT_NAME: &str = "http";
 /// Name of the server container.
@@ -382,9 +374,9 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let priority = placement.tier.map(|(name, _)| name);
     let mut workload_labels = labels.clone();
     if let Some(q) = &placement.queue {
-        workload_labels.insert(crate::derive::kueue::QUEUE_LABEL.to_string(), q.clone());
+        workload_labels.insert(crate::model::labels::QUEUE_LABEL.to_string(), q.clone());
         if let Some(p) = &priority {
-            workload_labels.insert(crate::derive::kueue::PRIORITY_LABEL.to_string(), p.clone());
+            workload_labels.insert(crate::model::labels::PRIORITY_LABEL.to_string(), p.clone());
         }
     }
 

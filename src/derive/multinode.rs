@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::v1alpha2::{InferenceServiceSpec, MAX_GPUS_PER_NODE, Problem, spec_path};
+use crate::model::v1alpha2::InferenceServiceSpec;
 
 pub const API_VERSION: &str = "leaderworkerset.x-k8s.io/v1";
 pub const KIND: &str = "LeaderWorkerSet";
@@ -76,39 +76,6 @@ pub fn args(spec: &InferenceServiceSpec) -> Vec<String> {
     ]
 }
 
-/// The GPUs of a replica must split evenly over its nodes, at most 8 a node.
-pub fn check(spec: &InferenceServiceSpec) -> Vec<Problem> {
-    let (gpus, nodes) = (spec.gpus_per_replica, spec.nodes_per_replica.max(1));
-    let at = spec_path(&["gpusPerReplica"]);
-    if gpus % nodes != 0 {
-        return vec![
-            Problem::new(at, format!("gpusPerReplica ({gpus}) does not split evenly over nodesPerReplica ({nodes})"))
-                .help("every node of a replica gets the same number of GPUs"),
-        ];
-    }
-    if gpus / nodes > MAX_GPUS_PER_NODE {
-        let help = if nodes == 1 {
-            format!(
-                "a replica larger than one node spans several: set nodesPerReplica to {}",
-                (gpus + MAX_GPUS_PER_NODE - 1) / MAX_GPUS_PER_NODE
-            )
-        } else {
-            "raise nodesPerReplica".to_string()
-        };
-        return vec![
-            Problem::new(
-                at,
-                format!(
-                    "gpusPerReplica ({gpus}) over {nodes} node(s) is {} GPUs per node, more than {MAX_GPUS_PER_NODE}",
-                    gpus / nodes
-                ),
-            )
-            .help(help),
-        ];
-    }
-    Vec::new()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,18 +90,6 @@ mod tests {
         });
         s.nodes_per_replica = nodes;
         s
-    }
-
-    #[test]
-    fn gpus_split_evenly_over_at_most_eight_per_node() {
-        let msgs = |s| check(&s).into_iter().map(|p| p.message).collect::<Vec<_>>();
-        assert!(msgs(spec(16, 2)).is_empty());
-        assert_eq!(msgs(spec(12, 5)), ["gpusPerReplica (12) does not split evenly over nodesPerReplica (5)"]);
-        assert_eq!(msgs(spec(16, 1)), ["gpusPerReplica (16) over 1 node(s) is 16 GPUs per node, more than 8"]);
-        assert_eq!(
-            check(&spec(16, 1))[0].help.as_deref(),
-            Some("a replica larger than one node spans several: set nodesPerReplica to 2")
-        );
     }
 
     #[test]

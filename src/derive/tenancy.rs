@@ -17,18 +17,14 @@ use serde_json::{Value, json};
 use crate::base::diagnostics::Diagnostic;
 use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
-use crate::derive::{DesiredService, MANAGED_BY};
+use crate::derive::DesiredService;
 use crate::load::LoadedService;
+use crate::model::labels::*;
 use crate::model::objects::{Object, ObjectId};
 use crate::model::platform::{Platform, PriorityTier, Tenant};
 
-/// Label on tenant namespaces (and what NetworkPolicies select on).
-pub const TENANT_LABEL: &str = "ai.example.com/tenant";
 /// Name of the NetworkPolicy in every isolated tenant namespace.
 pub const ISOLATION_POLICY: &str = "tenant-isolation";
-/// Marks the PriorityClass of a preemptible tier, for rules that read the
-/// rendered objects.
-pub const PREEMPTIBLE_ANNOTATION: &str = "ai.example.com/preemptible";
 /// Name of the LimitRange in every tenant namespace.
 pub const LIMIT_RANGE: &str = "container-limits";
 
@@ -100,31 +96,6 @@ pub fn place(
         }
     };
     Ok(Placement { tenant: Some(tenant.name.clone()), tier: Some((tier_name, tier.clone())), queue })
-}
-
-/// Checks every service's placement, with positions.
-pub fn check_placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagnostic> {
-    let mut diags = Vec::new();
-    let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();
-    for s in services {
-        if let Err((path, message)) = place(&s.service, platform) {
-            let path: Vec<PathSegment> = path.iter().map(|k| PathSegment::Key(k.to_string())).collect();
-            diags.push(Diagnostic::error(message).at(s.location(&path)));
-        }
-        if !platform.tenants.is_empty() && platform.tenant_of(s.service.namespace_or_default()).is_none() {
-            homeless.entry(s.service.namespace_or_default()).or_insert(s);
-        }
-    }
-    for (ns, s) in homeless {
-        diags.push(
-            Diagnostic::warning(format!(
-                "namespace \"{ns}\" belongs to no tenant: no quota, priority or network isolation applies"
-            ))
-            .at(s.location(&[PathSegment::Key("metadata".into())]))
-            .help("add it to a tenant's namespaces in the platform file"),
-        );
-    }
-    diags
 }
 
 fn managed_labels(extra: &[(&str, &str)]) -> Value {
@@ -478,148 +449,6 @@ pub fn check_limits(services: &[(&LoadedService, &DesiredService)], platform: &P
         }
     }
     diags
-}
-
-/// Problems in the tenant section of a platform file, each with the path of
-/// the field it is about.
-pub fn check_platform(platform: &Platform) -> Vec<(Vec<PathSegment>, String)> {
-    let key = |k: &str| PathSegment::Key(k.to_string());
-    let mut out = Vec::new();
-    let tiers = platform.tiers();
-    for (name, _) in &platform.priorities {
-        if let Err(e) = crate::base::names::dns1123_subdomain(name) {
-            out.push((vec![key("priorities"), key(name)], format!("invalid priority name \"{name}\": {e}")));
-        }
-    }
-    for (i, ns) in platform.network.allow_from.iter().enumerate() {
-        if let Err(e) = crate::base::names::dns1123_label(ns) {
-            out.push((
-                vec![key("network"), key("allowFrom"), PathSegment::Index(i)],
-                format!("invalid namespace \"{ns}\": {e}"),
-            ));
-        }
-    }
-    if let Some(k) = &platform.kueue {
-        if let Err(e) = crate::base::names::dns1123_subdomain(&k.flavor.name) {
-            out.push((
-                vec![key("kueue"), key("flavor"), key("name")],
-                format!("invalid flavor name \"{}\": {e}", k.flavor.name),
-            ));
-        }
-        for (r, q) in &k.capacity {
-            if let Err(e) = Quantity::parse(q) {
-                out.push((vec![key("kueue"), key("capacity"), key(r)], e));
-            }
-        }
-    }
-    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
-    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, t) in platform.tenants.iter().enumerate() {
-        let at = |rest: &[PathSegment]| {
-            let mut p = vec![key("tenants"), PathSegment::Index(i)];
-            p.extend_from_slice(rest);
-            p
-        };
-        if let Err(e) = crate::base::names::dns1123_label(&t.name) {
-            out.push((at(&[key("name")]), format!("invalid tenant name \"{}\": {e}", t.name)));
-        }
-        if let Some(first) = names.insert(&t.name, i) {
-            out.push((
-                at(&[key("name")]),
-                format!("tenant \"{}\" is declared twice (first as tenants[{first}])", t.name),
-            ));
-        }
-        for (j, ns) in t.namespace_list().iter().enumerate() {
-            let path = if t.namespaces.is_empty() {
-                at(&[key("name")])
-            } else {
-                at(&[key("namespaces"), PathSegment::Index(j)])
-            };
-            if let Err(e) = crate::base::names::dns1123_label(ns) {
-                out.push((path.clone(), format!("invalid namespace \"{ns}\": {e}")));
-            }
-            if let Some(other) = owner.insert(ns.clone(), &t.name) {
-                out.push((path, format!("namespace \"{ns}\" belongs to tenant \"{other}\" already")));
-            }
-        }
-        for (k, q) in &t.quota {
-            if let Err(e) = Quantity::parse(q) {
-                out.push((at(&[key("quota"), key(k)]), format!("quota \"{k}\": {e}")));
-            }
-        }
-        for (section, map) in [
-            ("defaultRequest", &t.limits.default_request),
-            ("defaultLimit", &t.limits.default_limit),
-            ("max", &t.limits.max),
-        ] {
-            for (k, q) in map {
-                if let Err(e) = Quantity::parse(q) {
-                    out.push((at(&[key("limits"), key(section), key(k)]), format!("limits.{section}.{k}: {e}")));
-                }
-            }
-        }
-        for (j, p) in t.priorities.iter().enumerate() {
-            if !tiers.contains_key(p) {
-                out.push((at(&[key("priorities"), PathSegment::Index(j)]), unknown_tier(p, &tiers)));
-            }
-        }
-        if let Some(p) = &t.default_priority {
-            if !tiers.contains_key(p) {
-                out.push((at(&[key("defaultPriority")]), unknown_tier(p, &tiers)));
-            } else if !t.allows(p) {
-                out.push((
-                    at(&[key("defaultPriority")]),
-                    format!("default priority \"{p}\" is not among the tenant's priorities"),
-                ));
-            }
-        }
-        if let Some(c) = &t.cohort {
-            if let Err(e) = crate::base::names::dns1123_subdomain(c) {
-                out.push((at(&[key("cohort")]), format!("invalid cohort name \"{c}\": {e}")));
-            }
-        }
-        let mut queue_names = BTreeMap::new();
-        for (j, q) in t.queues.iter().enumerate() {
-            let qat = |k: &str| at(&[key("queues"), PathSegment::Index(j), key(k)]);
-            if let Err(e) = crate::base::names::dns1123_label(&q.name) {
-                out.push((qat("name"), format!("invalid queue name \"{}\": {e}", q.name)));
-            }
-            if queue_names.insert(q.name.clone(), j).is_some() {
-                out.push((qat("name"), format!("queue \"{}\" is declared twice", q.name)));
-            }
-            if let Some(p) = q.priority.as_ref().filter(|p| !tiers.contains_key(*p)) {
-                out.push((qat("priority"), unknown_tier(p, &tiers)));
-            }
-            if q.nominal_quota.is_empty() {
-                out.push((qat("nominalQuota"), "a queue needs at least one resource in nominalQuota".to_string()));
-            }
-            for (section, map) in [
-                ("nominalQuota", Some(&q.nominal_quota)),
-                ("borrowingLimit", q.borrowing_limit.as_ref()),
-                ("lendingLimit", q.lending_limit.as_ref()),
-            ] {
-                for (r, v) in map.into_iter().flatten() {
-                    if let Err(e) = Quantity::parse(v) {
-                        out.push((
-                            at(&[key("queues"), PathSegment::Index(j), key(section), key(r)]),
-                            format!("{section}.{r}: {e}"),
-                        ));
-                    } else if section != "nominalQuota" && !q.nominal_quota.contains_key(r) {
-                        out.push((
-                            at(&[key("queues"), PathSegment::Index(j), key(section), key(r)]),
-                            format!("{section}.{r} is set, but {r} is not in the queue's nominalQuota"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-fn unknown_tier(name: &str, tiers: &BTreeMap<String, PriorityTier>) -> String {
-    let known: Vec<&str> = tiers.keys().map(String::as_str).collect();
-    format!("unknown priority \"{name}\"; the platform declares {}", known.join(", "))
 }
 
 /// One row of a namespace's quota table.

@@ -200,9 +200,9 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         ));
     }
     report.objects.sort_by(|a, b| {
-        (&a.cluster, crate::model::objects::kind_rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
+        (&a.cluster, crate::model::kinds::rank(&a.kind), &a.namespace, &a.name, &a.kind).cmp(&(
             &b.cluster,
-            crate::model::objects::kind_rank(&b.kind),
+            crate::model::kinds::rank(&b.kind),
             &b.namespace,
             &b.name,
             &b.kind,
@@ -243,19 +243,27 @@ fn parse(path: &std::path::Path, text: &str) -> Option<(ObjectId, Value)> {
 }
 
 fn has_pods(kind: &str) -> bool {
-    matches!(kind, "Deployment" | "LeaderWorkerSet" | "StatefulSet")
+    crate::model::kinds::runs_pods(kind)
+}
+
+/// The keys of a JSON pointer.
+fn pointer_keys(pointer: &str) -> Vec<&str> {
+    pointer.split('/').skip(1).collect()
 }
 
 fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
     let starts = |p: &[PathSegment], prefix: &[&str]| {
         prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
     };
-    let template = if kind == "LeaderWorkerSet" { ["spec", "leaderWorkerTemplate"] } else { ["spec", "template"] };
-    if has_pods(kind) && fields.iter().any(|p| starts(p, &template)) {
-        return Impact::RestartsPods;
+    let row = crate::model::kinds::lookup(kind);
+    if let Some(root) = row.and_then(|k| k.restarts_under) {
+        if fields.iter().any(|p| starts(p, &pointer_keys(root))) {
+            return Impact::RestartsPods;
+        }
     }
+    let replicas = row.and_then(|k| k.replicas);
     let scaling = |p: &Vec<PathSegment>| match kind {
-        "Deployment" | "LeaderWorkerSet" | "StatefulSet" => starts(p, &["spec", "replicas"]),
+        _ if replicas.is_some() => starts(p, &pointer_keys(replicas.unwrap_or_default())),
         "HorizontalPodAutoscaler" => starts(p, &["spec", "minReplicas"]) || starts(p, &["spec", "maxReplicas"]),
         "ScaledObject" => starts(p, &["spec", "minReplicaCount"]) || starts(p, &["spec", "maxReplicaCount"]),
         _ => false,

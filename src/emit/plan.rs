@@ -38,8 +38,8 @@ use serde_json::{Value, json};
 use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source};
 use crate::base::quantity::Quantity;
 use crate::base::yaml::{self, Limits, PathSegment};
-use crate::derive::MANAGED_BY;
-use crate::model::objects::{Object, ObjectId, kind_rank};
+use crate::model::labels::MANAGED_BY;
+use crate::model::objects::{Object, ObjectId};
 use crate::model::v1alpha2::{InferenceService, InferenceServiceStatus, Phase};
 
 /// Largest snapshot read, in bytes.
@@ -47,20 +47,6 @@ pub const MAX_SNAPSHOT_BYTES: u64 = 512 << 20;
 
 /// Label naming the InferenceService an object belongs to.
 const NAME_LABEL: &str = "app.kubernetes.io/name";
-
-/// Kinds isvc may create for a service, and so may delete. Pods,
-/// ReplicaSets and EndpointSlices carry the same labels but belong to their
-/// controllers.
-const CHILD_KINDS: [&str; 8] = [
-    "Deployment",
-    "Service",
-    "HorizontalPodAutoscaler",
-    "PodDisruptionBudget",
-    "LeaderWorkerSet",
-    "ScaledObject",
-    "ConfigMap",
-    "NetworkPolicy",
-];
 
 /// Reads a snapshot file (`-` for standard input).
 pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
@@ -288,7 +274,8 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
         let Some(id) = ObjectId::of(l) else { continue };
         let Some(service) = label(l, NAME_LABEL) else { continue };
         if !is_managed(l)
-            || !CHILD_KINDS.contains(&id.kind.as_str())
+            || crate::model::kinds::of(&id.api_version, &id.kind)
+                .is_none_or(|k| k.owner != crate::model::kinds::Owner::Service)
             || controlled_by_other(l)
             || !services.contains(&(id.namespace.as_deref(), service))
             || wanted.contains(&key(&id))
@@ -299,7 +286,13 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
     }
     plan.actions.sort_by(|a, b| {
         let k = |x: &Action| {
-            (x.action == Verb::Delete, kind_rank(&x.kind), x.namespace.clone(), x.name.clone(), x.kind.clone())
+            (
+                x.action == Verb::Delete,
+                crate::model::kinds::rank(&x.kind),
+                x.namespace.clone(),
+                x.name.clone(),
+                x.kind.clone(),
+            )
         };
         k(a).cmp(&k(b))
     });

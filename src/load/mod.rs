@@ -3,6 +3,7 @@
 //! typed spec. Every problem of every file is reported, not just the first.
 
 pub mod schema_check;
+pub mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source, did_yo
 use crate::base::names;
 use crate::base::quantity::Quantity;
 use crate::base::yaml::{self, Limits, Node, NodeValue, PathSegment};
-use crate::derive::RESERVED_LABELS;
+use crate::model::labels::RESERVED_LABELS;
 use crate::model::platform::Platform;
 use crate::model::schema::INFERENCE_SERVICE_VERSIONS;
 use crate::model::v1alpha1::{API_VERSION, KIND};
@@ -182,7 +183,7 @@ fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<
     } else {
         decode(source, &node)?
     };
-    let problems = service.spec.problems();
+    let problems = validate::service(&service.spec);
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
@@ -339,7 +340,7 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
                             .at(Location::span(source, k.span)),
                     );
                 }
-                if k.name == crate::derive::security::EXCEPTIONS_ANNOTATION {
+                if k.name == crate::model::labels::EXCEPTIONS_ANNOTATION {
                     diags.push(
                         Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
                             .at(Location::span(source, k.span))
@@ -435,16 +436,11 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
         return Err(diags);
     }
     let platform: Platform = decode(source, &node)?;
-    let mut problems = crate::derive::tenancy::check_platform(&platform);
-    problems.extend(crate::derive::gateway::check_platform(&platform));
-    problems.extend(crate::derive::monitoring::check_platform(&platform));
+    let problems = validate::platform(&platform);
     if problems.is_empty() {
         return Ok(platform);
     }
-    Err(problems
-        .into_iter()
-        .map(|(path, message)| Diagnostic::error(message).at(Location::span(source, node.at_path(&path).span)))
-        .collect())
+    Err(problems.into_iter().map(|p| p.diagnostic().at(Location::span(source, node.at_path(&p.path).span))).collect())
 }
 
 /// Checks the platform's quantities and cross-field rules on the tree, so
@@ -525,7 +521,7 @@ fn check_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
             );
         }
     }
-    crate::derive::security::check_platform(source, node, diags);
+    validate::platform_security(source, node, diags);
     let int = |path: &[&str], default: i32| match &field(path) {
         (true, Node { value: NodeValue::Int(i), .. }) => Some(*i),
         (true, _) => None,

@@ -4,8 +4,11 @@
 
 pub mod conversion;
 pub mod crd;
+pub mod kinds;
+pub mod labels;
 pub mod objects;
 pub mod platform;
+pub mod route;
 pub mod schema;
 pub mod v1alpha1;
 pub mod v1alpha2;

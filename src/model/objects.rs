@@ -74,45 +74,6 @@ impl fmt::Display for ObjectId {
     }
 }
 
-/// Apply order of a kind: lower first.
-pub fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        "CustomResourceDefinition" => 0,
-        "Namespace" => 1,
-        "PriorityClass" => 2,
-        "ResourceFlavor" | "Cohort" | "WorkloadPriorityClass" => 3,
-        "ClusterQueue" => 4,
-        "ServiceAccount" => 5,
-        "ResourceQuota" => 6,
-        "LimitRange" => 7,
-        "NetworkPolicy" => 8,
-        "LocalQueue" => 9,
-        "ConfigMap" | "Secret" => 10,
-        "Service" => 11,
-        "Deployment" | "LeaderWorkerSet" => 12,
-        "HorizontalPodAutoscaler" | "ScaledObject" => 13,
-        "PodDisruptionBudget" => 14,
-        "InferencePool" => 15,
-        "InferenceObjective" => 16,
-        "HTTPRoute" => 17,
-        "ServiceMonitor" => 18,
-        _ => 20,
-    }
-}
-
-/// The pod templates of a workload: a Deployment's, or a LeaderWorkerSet's
-/// leader and worker templates. None for other kinds.
-pub fn pod_templates(value: &Value) -> Vec<&Value> {
-    let paths: &[&str] = match value.get("kind").and_then(Value::as_str) {
-        Some("Deployment") => &["/spec/template"],
-        Some("LeaderWorkerSet") => {
-            &["/spec/leaderWorkerTemplate/leaderTemplate", "/spec/leaderWorkerTemplate/workerTemplate"]
-        }
-        _ => &[],
-    };
-    paths.iter().filter_map(|p| value.pointer(p)).collect()
-}
-
 /// A rendered object, ready to write.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Object {
@@ -134,7 +95,14 @@ pub struct Object {
 impl Object {
     /// Sort key: cluster, kind rank, then namespace, then name, then kind.
     fn order_key(&self) -> (bool, &Option<String>, u8, &Option<String>, &str, &str) {
-        (self.bootstrap, &self.cluster, kind_rank(&self.id.kind), &self.id.namespace, &self.id.name, &self.id.kind)
+        (
+            self.bootstrap,
+            &self.cluster,
+            crate::model::kinds::rank(&self.id.kind),
+            &self.id.namespace,
+            &self.id.name,
+            &self.id.kind,
+        )
     }
 
     /// Path of the object's file, relative to the output directory.

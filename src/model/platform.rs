@@ -65,14 +65,14 @@ pub struct Platform {
     /// The Gateway services register with (`spec.gateway.route`), and whether
     /// the Gateway API Inference Extension is installed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gateway: Option<crate::derive::gateway::GatewayConfig>,
+    pub gateway: Option<GatewayConfig>,
     /// KEDA scales services that name `spec.autoscaling`, with a Prometheus
     /// trigger; without this section, a HorizontalPodAutoscaler does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub keda: Option<crate::derive::autoscaling::KedaConfig>,
+    pub keda: Option<KedaConfig>,
     /// Prometheus Operator ServiceMonitors for the services' metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub monitoring: Option<crate::derive::monitoring::Monitoring>,
+    pub monitoring: Option<Monitoring>,
 }
 
 fn api_version() -> String {
@@ -735,4 +735,119 @@ pub struct Cluster {
 
 fn one() -> f64 {
     1.0
+}
+
+/// The platform's Gateway: present, services may name a `gateway.route`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// The Gateway every route attaches to. Its listeners must allow routes
+    /// from the services' namespaces (`allowedRoutes`).
+    pub parent_ref: ParentRef,
+    /// Register services with the Gateway API Inference Extension: an
+    /// InferencePool per service as the route's backend, and an
+    /// InferenceObjective for a service's `gateway.priority`.
+    #[serde(default)]
+    pub inference_extension: bool,
+    /// The endpoint picker each InferencePool calls (deployed with the
+    /// extension, one per pool).
+    #[serde(default)]
+    pub endpoint_picker: EndpointPicker,
+    /// Longest a request may take at the Gateway (a Gateway API duration,
+    /// `300s`); left out, the Gateway's default, which may cut long
+    /// generations short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub request_timeout: Option<String>,
+}
+
+/// A Gateway: its name and namespace, and optionally one listener.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ParentRef {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The Gateway's namespace; the service's own when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
+    /// One listener of the Gateway; all of them when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub section_name: Option<String>,
+}
+
+/// How an InferencePool reaches its endpoint picker: the Service
+/// `<service><serviceSuffix>` on `port`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EndpointPicker {
+    /// Appended to the service name to name the picker's Service.
+    pub service_suffix: String,
+    /// The picker's gRPC port.
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: i32,
+    /// What the Gateway does when the picker does not answer: `FailClose`
+    /// (reject) or `FailOpen` (route anyway).
+    pub failure_mode: FailureMode,
+}
+
+impl Default for EndpointPicker {
+    fn default() -> EndpointPicker {
+        EndpointPicker { service_suffix: "-epp".to_string(), port: 9002, failure_mode: FailureMode::FailClose }
+    }
+}
+
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum FailureMode {
+    FailClose,
+    FailOpen,
+}
+
+/// The platform's KEDA settings: present, KEDA scales the services that
+/// name `autoscaling`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KedaConfig {
+    /// URL of the Prometheus server KEDA queries (for example
+    /// `http://prometheus-operated.monitoring.svc:9090`).
+    #[schemars(length(min = 1))]
+    pub server_address: String,
+    /// PromQL query for the waiting requests of one service, summed over its
+    /// pods; `{namespace}` and `{name}` are replaced by the service's. The
+    /// default fits the labels Prometheus Operator gives targets of the
+    /// ServiceMonitor isvc renders.
+    #[serde(default = "default_query")]
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// Seconds between two queries.
+    #[serde(default = "default_polling_interval")]
+    #[schemars(range(min = 1, max = 3600))]
+    pub polling_interval: i32,
+}
+
+fn default_query() -> String {
+    "sum(vllm:num_requests_waiting{namespace=\"{namespace}\",service=\"{name}\"})".to_string()
+}
+
+fn default_polling_interval() -> i32 {
+    15
+}
+
+/// The platform's monitoring settings.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Monitoring {
+    /// Render a ServiceMonitor for every service.
+    #[serde(default = "yes")]
+    pub service_monitor: bool,
+    /// Labels added to each ServiceMonitor, so the Prometheus's
+    /// `serviceMonitorSelector` picks them up (for example `release: prometheus`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// How often Prometheus scrapes (a Prometheus duration, `30s`); its
+    /// global interval when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub interval: Option<String>,
 }

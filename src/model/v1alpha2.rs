@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::model::platform::QuantityText;
 
-use crate::base::yaml::PathSegment;
-
 pub use crate::model::v1alpha1::Phase;
 
 /// This version's name.
@@ -236,54 +234,5 @@ impl InferenceServiceSpec {
     /// GPUs of each pod: the replica's GPUs split over its nodes.
     pub fn gpus_per_node(&self) -> i32 {
         self.gpus_per_replica / self.nodes_per_replica.max(1)
-    }
-}
-
-/// A problem a typed check found in a spec, at the field it is about.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    pub path: Vec<PathSegment>,
-    pub message: String,
-    pub help: Option<String>,
-}
-
-impl Problem {
-    pub fn new(path: Vec<PathSegment>, message: impl Into<String>) -> Problem {
-        Problem { path, message: message.into(), help: None }
-    }
-
-    pub fn help(mut self, help: impl Into<String>) -> Problem {
-        self.help = Some(help.into());
-        self
-    }
-}
-
-/// The path of a field under `spec`.
-pub fn spec_path(keys: &[&str]) -> Vec<PathSegment> {
-    std::iter::once("spec").chain(keys.iter().copied()).map(|k| PathSegment::Key(k.to_string())).collect()
-}
-
-impl InferenceServiceSpec {
-    /// What the schema cannot say: adapter names, replicas or autoscaling
-    /// and its bounds, how GPUs split over nodes, the route, quantities.
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut out = crate::derive::adapters::check(self);
-        out.extend(crate::derive::autoscaling::check(self));
-        out.extend(crate::derive::multinode::check(self));
-        out.extend(crate::derive::gateway::check(self));
-        for (field, q) in
-            self.resources.iter().flat_map(|r| [("cpu", &r.cpu), ("memory", &r.memory), ("shmSize", &r.shm_size)])
-        {
-            let Some(q) = q else { continue };
-            match crate::base::quantity::Quantity::parse(&q.0) {
-                Ok(v) if v.nanos() == 0 => out.push(Problem::new(
-                    spec_path(&["resources", field]),
-                    format!("resources.{field} must be more than zero"),
-                )),
-                Ok(_) => {}
-                Err(e) => out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}"))),
-            }
-        }
-        out
     }
 }

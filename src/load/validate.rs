@@ -1,0 +1,666 @@
+//! Validation of the inputs: what the schema cannot say about a service or
+//! the platform file, as problems at field paths. Pure: no I/O.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::base::diagnostics::{Diagnostic, Location, Source};
+use crate::base::problem::{Problem, spec_path};
+use crate::base::quantity::Quantity;
+use crate::base::yaml::{Node, NodeValue, PathSegment};
+use crate::load::LoadedService;
+use crate::model::platform::{Platform, PriorityTier};
+use crate::model::route::{Route, parse_route};
+use crate::model::v1alpha2::{InferenceServiceSpec, MAX_GPUS_PER_NODE};
+
+/// What the schema cannot say: adapter names, replicas or autoscaling
+/// and its bounds, how GPUs split over nodes, the route, quantities.
+pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let mut out = adapters(spec);
+    out.extend(autoscaling(spec));
+    out.extend(multinode(spec));
+    out.extend(gateway(spec));
+    for (field, q) in
+        spec.resources.iter().flat_map(|r| [("cpu", &r.cpu), ("memory", &r.memory), ("shmSize", &r.shm_size)])
+    {
+        let Some(q) = q else { continue };
+        match crate::base::quantity::Quantity::parse(&q.0) {
+            Ok(v) if v.nanos() == 0 => out.push(Problem::new(
+                spec_path(&["resources", field]),
+                format!("resources.{field} must be more than zero"),
+            )),
+            Ok(_) => {}
+            Err(e) => out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}"))),
+        }
+    }
+    out
+}
+
+/// Problems in a spec's adapter list: names that are not DNS labels, that
+/// repeat, or that are the base model's; sources vLLM cannot load.
+fn adapters(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, a) in spec.adapters.iter().enumerate() {
+        let at = |field: &str| {
+            vec![
+                PathSegment::Key("spec".into()),
+                PathSegment::Key("adapters".into()),
+                PathSegment::Index(i),
+                PathSegment::Key(field.into()),
+            ]
+        };
+        if let Err(e) = crate::base::names::dns1123_label(&a.name) {
+            out.push(
+                Problem::new(at("name"), format!("invalid adapter name \"{}\": {e}", a.name))
+                    .help("clients ask for an adapter by this name; use lower case letters, digits and '-'"),
+            );
+        } else if a.name == spec.base_model {
+            out.push(
+                Problem::new(at("name"), format!("adapter \"{}\" has the name of the base model", a.name))
+                    .help("clients could not ask for one or the other; rename the adapter"),
+            );
+        } else if let Some(first) = seen.insert(&a.name, i) {
+            out.push(
+                Problem::new(
+                    at("name"),
+                    format!("adapter \"{}\" is listed twice (first as adapters[{first}])", a.name),
+                )
+                .help("adapter names must be unique within a service"),
+            );
+        }
+        if let Err(e) = adapter_source(&a.source) {
+            out.push(Problem::new(at("source"), format!("adapter \"{}\": {e}", a.name)).help(
+                "vLLM loads an adapter from a Hugging Face repository (org/name) or a path in the container; \
+                 mount other storage into the container and give its path",
+            ));
+        }
+    }
+    out
+}
+
+/// A source vLLM can load: an absolute path in the container, or a Hugging
+/// Face repository id (`org/name` or `name`).
+fn adapter_source(source: &str) -> Result<(), String> {
+    if source.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("source must not contain spaces or control characters".to_string());
+    }
+    if source.starts_with('/') {
+        return Ok(());
+    }
+    if let Some((scheme, _)) = source.split_once("://") {
+        return Err(format!("source \"{source}\" is a URL; vLLM does not download adapters from {scheme}:// URLs"));
+    }
+    let part_ok = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 96
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && !p.starts_with(['-', '.'])
+    };
+    match source.split_once('/') {
+        Some((org, name)) if part_ok(org) && part_ok(name) => Ok(()),
+        None if part_ok(source) => Ok(()),
+        _ => {
+            Err(format!("source \"{source}\" is neither an absolute path nor a Hugging Face repository id (org/name)"))
+        }
+    }
+}
+
+/// `replicas` or `autoscaling`, exactly one; `min` not above `max`.
+fn autoscaling(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
+    match (&spec.autoscaling, spec.replicas) {
+        (None, None) => out.push(
+            Problem::new(spec_path(&[]), "give spec.replicas or spec.autoscaling")
+                .help("replicas: N for a fixed count, or autoscaling: {min, max, targetQueueLength}"),
+        ),
+        (Some(_), Some(_)) => out.push(
+            Problem::new(spec_path(&["replicas"]), "give spec.replicas or spec.autoscaling, not both")
+                .help("with autoscaling, the autoscaler owns the replica count; remove replicas"),
+        ),
+        _ => {}
+    }
+    if let Some(a) = spec.autoscaling.as_ref().filter(|a| a.min > a.max) {
+        out.push(
+            Problem::new(
+                spec_path(&["autoscaling", "min"]),
+                format!("autoscaling.min ({}) is above autoscaling.max ({})", a.min, a.max),
+            )
+            .help("lower min or raise max"),
+        );
+    }
+    out
+}
+
+/// The GPUs of a replica must split evenly over its nodes, at most 8 a node.
+fn multinode(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let (gpus, nodes) = (spec.gpus_per_replica, spec.nodes_per_replica.max(1));
+    let at = spec_path(&["gpusPerReplica"]);
+    if gpus % nodes != 0 {
+        return vec![
+            Problem::new(at, format!("gpusPerReplica ({gpus}) does not split evenly over nodesPerReplica ({nodes})"))
+                .help("every node of a replica gets the same number of GPUs"),
+        ];
+    }
+    if gpus / nodes > MAX_GPUS_PER_NODE {
+        let help = if nodes == 1 {
+            format!(
+                "a replica larger than one node spans several: set nodesPerReplica to {}",
+                (gpus + MAX_GPUS_PER_NODE - 1) / MAX_GPUS_PER_NODE
+            )
+        } else {
+            "raise nodesPerReplica".to_string()
+        };
+        return vec![
+            Problem::new(
+                at,
+                format!(
+                    "gpusPerReplica ({gpus}) over {nodes} node(s) is {} GPUs per node, more than {MAX_GPUS_PER_NODE}",
+                    gpus / nodes
+                ),
+            )
+            .help(help),
+        ];
+    }
+    Vec::new()
+}
+
+/// A route that does not parse.
+fn gateway(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    let Some(g) = &spec.gateway else { return Vec::new() };
+    match parse_route(&g.route) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![
+            Problem::new(spec_path(&["gateway", "route"]), format!("invalid route \"{}\": {e}", g.route))
+                .help("a route is a hostname (qwen3.llm.example.com), a path prefix (/qwen3), or both (llm.example.com/qwen3)"),
+        ],
+    }
+}
+
+/// Across services: a route needs the platform's Gateway, a priority needs
+/// the Inference Extension, and no two services may claim one route.
+/// `label` names a service's file.
+pub fn routes(
+    services: &[LoadedService],
+    platform: &Platform,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+) -> Vec<Diagnostic> {
+    let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    let mut claimed: BTreeMap<Route, &LoadedService> = BTreeMap::new();
+    for s in services {
+        let Some(g) = &s.service.spec.gateway else { continue };
+        let at = |field: &str| s.location(&[key("spec"), key("gateway"), key(field)]);
+        let Some(config) = &platform.gateway else {
+            out.push(
+                Diagnostic::error(format!(
+                    "route \"{}\" needs a Gateway, but the platform file has no \"gateway\" section",
+                    g.route
+                ))
+                .at(at("route"))
+                .help("add gateway.parentRef to the platform file, naming the Gateway that routes attach to"),
+            );
+            continue;
+        };
+        if config.inference_extension {
+            let picker = format!("{}{}", s.service.name(), config.endpoint_picker.service_suffix);
+            if let Err(e) = crate::base::names::dns1035_label(&picker) {
+                out.push(
+                    Diagnostic::error(format!("the endpoint picker's Service name \"{picker}\" {e}"))
+                        .at(s.location(&[key("metadata"), key("name")]))
+                        .help("shorten the service name or the platform's gateway.endpointPicker.serviceSuffix"),
+                );
+            }
+        }
+        if g.priority.is_some() && !config.inference_extension {
+            out.push(
+                Diagnostic::error(
+                    "gateway.priority needs the Gateway API Inference Extension, which the platform does not enable",
+                )
+                .at(at("priority"))
+                .help("set gateway.inferenceExtension: true in the platform file, or remove the priority"),
+            );
+        }
+        let Ok(route) = parse_route(&g.route) else { continue };
+        match claimed.get(&route) {
+            Some(first) => out.push(
+                Diagnostic::error(format!(
+                    "route \"{route}\" is claimed by two services: {}/{} in {} and {}/{} in {}",
+                    first.service.namespace_or_default(),
+                    first.service.name(),
+                    label(first),
+                    s.service.namespace_or_default(),
+                    s.service.name(),
+                    label(s)
+                ))
+                .at(at("route"))
+                .related(first.location(&[key("spec"), key("gateway"), key("route")]), "claimed here first")
+                .help("give each service its own hostname or path prefix"),
+            ),
+            None => {
+                claimed.insert(route, s);
+            }
+        }
+    }
+    out
+}
+
+/// Problems in the platform's `gateway` section, with the path of the field.
+fn platform_gateway(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
+    let Some(g) = &platform.gateway else { return Vec::new() };
+    let mut out = Vec::new();
+    if let Err(e) = crate::base::names::dns1123_subdomain(&g.parent_ref.name) {
+        out.push(Problem::new(
+            vec![key("gateway"), key("parentRef"), key("name")],
+            format!("invalid Gateway name \"{}\": {e}", g.parent_ref.name),
+        ));
+    }
+    if let Some(ns) = &g.parent_ref.namespace {
+        if let Err(e) = crate::base::names::dns1123_label(ns) {
+            out.push(Problem::new(
+                vec![key("gateway"), key("parentRef"), key("namespace")],
+                format!("invalid namespace \"{ns}\": {e}"),
+            ));
+        }
+    }
+    if let Some(t) = &g.request_timeout {
+        if !is_gateway_duration(t) {
+            out.push(Problem::new(
+                vec![key("gateway"), key("requestTimeout")],
+                format!("\"{t}\" is not a Gateway API duration (for example 300s, 5m, 1h30m)"),
+            ));
+        }
+    }
+    if g.inference_extension {
+        let epp = format!("x{}", g.endpoint_picker.service_suffix);
+        if crate::base::names::dns1035_label(&epp).is_err() || epp.len() > 40 {
+            out.push(Problem::new(
+                vec![key("gateway"), key("endpointPicker"), key("serviceSuffix")],
+                format!(
+                    "serviceSuffix \"{}\" cannot end a Service name: use '-', lower case letters and digits, at most 39",
+                    g.endpoint_picker.service_suffix
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// `^([0-9]{1,5}(h|m|s|ms)){1,4}$`, the Gateway API's Duration.
+fn is_gateway_duration(text: &str) -> bool {
+    let mut rest = text;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 || digits > 5 {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit = ["ms", "h", "m", "s"].into_iter().find(|u| rest.starts_with(u));
+        let Some(unit) = unit else { return false };
+        rest = &rest[unit.len()..];
+        parts += 1;
+    }
+    (1..=4).contains(&parts)
+}
+
+/// Problems in the platform's `monitoring` section, with the field's path.
+fn platform_monitoring(platform: &crate::model::platform::Platform) -> Vec<Problem> {
+    let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
+    let Some(m) = &platform.monitoring else { return Vec::new() };
+    let mut out = Vec::new();
+    for (k, v) in &m.labels {
+        if let Err(e) = crate::base::names::qualified_name(k) {
+            out.push(Problem::new(
+                vec![key("monitoring"), key("labels"), key(k)],
+                format!("invalid label key \"{k}\": {e}"),
+            ));
+        } else if let Err(e) = crate::base::names::label_value(v, true) {
+            out.push(Problem::new(
+                vec![key("monitoring"), key("labels"), key(k)],
+                format!("invalid value for label \"{k}\": {e}"),
+            ));
+        }
+    }
+    if let Some(i) = m.interval.as_ref().filter(|i| !is_prometheus_duration(i)) {
+        out.push(Problem::new(
+            vec![key("monitoring"), key("interval")],
+            format!("\"{i}\" is not a Prometheus duration (for example 30s, 1m)"),
+        ));
+    }
+    out
+}
+
+/// `^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`,
+/// without the empty string.
+fn is_prometheus_duration(text: &str) -> bool {
+    if text == "0" {
+        return true;
+    }
+    let mut rest = text;
+    let mut units = ["y", "w", "d", "h", "m", "s", "ms"].iter();
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return false;
+        }
+        rest = &rest[digits..];
+        // Units must come in order, each at most once; "ms" before "m".
+        let found = units.by_ref().find(|u| rest.starts_with(**u) && !(**u == "m" && rest.starts_with("ms")));
+        let Some(u) = found else { return false };
+        rest = &rest[u.len()..];
+    }
+    !text.is_empty()
+}
+
+/// Problems in the tenant section of a platform file, each with the path of
+/// the field it is about.
+fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    let tiers = platform.tiers();
+    for (name, _) in &platform.priorities {
+        if let Err(e) = crate::base::names::dns1123_subdomain(name) {
+            out.push(Problem::new(
+                vec![key("priorities"), key(name)],
+                format!("invalid priority name \"{name}\": {e}"),
+            ));
+        }
+    }
+    for (i, ns) in platform.network.allow_from.iter().enumerate() {
+        if let Err(e) = crate::base::names::dns1123_label(ns) {
+            out.push(Problem::new(
+                vec![key("network"), key("allowFrom"), PathSegment::Index(i)],
+                format!("invalid namespace \"{ns}\": {e}"),
+            ));
+        }
+    }
+    if let Some(k) = &platform.kueue {
+        if let Err(e) = crate::base::names::dns1123_subdomain(&k.flavor.name) {
+            out.push(Problem::new(
+                vec![key("kueue"), key("flavor"), key("name")],
+                format!("invalid flavor name \"{}\": {e}", k.flavor.name),
+            ));
+        }
+        for (r, q) in &k.capacity {
+            if let Err(e) = Quantity::parse(q) {
+                out.push(Problem::new(vec![key("kueue"), key("capacity"), key(r)], e));
+            }
+        }
+    }
+    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, t) in platform.tenants.iter().enumerate() {
+        let at = |rest: &[PathSegment]| {
+            let mut p = vec![key("tenants"), PathSegment::Index(i)];
+            p.extend_from_slice(rest);
+            p
+        };
+        if let Err(e) = crate::base::names::dns1123_label(&t.name) {
+            out.push(Problem::new(at(&[key("name")]), format!("invalid tenant name \"{}\": {e}", t.name)));
+        }
+        if let Some(first) = names.insert(&t.name, i) {
+            out.push(Problem::new(
+                at(&[key("name")]),
+                format!("tenant \"{}\" is declared twice (first as tenants[{first}])", t.name),
+            ));
+        }
+        for (j, ns) in t.namespace_list().iter().enumerate() {
+            let path = if t.namespaces.is_empty() {
+                at(&[key("name")])
+            } else {
+                at(&[key("namespaces"), PathSegment::Index(j)])
+            };
+            if let Err(e) = crate::base::names::dns1123_label(ns) {
+                out.push(Problem::new(path.clone(), format!("invalid namespace \"{ns}\": {e}")));
+            }
+            if let Some(other) = owner.insert(ns.clone(), &t.name) {
+                out.push(Problem::new(path, format!("namespace \"{ns}\" belongs to tenant \"{other}\" already")));
+            }
+        }
+        for (k, q) in &t.quota {
+            if let Err(e) = Quantity::parse(q) {
+                out.push(Problem::new(at(&[key("quota"), key(k)]), format!("quota \"{k}\": {e}")));
+            }
+        }
+        for (section, map) in [
+            ("defaultRequest", &t.limits.default_request),
+            ("defaultLimit", &t.limits.default_limit),
+            ("max", &t.limits.max),
+        ] {
+            for (k, q) in map {
+                if let Err(e) = Quantity::parse(q) {
+                    out.push(Problem::new(
+                        at(&[key("limits"), key(section), key(k)]),
+                        format!("limits.{section}.{k}: {e}"),
+                    ));
+                }
+            }
+        }
+        for (j, p) in t.priorities.iter().enumerate() {
+            if !tiers.contains_key(p) {
+                out.push(Problem::new(at(&[key("priorities"), PathSegment::Index(j)]), unknown_tier(p, &tiers)));
+            }
+        }
+        if let Some(p) = &t.default_priority {
+            if !tiers.contains_key(p) {
+                out.push(Problem::new(at(&[key("defaultPriority")]), unknown_tier(p, &tiers)));
+            } else if !t.allows(p) {
+                out.push(Problem::new(
+                    at(&[key("defaultPriority")]),
+                    format!("default priority \"{p}\" is not among the tenant's priorities"),
+                ));
+            }
+        }
+        if let Some(c) = &t.cohort {
+            if let Err(e) = crate::base::names::dns1123_subdomain(c) {
+                out.push(Problem::new(at(&[key("cohort")]), format!("invalid cohort name \"{c}\": {e}")));
+            }
+        }
+        let mut queue_names = BTreeMap::new();
+        for (j, q) in t.queues.iter().enumerate() {
+            let qat = |k: &str| at(&[key("queues"), PathSegment::Index(j), key(k)]);
+            if let Err(e) = crate::base::names::dns1123_label(&q.name) {
+                out.push(Problem::new(qat("name"), format!("invalid queue name \"{}\": {e}", q.name)));
+            }
+            if queue_names.insert(q.name.clone(), j).is_some() {
+                out.push(Problem::new(qat("name"), format!("queue \"{}\" is declared twice", q.name)));
+            }
+            if let Some(p) = q.priority.as_ref().filter(|p| !tiers.contains_key(*p)) {
+                out.push(Problem::new(qat("priority"), unknown_tier(p, &tiers)));
+            }
+            if q.nominal_quota.is_empty() {
+                out.push(Problem::new(
+                    qat("nominalQuota"),
+                    "a queue needs at least one resource in nominalQuota".to_string(),
+                ));
+            }
+            for (section, map) in [
+                ("nominalQuota", Some(&q.nominal_quota)),
+                ("borrowingLimit", q.borrowing_limit.as_ref()),
+                ("lendingLimit", q.lending_limit.as_ref()),
+            ] {
+                for (r, v) in map.into_iter().flatten() {
+                    if let Err(e) = Quantity::parse(v) {
+                        out.push(Problem::new(
+                            at(&[key("queues"), PathSegment::Index(j), key(section), key(r)]),
+                            format!("{section}.{r}: {e}"),
+                        ));
+                    } else if section != "nominalQuota" && !q.nominal_quota.contains_key(r) {
+                        out.push(Problem::new(
+                            at(&[key("queues"), PathSegment::Index(j), key(section), key(r)]),
+                            format!("{section}.{r} is set, but {r} is not in the queue's nominalQuota"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn unknown_tier(name: &str, tiers: &BTreeMap<String, PriorityTier>) -> String {
+    let known: Vec<&str> = tiers.keys().map(String::as_str).collect();
+    format!("unknown priority \"{name}\"; the platform declares {}", known.join(", "))
+}
+
+/// Checks the security settings of a platform file on its tree, so the
+/// problems are reported with positions, together with the schema's.
+pub fn platform_security(source: &Arc<Source>, root: &Node, diags: &mut Vec<Diagnostic>) {
+    let defaults = root.get("defaults").and_then(|d| d.get("security"));
+    let root_allowed = |block: Option<&Node>| {
+        block.and_then(|b| b.get("allowRootUser")).is_some_and(|n| matches!(n.value, NodeValue::Bool(true)))
+    };
+    security_block(source, defaults, root_allowed(defaults), diags);
+    let Some(NodeValue::Seq(exceptions)) = root.get("securityExceptions").map(|n| &n.value) else { return };
+    for exception in exceptions {
+        let block = exception.get("security");
+        security_block(source, block, root_allowed(defaults) || root_allowed(block), diags);
+        let at = |n: &Node| Location::span(source, n.span);
+        if let Some(ns) = exception.get("namespace") {
+            if let Some(Err(e)) = ns.as_str().map(crate::base::names::dns1123_label) {
+                diags.push(Diagnostic::error(format!("invalid namespace in securityExceptions: {e}")).at(at(ns)));
+            }
+        }
+        if let Some(NodeValue::Seq(services)) = exception.get("services").map(|n| &n.value) {
+            for s in services {
+                if let Some(Err(e)) = s.as_str().map(crate::base::names::dns1035_label) {
+                    diags.push(Diagnostic::error(format!("invalid service name in securityExceptions: {e}")).at(at(s)));
+                }
+            }
+        }
+    }
+}
+
+/// Checks one `security` block; `root_allowed` says whether root is allowed
+/// for the services it applies to.
+fn security_block(source: &Arc<Source>, block: Option<&Node>, root_allowed: bool, diags: &mut Vec<Diagnostic>) {
+    let Some(block) = block else { return };
+    if let Some(uid) = block.get("runAsUser").filter(|n| matches!(n.value, NodeValue::Int(0))) {
+        if !root_allowed {
+            diags.push(
+                Diagnostic::error("\"runAsUser: 0\" is root, which this block does not allow")
+                    .at(Location::span(source, uid.span))
+                    .help("add \"allowRootUser: true\" beside it if the image must run as root, or use a non-zero UID"),
+            );
+        }
+    }
+    let Some(NodeValue::Seq(caps)) = block.get("addCapabilities").map(|n| &n.value) else { return };
+    for cap in caps {
+        let at = Location::span(source, cap.span);
+        match cap.as_str() {
+            Some("ALL") => diags.push(
+                Diagnostic::error("\"addCapabilities\" cannot add ALL: that undoes \"drop: [ALL]\"")
+                    .at(at)
+                    .help("name each capability the image needs"),
+            ),
+            Some(c) if c.starts_with("CAP_") => diags.push(
+                Diagnostic::error(format!("capability \"{c}\" is written without the CAP_ prefix in Kubernetes"))
+                    .at(at)
+                    .help(format!("write \"{}\"", &c[4..])),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// What the schema cannot say about the platform file: tenants, tiers and
+/// queues, the Gateway, monitoring.
+pub fn platform(platform: &Platform) -> Vec<Problem> {
+    let mut out = platform_tenancy(platform);
+    out.extend(platform_gateway(platform));
+    out.extend(platform_monitoring(platform));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::v1alpha2::{Adapter, Autoscaling};
+
+    fn base() -> InferenceServiceSpec {
+        crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
+            model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+            replicas: 1,
+            gpus_per_replica: 1,
+            priority: None,
+            queue: None,
+        })
+    }
+
+    fn with_adapters(adapters: &[(&str, &str)]) -> InferenceServiceSpec {
+        let mut s = base();
+        s.adapters = adapters.iter().map(|(n, s)| Adapter { name: n.to_string(), source: s.to_string() }).collect();
+        s
+    }
+
+    fn with_scaling(replicas: Option<i32>, autoscaling: Option<(i32, i32, i32)>) -> InferenceServiceSpec {
+        let mut s = base();
+        s.replicas = replicas;
+        s.autoscaling = autoscaling.map(|(min, max, t)| Autoscaling { min, max, target_queue_length: t });
+        s
+    }
+
+    fn with_nodes(gpus: i32, nodes: i32) -> InferenceServiceSpec {
+        let mut s = base();
+        s.gpus_per_replica = gpus;
+        s.nodes_per_replica = nodes;
+        s
+    }
+
+    #[test]
+    fn names_must_be_labels_unique_and_not_the_base_model() {
+        let s =
+            with_adapters(&[("sql", "org/a"), ("sql", "org/b"), ("Chat_1", "org/c"), ("meta-llama", "s3://bucket/x")]);
+        let msgs: Vec<String> = adapters(&s).into_iter().map(|p| p.message).collect();
+        assert_eq!(
+            msgs,
+            [
+                "adapter \"sql\" is listed twice (first as adapters[0])",
+                "invalid adapter name \"Chat_1\": must consist of lower case alphanumeric characters or '-'",
+                "adapter \"meta-llama\": source \"s3://bucket/x\" is a URL; vLLM does not download adapters from s3:// URLs",
+            ]
+        );
+        let mut s = with_adapters(&[("llama", "org/a")]);
+        s.base_model = "llama".into();
+        assert_eq!(adapters(&s)[0].message, "adapter \"llama\" has the name of the base model");
+    }
+
+    #[test]
+    fn exactly_one_of_replicas_and_autoscaling_and_min_not_above_max() {
+        let msgs = |s| autoscaling(&s).into_iter().map(|p| p.message).collect::<Vec<_>>();
+        assert_eq!(msgs(with_scaling(None, None)), ["give spec.replicas or spec.autoscaling"]);
+        assert_eq!(msgs(with_scaling(Some(1), Some((1, 2, 3)))), ["give spec.replicas or spec.autoscaling, not both"]);
+        assert_eq!(msgs(with_scaling(None, Some((5, 3, 1)))), ["autoscaling.min (5) is above autoscaling.max (3)"]);
+        assert!(msgs(with_scaling(None, Some((3, 3, 1)))).is_empty());
+    }
+
+    #[test]
+    fn durations_follow_the_gateway_api() {
+        assert!(is_gateway_duration("300s") && is_gateway_duration("1h30m") && is_gateway_duration("500ms"));
+        assert!(!is_gateway_duration("5 m") && !is_gateway_duration("") && !is_gateway_duration("1.5s"));
+    }
+
+    #[test]
+    fn prometheus_durations() {
+        for ok in ["30s", "1m", "1h30m", "500ms", "0", "1m30s500ms"] {
+            assert!(is_prometheus_duration(ok), "{ok}");
+        }
+        for bad in ["", "30", "1.5s", "30s1m", "1mm"] {
+            assert!(!is_prometheus_duration(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn gpus_split_evenly_over_at_most_eight_per_node() {
+        let msgs = |s| multinode(&s).into_iter().map(|p| p.message).collect::<Vec<_>>();
+        assert!(msgs(with_nodes(16, 2)).is_empty());
+        assert_eq!(msgs(with_nodes(12, 5)), ["gpusPerReplica (12) does not split evenly over nodesPerReplica (5)"]);
+        assert_eq!(msgs(with_nodes(16, 1)), ["gpusPerReplica (16) over 1 node(s) is 16 GPUs per node, more than 8"]);
+        assert_eq!(
+            multinode(&with_nodes(16, 1))[0].help.as_deref(),
+            Some("a replica larger than one node spans several: set nodesPerReplica to 2")
+        );
+    }
+}
