@@ -483,7 +483,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
     }
     if !compiled.quota.is_empty() {
-        status(crate::derive::tenancy::format_quota_table(&compiled.quota).trim_end());
+        status(crate::report::quota::format_quota_table(&compiled.quota).trim_end());
     }
     status(&format!(
         "rendered {} objects into {} ({} files): {}",

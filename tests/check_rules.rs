@@ -418,7 +418,7 @@ fn isvc021_quota_exceeded_or_unspecified() {
     fires(
         &with(render(&six), &[&gpu_quota("2")]),
         "ISVC021",
-        "at the lowest replica counts, requests.nvidia.com/gpu would be 3, above the hard limit of 2 (qwen3: 3)",
+        "at steady state, requests.nvidia.com/gpu would be 3, above the hard limit of 2 (qwen3: 3)",
     );
     quiet(&with(render(&six), &[&gpu_quota("3")]), "ISVC021");
     // Two services share the namespace's quota.
@@ -439,7 +439,7 @@ fn isvc021_quota_exceeded_or_unspecified() {
     fires(
         &with(render(&two), &[count]),
         "ISVC021",
-        "count/deployments.apps would be 2, above the hard limit of 1 (2 Deployment: 2)",
+        "count/deployments.apps would be 2, above the hard limit of 1 (embed: 1, qwen3: 1)",
     );
     quiet(&with(render(&six), &[count]), "ISVC021");
 }

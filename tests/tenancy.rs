@@ -41,11 +41,14 @@ fn service(name: &str, replicas: i32, gpus: i32, extra: &str) -> String {
 fn steady_state_over_quota_names_the_services_that_use_it() {
     let services = service("a", 2, 2, "") + &service("b", 3, 2, ", priority: offline");
     let err = compile(PLATFORM, &services).unwrap_err();
+    // The Deployments leave spec.replicas to their autoscalers, which start
+    // at their minimum (1 each): 4 GPUs fit; a alone at its maximum (6 x 2)
+    // does not, and b is offline (preemptible) so it is left out at peak.
     assert!(
-        err.contains("error: exceeded quota: team-a, requested: requests.nvidia.com/gpu=6, used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=8 (namespace team-a, at steady state)"),
+        err.contains("error: exceeded quota: team-a, requested: requests.nvidia.com/gpu=12, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=8 (namespace team-a, at the autoscalers' maximum)"),
         "{err}"
     );
-    assert!(err.contains("(a uses requests.nvidia.com/gpu=4 (2 pods))"), "{err}");
+    assert!(err.contains("namespace team-a needs requests.nvidia.com/gpu=12"), "requested + used = needed: {err}");
 }
 
 #[test]
@@ -69,7 +72,7 @@ fn object_counts_are_quota_too() {
 fn a_quota_on_limits_needs_a_limit_or_a_default() {
     let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    quota: {limits.cpu: 64}\n";
     let err = compile(platform, &service("a", 1, 1, "")).unwrap_err();
-    assert!(err.contains("pods of team-a/a would be rejected: failed quota: team-a: must specify limits.cpu"), "{err}");
+    assert!(err.contains("error: Deployment team-a/a [ISVC021]: ResourceQuota team-a/team-a constrains limits.cpu, which container \"vllm\" does not set: every pod is refused (must specify limits.cpu)"), "{err}");
     let with_default = format!("{platform}    limits:\n      defaultLimit: {{cpu: 4}}\n");
     compile(&with_default, &service("a", 1, 1, "")).unwrap();
 }
@@ -78,7 +81,7 @@ fn a_quota_on_limits_needs_a_limit_or_a_default() {
 fn requests_above_the_limit_range_maximum_are_rejected() {
     let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    limits:\n      max: {nvidia.com/gpu: 4}\n";
     let err = compile(platform, &service("a", 1, 8, "")).unwrap_err();
-    assert!(err.contains("maximum nvidia.com/gpu usage per Container is 4, but request is 8"), "{err}");
+    assert!(err.contains("error: Deployment team-a/a [ISVC023]: container \"vllm\": nvidia.com/gpu limit 8 is above the maximum of 4 per Container in LimitRange team-a/container-limits"), "{err}");
     compile(platform, &service("a", 1, 4, "")).unwrap();
 }
 
@@ -86,7 +89,7 @@ fn requests_above_the_limit_range_maximum_are_rejected() {
 fn a_surge_that_cannot_fit_stalls_the_rollout() {
     let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  rollout: {maxSurge: 1, maxUnavailable: 0}\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 8}\n";
     let err = compile(platform, &service("a", 1, 8, ", priority: offline")).unwrap_err();
-    assert!(err.contains("rollout of team-a/a cannot make progress under quota team-a"), "{err}");
+    assert!(err.contains("error: Deployment team-a/a [ISVC019]: a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota team-a/team-a has no room for requests.nvidia.com/gpu: 16 needed, 8 allowed"), "{err}");
 }
 
 #[test]

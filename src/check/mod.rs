@@ -29,18 +29,20 @@ mod network;
 mod probes;
 mod resources;
 mod scaling;
+pub(crate) use crate::k8s::index::{
+    Context, Workload, container_name, containers, init_containers, labels, namespace, pod_templates, quantity,
+    selector_matches,
+};
 pub mod security;
 mod tenancy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::OnceLock;
 
 use rayon::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use crate::base::diagnostics::Severity;
 use crate::base::diagnostics::{Diagnostic, Location, did_you_mean};
-use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
@@ -380,235 +382,6 @@ pub fn annotation_problems(services: &[LoadedService]) -> Vec<Diagnostic> {
         }
     }
     out
-}
-
-/// Lookups the rules share, built once per run.
-pub(crate) struct Context<'a> {
-    /// (namespace, label key, label value) to the pod templates carrying it.
-    pods_by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Value>>,
-    /// Every object by (kind, namespace, name).
-    ids: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
-    /// Autoscalers by (namespace, target kind, target name).
-    autoscalers: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
-    /// Workloads (objects with pod templates) by namespace.
-    workloads: HashMap<&'a str, Vec<Workload<'a>>>,
-    /// (kind, namespace, name) of a workload to its place in `workloads`.
-    workload_at: HashMap<(&'a str, &'a str, &'a str), usize>,
-    /// What the workloads count against each ResourceQuota, by (namespace,
-    /// name), at the low and the high end; worked out once, when needed.
-    quota_usage: HashMap<(&'a str, &'a str), [OnceLock<Vec<tenancy::Usage>>; 2]>,
-    /// Objects of each kind by namespace, for namespace-wide rules.
-    by_kind: HashMap<(&'a str, &'a str), Vec<&'a Object>>,
-    /// The PriorityClass pods without one get (`globalDefault: true`).
-    default_priority_class: Option<&'a str>,
-}
-
-/// An object that runs pods, with its replica bounds.
-pub(crate) struct Workload<'a> {
-    pub object: &'a Object,
-    /// Pod templates, each with the pods one replica runs from it.
-    pub templates: Vec<(&'a Value, i64)>,
-    /// Replicas at the low end (the autoscaler's minimum, else
-    /// `spec.replicas`) and the high end (the autoscaler's maximum).
-    pub min_replicas: i64,
-    pub max_replicas: i64,
-}
-
-impl Workload<'_> {
-    pub fn pods(&self, replicas: i64) -> i64 {
-        self.templates.iter().map(|(_, n)| n * replicas).sum()
-    }
-}
-
-impl<'a> Context<'a> {
-    fn new(objects: &'a [Object]) -> Context<'a> {
-        let mut cx = Context {
-            pods_by_label: HashMap::new(),
-            ids: HashMap::new(),
-            autoscalers: HashMap::new(),
-            workloads: HashMap::new(),
-            workload_at: HashMap::new(),
-            quota_usage: HashMap::new(),
-            by_kind: HashMap::new(),
-            default_priority_class: None,
-        };
-        for o in objects {
-            let ns = namespace(o);
-            cx.ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()), o);
-            cx.by_kind.entry((ns, o.id.kind.as_str())).or_default().push(o);
-            match o.id.kind.as_str() {
-                "HorizontalPodAutoscaler" => {
-                    let target =
-                        |k: &str| o.value.pointer(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
-                    if let (Some(kind), Some(name)) = (target("kind"), target("name")) {
-                        cx.autoscalers.insert((ns, kind, name), o);
-                    }
-                }
-                "ResourceQuota" => {
-                    cx.quota_usage.insert((ns, o.id.name.as_str()), Default::default());
-                }
-                "PriorityClass" if o.value.get("globalDefault").and_then(Value::as_bool) == Some(true) => {
-                    cx.default_priority_class = Some(o.id.name.as_str());
-                }
-                _ => {}
-            }
-            for template in pod_templates(o) {
-                for (k, v) in labels(template, "/metadata/labels").into_iter().flatten() {
-                    if let Some(v) = v.as_str() {
-                        cx.pods_by_label.entry((ns, k.as_str(), v)).or_default().push(template);
-                    }
-                }
-            }
-        }
-        for o in objects {
-            if let Some(w) = cx.workload(o) {
-                let list = cx.workloads.entry(namespace(o)).or_default();
-                cx.workload_at.insert((o.id.kind.as_str(), namespace(o), o.id.name.as_str()), list.len());
-                list.push(w);
-            }
-        }
-        cx
-    }
-
-    fn workload(&self, o: &'a Object) -> Option<Workload<'a>> {
-        let spec = o.value.get("spec")?;
-        let templates: Vec<(&Value, i64)> = match o.id.kind.as_str() {
-            "Deployment" | "StatefulSet" | "ReplicaSet" => vec![(spec.get("template")?, 1)],
-            "LeaderWorkerSet" => {
-                let lwt = spec.get("leaderWorkerTemplate")?;
-                let worker = lwt.get("workerTemplate")?;
-                let size = lwt.get("size").and_then(Value::as_i64).unwrap_or(1);
-                let leader = lwt.get("leaderTemplate").unwrap_or(worker);
-                vec![(leader, 1), (worker, size - 1)]
-            }
-            _ => return None,
-        };
-        let replicas = spec.get("replicas").and_then(Value::as_i64).unwrap_or(1);
-        let (min, max) = match self.autoscaler_of(o) {
-            Some(hpa) => (
-                hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1),
-                hpa.value.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(replicas),
-            ),
-            None => (replicas, replicas),
-        };
-        Some(Workload { object: o, templates, min_replicas: min, max_replicas: max.max(min) })
-    }
-
-    /// Pod templates in `ns` whose labels include every pair of `selector`.
-    fn selected(&self, ns: &str, selector: &Map<String, Value>) -> Vec<&'a Value> {
-        let mut candidates: Option<&Vec<&Value>> = None;
-        for (k, v) in selector {
-            let list = self.pods_by_label.get(&(ns, k.as_str(), v.as_str().unwrap_or_default()));
-            match list {
-                None => return Vec::new(),
-                Some(l) if candidates.is_none_or(|c| l.len() < c.len()) => candidates = Some(l),
-                Some(_) => {}
-            }
-        }
-        candidates
-            .into_iter()
-            .flatten()
-            .filter(|t| {
-                let labels = labels(t, "/metadata/labels");
-                selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-            })
-            .copied()
-            .collect()
-    }
-
-    pub fn object(&self, kind: &str, ns: &str, name: &str) -> Option<&'a Object> {
-        self.ids.get(&(kind, ns, name)).copied()
-    }
-
-    /// The autoscaler whose target is `o`.
-    pub fn autoscaler_of(&self, o: &Object) -> Option<&'a Object> {
-        self.autoscalers.get(&(namespace(o), o.id.kind.as_str(), o.id.name.as_str())).copied()
-    }
-
-    pub fn workloads_in(&self, ns: &str) -> &[Workload<'a>] {
-        self.workloads.get(ns).map_or(&[], Vec::as_slice)
-    }
-
-    pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {
-        let i = self.workload_at.get(&(o.id.kind.as_str(), namespace(o), o.id.name.as_str()))?;
-        self.workloads_in(namespace(o)).get(*i).filter(|w| std::ptr::eq(w.object, o))
-    }
-
-    /// What the workloads of its namespace count against `quota` at `bound`.
-    pub fn quota_usage<'s>(&'s self, quota: &'s Object, bound: tenancy::Bound) -> &'s [tenancy::Usage] {
-        match self.quota_usage.get(&(namespace(quota), quota.id.name.as_str())) {
-            Some(cells) => cells[bound as usize].get_or_init(|| tenancy::usage(self, quota, bound)),
-            None => &[],
-        }
-    }
-
-    /// Every object of the namespace.
-    pub fn objects_in<'s>(&'s self, ns: &'s str) -> impl Iterator<Item = &'a Object> + 's {
-        self.by_kind.iter().filter(move |((n, _), _)| *n == ns).flat_map(|(_, v)| v.iter().copied())
-    }
-
-    pub fn objects_of_kind<'s>(&'s self, ns: &'s str, kind: &'s str) -> &'s [&'s Object] {
-        self.by_kind.get(&(ns, kind)).map_or(&[], Vec::as_slice)
-    }
-}
-
-/// The namespace of an object; "" for cluster-scoped ones.
-pub(crate) fn namespace(o: &Object) -> &str {
-    o.id.namespace.as_deref().unwrap_or_default()
-}
-
-/// The pod templates of a workload object (the kinds table says where).
-pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
-    crate::model::kinds::pod_templates(&o.value)
-}
-
-pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {
-    v.pointer(pointer).and_then(Value::as_object)
-}
-
-/// The app containers of a pod template.
-pub(crate) fn containers(template: &Value) -> impl Iterator<Item = &Value> {
-    template.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten()
-}
-
-/// The init containers of a pod template.
-pub(crate) fn init_containers(template: &Value) -> impl Iterator<Item = &Value> {
-    template.pointer("/spec/initContainers").and_then(Value::as_array).into_iter().flatten()
-}
-
-pub(crate) fn container_name(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or_default()
-}
-
-/// Whether `labels` satisfy a label selector (`matchLabels` and
-/// `matchExpressions`); a selector with neither matches everything.
-pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object).into_iter().flatten();
-    if !match_labels.into_iter().all(|(k, v)| get(k) == v.as_str()) {
-        return false;
-    }
-    selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> =
-            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        match e.get("operator").and_then(Value::as_str) {
-            Some("In") => get(key).is_some_and(|v| values.contains(&v)),
-            Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
-            Some("Exists") => get(key).is_some(),
-            Some("DoesNotExist") => get(key).is_none(),
-            _ => false,
-        }
-    })
-}
-
-/// A quantity written as a string or a number.
-pub(crate) fn quantity(v: &Value) -> Option<Quantity> {
-    match v {
-        Value::String(s) => Quantity::parse(s).ok(),
-        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
-        _ => None,
-    }
 }
 
 /// A value as written, for messages: strings bare, the rest as JSON.

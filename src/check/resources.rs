@@ -3,11 +3,11 @@
 use serde_json::Value;
 
 use super::model;
-use super::tenancy::{self, Effective};
 use super::{
     CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates, quantity,
 };
 use crate::base::quantity::Quantity;
+use crate::k8s::admission::{self, Effective};
 use crate::model::objects::Object;
 
 pub const GPU_REQUEST_NOT_LIMIT: Rule = Rule::new(
@@ -113,7 +113,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
             if !cl.serves_model() {
                 continue;
             }
-            let effective = tenancy::effective(c, limit_ranges);
+            let effective = admission::effective(c, limit_ranges);
             cpu_limit(o, c, &effective, out);
             let shm = shared_memory(template, c);
             let workers = cl.ranks();

@@ -3,7 +3,6 @@
 
 use serde_json::Value;
 
-use super::tenancy;
 use super::{Context, Finding, Rule, Severity, Workload, namespace};
 use crate::model::objects::Object;
 
@@ -217,7 +216,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     let replicas = w.min_replicas;
     let Some(extra) = scaled(Some(&surge), replicas, true).filter(|s| *s > 0 && replicas > 0) else { return };
     for quota in cx.objects_of_kind(namespace(o), "ResourceQuota") {
-        if let Some((resource, needed, hard)) = tenancy::surge_excess(cx, quota, w, extra) {
+        if let Some((resource, needed, hard)) = crate::k8s::admission::surge_excess(cx, quota, w, extra) {
             out.push(Finding::new(
                 ROLLOUT_CANNOT_PROCEED,
                 o,

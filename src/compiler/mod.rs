@@ -1,11 +1,13 @@
 //! The compiler: drives the stages over every cluster.
 
+pub mod admission;
 pub mod clusters;
+pub mod kueue;
 
 use crate::base::yaml::PathSegment;
 use crate::check;
 use crate::derive::tenancy::place;
-use crate::derive::{self, adapters, gitops, kueue, tenancy};
+use crate::derive::{self, adapters, gitops, tenancy};
 use crate::k8s::typecheck as kinds;
 use crate::model::{crd, objects, platform};
 use crate::render;
@@ -25,7 +27,7 @@ pub struct Compiled {
     pub objects: Vec<Object>,
     pub warnings: Diagnostics,
     /// Quota use of every tenant namespace (empty without tenant quotas).
-    pub quota: Vec<tenancy::QuotaUsage>,
+    pub quota: Vec<admission::QuotaUsage>,
 }
 
 /// Derives, renders and checks every service, plus the CRD and the objects
@@ -92,7 +94,7 @@ fn render_all(
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
-) -> (Vec<Object>, Diagnostics, Vec<tenancy::QuotaUsage>) {
+) -> (Vec<Object>, Diagnostics, Vec<admission::QuotaUsage>) {
     let mut diags = Diagnostics::new();
     diags.extend(placements(services, platform));
     diags.extend(crate::load::validate::routes(services, platform, label));
@@ -115,10 +117,7 @@ fn render_all(
         }
     }
     let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
-    diags.extend(tenancy::check_quotas(&pairs, platform, platform_file));
-    diags.extend(tenancy::check_limits(&pairs, platform));
     diags.extend(kueue::check(&pairs, platform, platform_file));
-    let quota = tenancy::quota_usage(&pairs, platform);
 
     let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
         desired.par_iter().map(|(s, d)| render::render_service(templates, d, Some(&label(s)))).collect();
@@ -129,7 +128,9 @@ fn render_all(
             Err(d) => diags.extend(d),
         }
     }
-    for o in tenancy::objects(platform, platform_file).into_iter().chain(kueue::objects(platform, platform_file)) {
+    for o in
+        tenancy::objects(platform, platform_file).into_iter().chain(derive::kueue::objects(platform, platform_file))
+    {
         for p in kinds::check(&o.value) {
             diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
         }
@@ -137,6 +138,8 @@ fn render_all(
     }
     objects::sort(&mut objects);
     diags.extend(adapters::check_mounted(&objects));
+    let (quota_errors, quota) = admission::quotas(&objects, services, platform_file);
+    diags.extend(quota_errors);
     (objects, diags, quota)
 }
 

@@ -2,4 +2,5 @@
 //! and plans.
 
 pub mod findings;
+pub mod quota;
 pub mod sarif;
