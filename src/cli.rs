@@ -518,22 +518,21 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::SUCCESS);
     }
     let i = load_inputs(&args.inputs)?;
-    let objects = crate::render_objects(
+    let (examined, findings) = crate::compiler::examine(
         &i.services,
         &i.platform,
         &i.templates,
         &labeller(&header_base(None)),
         platform_label(&args.inputs, &header_base(None)).as_deref(),
+        &i.config,
     )?;
     let problems = Diagnostics(check::annotation_problems(&i.services));
     if !problems.is_empty() {
         eprint_diagnostics(&problems);
     }
-    let mut findings = check::run_with(&objects, &i.config);
-    check::locate(&mut findings, &i.services);
     match args.format {
-        CheckFormat::Text => print(&report::to_text(&findings, objects.len(), true)),
-        CheckFormat::Json => print_plain(&report::to_json(&findings, objects.len())),
+        CheckFormat::Text => print(&report::to_text(&findings, examined, true)),
+        CheckFormat::Json => print_plain(&report::to_json(&findings, examined)),
         CheckFormat::Sarif => {
             let platform = args.inputs.platform.as_ref().map(|p| p.display().to_string());
             print_plain(&sarif::to_sarif(&findings, platform.as_deref()));

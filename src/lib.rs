@@ -22,6 +22,7 @@ pub mod compiler;
 pub mod derive;
 pub mod emit;
 pub mod k8s;
+mod layers;
 pub mod load;
 pub mod model;
 pub mod render;

@@ -169,3 +169,36 @@ fn the_over_quota_example_fails_with_the_expected_errors() {
     let expected = std::fs::read_to_string(dir.join("expected.stderr")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stderr), expected);
 }
+
+/// `isvc check` examines every cluster, as `render` does: a cluster whose
+/// replicaFactor pushes a tenant over its quota fails both.
+#[test]
+fn check_agrees_with_render_on_every_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+tenants:
+  - name: team-a
+    quota: {requests.nvidia.com/gpu: 8}
+clusters:
+  - name: small
+    server: https://small.example.com
+  - name: big
+    server: https://big.example.com
+    replicaFactor: 4
+";
+    std::fs::write(dir.path().join("platform.yaml"), platform).unwrap();
+    std::fs::create_dir(dir.path().join("services")).unwrap();
+    std::fs::write(dir.path().join("services/a.yaml"), service("a", 1, 2, "")).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("isvc").unwrap().current_dir(dir.path()).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (render, render_err) = run(&["render", "services", "--platform", "platform.yaml", "--out", "out"]);
+    let (check, check_err) = run(&["check", "services", "--platform", "platform.yaml"]);
+    assert_ne!(render, Some(0), "render refuses: {render_err}");
+    assert_ne!(check, Some(0), "check refuses too: {check_err}");
+    let message = "cluster big: exceeded quota: team-a, requested: requests.nvidia.com/gpu=24";
+    assert!(render_err.contains(message), "{render_err}");
+    assert!(check_err.contains(message), "{check_err}");
+}

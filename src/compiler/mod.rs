@@ -262,3 +262,63 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
     }
     diags
 }
+
+/// What `isvc check` examines: the objects of every cluster the platform
+/// lists (or the one cluster), rendered as `render` renders them, and the
+/// findings of the rules over each cluster's objects on their own. A
+/// render error of any cluster (a quota a cluster's `replicaFactor` breaks)
+/// is an error here too, so `check` and `render` agree. Returns the number
+/// of objects examined and the findings; a finding every cluster shares is
+/// reported once, the others name their cluster.
+pub fn examine(
+    services: &[LoadedService],
+    platform: &platform::Platform,
+    templates: &Templates,
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+    platform_file: Option<&str>,
+    config: &check::Config,
+) -> Result<(usize, Vec<check::Finding>), Diagnostics> {
+    let examine_one = |services: &[LoadedService], platform: &platform::Platform| {
+        let objects = render_objects(services, platform, templates, label, platform_file)?;
+        let mut findings = check::run_with(&objects, config);
+        check::locate(&mut findings, services);
+        Ok::<_, Diagnostics>((objects.len(), findings))
+    };
+    if platform.clusters.is_empty() {
+        return examine_one(services, platform);
+    }
+    let mut per_cluster = Vec::new();
+    let mut failed = Diagnostics::new();
+    for input in clusters::inputs(services, platform) {
+        match examine_one(&input.services, &input.platform) {
+            Ok(found) => per_cluster.push((input.cluster.name.clone(), found)),
+            Err(d) => failed.extend(d.iter().cloned().map(|mut d| {
+                d.message = format!("cluster {}: {}", input.cluster.name, d.message);
+                d
+            })),
+        }
+    }
+    if failed.has_errors() {
+        failed.sort();
+        return Err(failed);
+    }
+    let all = per_cluster.len();
+    let mut count = 0;
+    let mut findings: Vec<check::Finding> = Vec::new();
+    for (name, (n, found)) in &per_cluster {
+        count += n;
+        for f in found {
+            let everywhere = per_cluster.iter().filter(|(_, (_, other))| other.contains(f)).count() == all;
+            if everywhere {
+                if !findings.contains(f) {
+                    findings.push(f.clone());
+                }
+            } else {
+                let mut f = f.clone();
+                f.message = format!("cluster {name}: {}", f.message);
+                findings.push(f);
+            }
+        }
+    }
+    Ok((count, findings))
+}

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::base::yaml::PathSegment;
+use crate::model::kinds;
 
 /// A problem found in a rendered object, at a path inside it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,18 +42,16 @@ pub fn check(value: &Value) -> Vec<Problem> {
         ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(value),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(value),
         ("v1", "ConfigMap") => round_trip::<ConfigMap>(value),
-        (crate::derive::multinode::API_VERSION, crate::derive::multinode::KIND) => leader_worker_set(value),
-        (crate::derive::gateway::OBJECTIVE_API_VERSION, "InferenceObjective") => {
-            round_trip::<InferenceObjective>(value)
-        }
+        (kinds::LWS, "LeaderWorkerSet") => leader_worker_set(value),
+        (kinds::INFERENCE_OBJECTIVE, "InferenceObjective") => round_trip::<InferenceObjective>(value),
         // Kueue, KEDA, the Gateway API, the Inference Extension and the
         // Prometheus Operator have no Rust types here; their objects are built
         // from typed plans and validated against the upstream CRDs in CI.
-        (crate::derive::kueue::API_VERSION, _)
-        | ("keda.sh/v1alpha1", "ScaledObject")
-        | (crate::derive::gateway::ROUTE_API_VERSION, "HTTPRoute")
-        | (crate::derive::gateway::POOL_API_VERSION, "InferencePool")
-        | (crate::derive::monitoring::API_VERSION, "ServiceMonitor") => Vec::new(),
+        (kinds::KUEUE, _)
+        | (kinds::KEDA, "ScaledObject")
+        | (kinds::GATEWAY, "HTTPRoute")
+        | (kinds::INFERENCE_POOL, "InferencePool")
+        | (kinds::PROMETHEUS_OPERATOR, "ServiceMonitor") => Vec::new(),
         _ => {
             vec![Problem { path: Vec::new(), message: format!("isvc does not render {kind} objects of {api_version}") }]
         }
