@@ -8,12 +8,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::Compiled;
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::check;
+use crate::compiler::{self, Compilation, Compiler, Options};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
-use crate::model::platform::Platform;
 use crate::model::{objects, schema};
 use crate::render::Templates;
 use crate::report::{findings as report, sarif};
@@ -339,11 +338,9 @@ fn status(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
-/// Everything a run reads: the platform, the templates and the services.
+/// Everything a run reads, and the rules it keeps.
 struct Loaded {
-    platform: Platform,
-    templates: Templates,
-    services: Vec<LoadedService>,
+    inputs: compiler::Inputs,
     config: check::Config,
 }
 
@@ -376,7 +373,11 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
                 .help("the output holds only the CRD; a render removes the objects of every service rendered before"),
         ));
     }
-    Ok(Loaded { platform, templates, services, config })
+    let platform_file = inputs.platform.as_ref().map(|p| p.display().to_string());
+    Ok(Loaded {
+        inputs: compiler::Inputs::new(services).with_platform(platform, platform_file).with_templates(templates),
+        config,
+    })
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -393,22 +394,15 @@ fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
 
 /// Loads inputs and compiles them; `base` is the directory the output
 /// headers name input files relative to.
-fn compile(inputs: &Inputs, base: &Path) -> Result<(Compiled, Vec<LoadedService>), Diagnostics> {
-    let i = load_inputs(inputs)?;
-    let platform_label = platform_label(inputs, base);
-    let compiled = crate::compile_all(
-        &i.services,
-        &i.platform,
-        &i.templates,
-        &labeller(base),
-        platform_label.as_deref(),
-        inputs.gitops.map(Into::into),
-        &i.config,
-    )?;
+fn compile(inputs: &Inputs, base: &Path) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+    let mut i = load_inputs(inputs)?;
+    i.inputs.platform_file = platform_label(inputs, base);
+    let options = Options::default().rules(i.config).engine(inputs.gitops.map(Into::into)).label(labeller(base));
+    let compiled = Compiler::new(&i.inputs, options).compile()?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
-    Ok((compiled, i.services))
+    Ok((compiled, i.inputs.services))
 }
 
 fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
@@ -517,16 +511,12 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         print(&rule.long_text());
         return Ok(ExitCode::SUCCESS);
     }
-    let i = load_inputs(&args.inputs)?;
-    let (examined, findings) = crate::compiler::examine(
-        &i.services,
-        &i.platform,
-        &i.templates,
-        &labeller(&header_base(None)),
-        platform_label(&args.inputs, &header_base(None)).as_deref(),
-        &i.config,
-    )?;
-    let problems = Diagnostics(check::annotation_problems(&i.services));
+    let mut i = load_inputs(&args.inputs)?;
+    i.inputs.platform_file = platform_label(&args.inputs, &header_base(None));
+    let options = Options::default().rules(i.config).label(labeller(&header_base(None)));
+    let examination = Compiler::new(&i.inputs, options).examine()?;
+    let (examined, findings) = (examination.objects.len(), examination.findings);
+    let problems = Diagnostics(check::annotation_problems(&i.inputs.services));
     if !problems.is_empty() {
         eprint_diagnostics(&problems);
     }
@@ -545,7 +535,7 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
 /// Compiles the inputs and reads the snapshot, reporting the problems of both.
 fn reconcile(
     args: &LiveArgs,
-) -> Result<(Compiled, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
+) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
     let compiled = compile(&args.inputs, &header_base(None));
     let live = plan::read_snapshot(&args.live);
     let (compiled, live) = match (compiled, live) {

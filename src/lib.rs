@@ -18,14 +18,15 @@
 pub mod base;
 pub mod check;
 pub mod cli;
-pub mod compiler;
-pub mod derive;
+mod compiler;
+pub(crate) mod derive;
 pub mod emit;
-pub mod k8s;
+pub(crate) mod k8s;
 mod layers;
 pub mod load;
 pub mod model;
 pub mod render;
-pub mod report;
+pub(crate) mod report;
 
-pub use compiler::{Compiled, compile, compile_all, compile_with, render_objects};
+pub use compiler::admission::QuotaUsage;
+pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options};

@@ -12,10 +12,8 @@ fuzz_target!(|data: &[u8]| {
     if services.is_empty() {
         return;
     }
-    let platform = isvc::model::platform::Platform::default();
-    let templates = isvc::render::Templates::builtin();
-    let config = isvc::check::Config::default();
-    match isvc::compile_all(&services, &platform, &templates, &|_| "services/fuzz.yaml".to_string(), None, None, &config) {
+    let inputs = isvc::Inputs::new(services);
+    match isvc::Compiler::new(&inputs, isvc::Options::default()).compile() {
         Ok(compiled) => {
             let tree = isvc::emit::write::tree(&compiled.objects);
             assert!(!tree.is_empty());

@@ -1,4 +1,9 @@
-//! The compiler: drives the stages over every cluster.
+//! The compiler: one entry point that drives the stages over every
+//! cluster. An [`Inputs`] (services, platform, templates, each with the name
+//! it is known by) and [`Options`] (rules, GitOps engine, how headers name
+//! input files) go in; a [`Compilation`] (what `render`, `diff`, `plan` and
+//! `status` work from) or an [`Examination`] (what `check` reports) comes
+//! out. No I/O: an Operator can embed it.
 
 pub mod admission;
 pub mod clusters;
@@ -20,40 +25,150 @@ use crate::model::objects::Object;
 use crate::model::platform::Platform;
 use crate::render::Templates;
 
+/// Everything a compile reads. The CLI builds it once from the files; an
+/// Operator or a test builds it from values.
+pub struct Inputs {
+    pub services: Vec<LoadedService>,
+    pub platform: Platform,
+    /// The platform file as headers and messages name it, if there is one.
+    pub platform_file: Option<String>,
+    pub templates: Templates,
+}
+
+impl Inputs {
+    /// `services` with the built-in platform defaults and templates.
+    pub fn new(services: Vec<LoadedService>) -> Inputs {
+        Inputs { services, platform: Platform::default(), platform_file: None, templates: Templates::builtin() }
+    }
+
+    pub fn with_platform(mut self, platform: Platform, file: Option<String>) -> Inputs {
+        self.platform = platform;
+        self.platform_file = file;
+        self
+    }
+
+    pub fn with_templates(mut self, templates: Templates) -> Inputs {
+        self.templates = templates;
+        self
+    }
+}
+
+/// How a service's output header names its input file.
+pub type Label = dyn Fn(&LoadedService) -> String + Sync;
+
+/// How to compile.
+pub struct Options {
+    /// The rules, less those the user disabled.
+    pub rules: check::Config,
+    /// The GitOps engine whose objects to add (else the platform's
+    /// `gitops.engine`, if any).
+    pub engine: Option<platform::Engine>,
+    label: Box<Label>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            rules: check::Config::default(),
+            engine: None,
+            label: Box::new(|s| s.source.name.display().to_string()),
+        }
+    }
+}
+
+impl Options {
+    pub fn rules(mut self, rules: check::Config) -> Options {
+        self.rules = rules;
+        self
+    }
+
+    pub fn engine(mut self, engine: Option<platform::Engine>) -> Options {
+        self.engine = engine;
+        self
+    }
+
+    /// Names a service's input file in output headers (default: the name
+    /// its source was read under).
+    pub fn label(mut self, label: impl Fn(&LoadedService) -> String + Sync + 'static) -> Options {
+        self.label = Box::new(label);
+        self
+    }
+}
+
+/// Compiles [`Inputs`] with [`Options`].
+pub struct Compiler<'a> {
+    inputs: &'a Inputs,
+    options: Options,
+}
+
+/// What `isvc check` reports: the objects examined (every cluster's) and
+/// the findings of every rule, warnings included.
+#[derive(Debug)]
+pub struct Examination {
+    pub objects: Vec<Object>,
+    pub findings: Vec<check::Finding>,
+}
+
+impl<'a> Compiler<'a> {
+    pub fn new(inputs: &'a Inputs, options: Options) -> Compiler<'a> {
+        Compiler { inputs, options }
+    }
+
+    /// Derives, renders and checks every service for every cluster, with
+    /// the tenants', Kueue's and the GitOps engine's objects: what `render`,
+    /// `diff`, `plan` and `status` work from. Error-level rules stop it.
+    pub fn compile(&self) -> Result<Compilation, Diagnostics> {
+        let i = self.inputs;
+        compile_all(
+            &i.services,
+            &i.platform,
+            &i.templates,
+            &*self.options.label,
+            i.platform_file.as_deref(),
+            self.options.engine,
+            &self.options.rules,
+        )
+    }
+
+    /// Renders every cluster as [`Compiler::compile`] does and runs every
+    /// rule over each cluster's objects: what `isvc check` reports. A
+    /// render error of any cluster is an error here too.
+    pub fn examine(&self) -> Result<Examination, Diagnostics> {
+        let i = self.inputs;
+        examine(
+            &i.services,
+            &i.platform,
+            &i.templates,
+            &*self.options.label,
+            i.platform_file.as_deref(),
+            &self.options.rules,
+        )
+    }
+}
+
 /// The result of a successful compile: the objects in output order, and the
 /// warnings found on the way.
 #[derive(Debug)]
-pub struct Compiled {
+pub struct Compilation {
     pub objects: Vec<Object>,
     pub warnings: Diagnostics,
     /// Quota use of every tenant namespace (empty without tenant quotas).
     pub quota: Vec<admission::QuotaUsage>,
 }
 
-/// Derives, renders and checks every service, plus the CRD and the objects
-/// of the platform's tenants, with every rule on. `label` names a service's
-/// input file as the output headers should show it; `platform_file` names
-/// the platform file.
-pub fn compile(
-    services: &[LoadedService],
-    platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-) -> Result<Compiled, Diagnostics> {
-    compile_with(services, platform, templates, label, platform_file, &check::Config::default())
-}
-
-/// [`compile`], with the rules `config` disables left out. Only error-level
-/// rules run: an error stops the compile; warnings are for `isvc check`.
-pub fn compile_with(
+/// Derives, renders and checks every service of one cluster, plus the CRD
+/// and the objects of the platform's tenants, with the rules `config`
+/// keeps. Only error-level rules run: an error stops the compile; warnings
+/// are for `isvc check`. `label` names a service's input file as the output
+/// headers show it; `platform_file` names the platform file.
+fn compile_with(
     services: &[LoadedService],
     platform: &Platform,
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
     config: &check::Config,
-) -> Result<Compiled, Diagnostics> {
+) -> Result<Compilation, Diagnostics> {
     let (objects, mut diags, quota) = render_all(services, platform, templates, label, platform_file);
     if diags.has_errors() {
         diags.sort();
@@ -68,12 +183,12 @@ pub fn compile_with(
     if diags.has_errors() {
         return Err(diags);
     }
-    Ok(Compiled { objects, warnings: diags, quota })
+    Ok(Compilation { objects, warnings: diags, quota })
 }
 
 /// Derives and renders every service, plus the CRD and the tenants'
 /// objects, without running the rules: what `isvc check` examines.
-pub fn render_objects(
+fn render_objects(
     services: &[LoadedService],
     platform: &Platform,
     templates: &Templates,
@@ -146,7 +261,7 @@ fn render_all(
 /// Compiles for every cluster the platform lists (or the one cluster), and
 /// adds the GitOps engine's objects when `engine` (or the platform's
 /// `gitops.engine`) names one. Each cluster's objects carry its name.
-pub fn compile_all(
+fn compile_all(
     services: &[LoadedService],
     platform: &Platform,
     templates: &Templates,
@@ -154,7 +269,7 @@ pub fn compile_all(
     platform_file: Option<&str>,
     engine: Option<platform::Engine>,
     config: &check::Config,
-) -> Result<Compiled, Diagnostics> {
+) -> Result<Compilation, Diagnostics> {
     let engine = engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
     let mut compiled = if platform.clusters.is_empty() {
         compile_with(services, platform, templates, label, platform_file, config)?
@@ -189,7 +304,7 @@ fn compile_clusters(
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
     config: &check::Config,
-) -> Result<Compiled, Diagnostics> {
+) -> Result<Compilation, Diagnostics> {
     let mut objects = Vec::new();
     let mut quota = Vec::new();
     let mut per_cluster: Vec<(String, Diagnostics)> = Vec::new();
@@ -235,7 +350,7 @@ fn compile_clusters(
         return Err(diags);
     }
     objects::sort(&mut objects);
-    Ok(Compiled { objects, warnings: diags, quota })
+    Ok(Compilation { objects, warnings: diags, quota })
 }
 
 /// Checks every service's placement, with positions.
@@ -263,26 +378,25 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
     diags
 }
 
-/// What `isvc check` examines: the objects of every cluster the platform
-/// lists (or the one cluster), rendered as `render` renders them, and the
-/// findings of the rules over each cluster's objects on their own. A
-/// render error of any cluster (a quota a cluster's `replicaFactor` breaks)
-/// is an error here too, so `check` and `render` agree. Returns the number
-/// of objects examined and the findings; a finding every cluster shares is
-/// reported once, the others name their cluster.
-pub fn examine(
+/// The objects of every cluster the platform lists (or the one cluster),
+/// rendered as `render` renders them, and the findings of the rules over
+/// each cluster's objects on their own. A render error of any cluster (a
+/// quota a cluster's `replicaFactor` breaks) is an error here too, so
+/// `check` and `render` agree. A finding every cluster shares is reported
+/// once, the others name their cluster.
+fn examine(
     services: &[LoadedService],
     platform: &platform::Platform,
     templates: &Templates,
     label: &(dyn Fn(&LoadedService) -> String + Sync),
     platform_file: Option<&str>,
     config: &check::Config,
-) -> Result<(usize, Vec<check::Finding>), Diagnostics> {
+) -> Result<Examination, Diagnostics> {
     let examine_one = |services: &[LoadedService], platform: &platform::Platform| {
         let objects = render_objects(services, platform, templates, label, platform_file)?;
         let mut findings = check::run_with(&objects, config);
         check::locate(&mut findings, services);
-        Ok::<_, Diagnostics>((objects.len(), findings))
+        Ok::<_, Diagnostics>(Examination { objects, findings })
     };
     if platform.clusters.is_empty() {
         return examine_one(services, platform);
@@ -303,12 +417,15 @@ pub fn examine(
         return Err(failed);
     }
     let all = per_cluster.len();
-    let mut count = 0;
+    let mut objects = Vec::new();
     let mut findings: Vec<check::Finding> = Vec::new();
-    for (name, (n, found)) in &per_cluster {
-        count += n;
-        for f in found {
-            let everywhere = per_cluster.iter().filter(|(_, (_, other))| other.contains(f)).count() == all;
+    for (name, found) in &per_cluster {
+        objects.extend(found.objects.iter().cloned().map(|mut o| {
+            o.cluster = Some(name.clone());
+            o
+        }));
+        for f in &found.findings {
+            let everywhere = per_cluster.iter().filter(|(_, other)| other.findings.contains(f)).count() == all;
             if everywhere {
                 if !findings.contains(f) {
                     findings.push(f.clone());
@@ -320,5 +437,6 @@ pub fn examine(
             }
         }
     }
-    Ok((count, findings))
+    objects::sort(&mut objects);
+    Ok(Examination { objects, findings })
 }

@@ -3,7 +3,6 @@
 
 use serde_json::{Value, json};
 
-use crate::base::diagnostics::Diagnostics;
 use crate::check::{Finding, Severity};
 
 /// Counts of findings by severity.
@@ -28,11 +27,6 @@ pub fn to_text(findings: &[Finding], objects: usize, color: bool) -> String {
     }
     out.push_str(&format!("check: {}\n", summary(findings, objects)));
     out
-}
-
-/// The findings as diagnostics, for callers that gather them with others.
-pub fn to_diagnostics(findings: &[Finding]) -> Diagnostics {
-    Diagnostics(findings.iter().map(Finding::to_diagnostic).collect())
 }
 
 /// JSON for scripts: every finding with its rule, object and location.

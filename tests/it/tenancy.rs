@@ -2,24 +2,15 @@
 //! time, in the words the API server would use.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use assert_cmd::Command;
-use isvc::base::diagnostics::Source;
 use isvc::model::objects::Object;
-use isvc::render::Templates;
+
+use crate::harness::Test;
 
 /// Compiles a platform file and services given as text.
 fn compile(platform: &str, services: &str) -> Result<Vec<Object>, String> {
-    let psrc: Arc<Source> = Source::new("platform.yaml", platform);
-    let platform =
-        isvc::load::parse_platform(&psrc).map_err(|d| isvc::base::diagnostics::Diagnostics(d).render(false))?;
-    let ssrc = Source::new("services.yaml", services);
-    let (loaded, diags) = isvc::load::parse_services(&ssrc);
-    assert!(diags.is_empty(), "{diags:?}");
-    isvc::compile(&loaded, &platform, &Templates::builtin(), &|_| "services.yaml".to_string(), Some("platform.yaml"))
-        .map(|c| c.objects)
-        .map_err(|d| d.render(false))
+    Test::new().service(services).platform(platform).compile().map(|c| c.objects).map_err(|d| d.render(false))
 }
 
 const PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
@@ -174,7 +165,6 @@ fn the_over_quota_example_fails_with_the_expected_errors() {
 /// replicaFactor pushes a tenant over its quota fails both.
 #[test]
 fn check_agrees_with_render_on_every_cluster() {
-    let dir = tempfile::tempdir().unwrap();
     let platform = "apiVersion: ai.example.com/v1alpha1
 kind: Platform
 tenants:
@@ -187,17 +177,13 @@ clusters:
     server: https://big.example.com
     replicaFactor: 4
 ";
-    std::fs::write(dir.path().join("platform.yaml"), platform).unwrap();
-    std::fs::create_dir(dir.path().join("services")).unwrap();
-    std::fs::write(dir.path().join("services/a.yaml"), service("a", 1, 2, "")).unwrap();
-    let run = |args: &[&str]| {
-        let out = Command::cargo_bin("isvc").unwrap().current_dir(dir.path()).args(args).output().unwrap();
-        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
-    };
-    let (render, render_err) = run(&["render", "services", "--platform", "platform.yaml", "--out", "out"]);
-    let (check, check_err) = run(&["check", "services", "--platform", "platform.yaml"]);
-    assert_ne!(render, Some(0), "render refuses: {render_err}");
-    assert_ne!(check, Some(0), "check refuses too: {check_err}");
+    let test = Test::new().file("a.yaml", service("a", 1, 2, "")).platform(platform);
+    let render = test.cli(&["render", "services", "--platform", "platform.yaml", "--out", "out"]);
+    let check = test.cli(&["check", "services", "--platform", "platform.yaml"]);
+    let (render_err, check_err) = (render.stderr(), check.stderr());
+    assert_ne!(render.code(), Some(0), "render refuses: {render_err}");
+    assert_ne!(check.code(), Some(0), "check refuses too: {check_err}");
+    assert!(!render.path("out").exists(), "nothing was written");
     let message = "cluster big: exceeded quota: team-a, requested: requests.nvidia.com/gpu=24";
     assert!(render_err.contains(message), "{render_err}");
     assert!(check_err.contains(message), "{check_err}");

@@ -2,8 +2,6 @@
 //! `isvc render services [--platform platform.yaml] --out rendered` produces
 //! from inside the example directory, and rendering is idempotent there.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -139,7 +137,7 @@ fn rendered_examples_pass_the_cluster_validator_when_available() {
         eprintln!("SKIPPED: ISVC_SKIP_VALIDATOR is set (.ci/run runs the validator itself)");
         return;
     }
-    let mut trees = common::example_trees();
+    let mut trees = crate::common::example_trees();
     trees.extend(
         examples()
             .iter()

@@ -12,8 +12,9 @@ use assert_cmd::Command;
 use isvc::base::diagnostics::Source;
 use isvc::check::{self, Finding};
 use isvc::model::objects::{Object, ObjectId};
-use isvc::render::Templates;
 use serde_json::{Value, json};
+
+use crate::harness::Test;
 
 fn service(name: &str, model: &str, replicas: i32, gpus: i32) -> String {
     format!(
@@ -28,15 +29,14 @@ fn qwen3() -> String {
 
 /// Renders `services` with an optional platform file and template overrides.
 fn render_with(services: &str, platform: Option<&str>, overrides: &[(&str, String)]) -> Vec<Object> {
-    let (loaded, diags) = isvc::load::parse_services(&Source::new("services/test.yaml", services));
-    assert!(diags.is_empty(), "{diags:?}");
-    let platform =
-        platform.map(|p| isvc::load::parse_platform(&Source::new("platform.yaml", p)).unwrap()).unwrap_or_default();
-    let templates =
-        Templates::new(overrides.iter().map(|(n, t)| Source::new(format!("overrides/{n}"), t.clone())).collect())
-            .unwrap();
-    isvc::render_objects(&loaded, &platform, &templates, &|_| "services/test.yaml".to_string(), None)
-        .unwrap_or_else(|d| panic!("{}", d.render(false)))
+    let mut test = Test::new().file("services/test.yaml", services);
+    if let Some(p) = platform {
+        test = test.platform(p);
+    }
+    for (name, text) in overrides {
+        test = test.template(name, text.clone());
+    }
+    test.examine().unwrap_or_else(|d| panic!("{}", d.render(false))).objects
 }
 
 fn render(services: &str) -> Vec<Object> {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use isvc::base::diagnostics::Source;
 use serde_json::Value;
 
+use crate::harness::Test;
+
 fn load(text: &str) -> Result<Vec<isvc::load::LoadedService>, String> {
     let source: Arc<Source> = Source::new("services/x.yaml", text);
     let (services, diags) = isvc::load::parse_services(&source);
@@ -14,15 +16,9 @@ fn load(text: &str) -> Result<Vec<isvc::load::LoadedService>, String> {
 
 fn deployment(text: &str) -> Value {
     let services = load(text).unwrap();
-    let compiled = isvc::compile(
-        &services,
-        &isvc::model::platform::Platform::default(),
-        &isvc::render::Templates::builtin(),
-        &|_| "services/x.yaml".to_string(),
-        None,
-    )
-    .unwrap();
-    compiled.objects.into_iter().find(|o| o.id.kind == "Deployment").unwrap().value
+    assert!(!services.is_empty());
+    let objects = Test::new().file("services/x.yaml", text).objects();
+    objects.into_iter().find(|o| o.id.kind == "Deployment").unwrap().value
 }
 
 const BASE: &str = "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata:\n  name: qwen3\nspec:\n  model: Qwen/Qwen3-0.6B\n  replicas: 1\n";

@@ -3,7 +3,6 @@
 //! objects as the files hold.
 
 use std::collections::BTreeSet;
-mod common;
 
 use std::path::Path;
 use std::process::Command;
@@ -50,7 +49,7 @@ fn kubectl_kustomize_builds_exactly_the_rendered_objects() {
         );
         return;
     }
-    for tree in common::example_trees() {
+    for tree in crate::common::example_trees() {
         let out = Command::new("kubectl").arg("kustomize").arg(&tree).output().unwrap();
         assert!(
             out.status.success(),

@@ -9,13 +9,13 @@ use std::collections::BTreeMap;
 use isvc::base::diagnostics::Source;
 use isvc::model::conversion::{LOST_FIELDS_ANNOTATION, from_hub, to_hub};
 use isvc::model::objects::Object;
-use isvc::model::platform::Platform;
 use isvc::model::v1alpha1 as v1;
 use isvc::model::v1alpha2 as v2;
-use isvc::render::Templates;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+
+use crate::harness::Test;
 
 fn dns_label() -> impl Strategy<Value = String> {
     "[a-z]([a-z0-9-]{0,20}[a-z0-9])?"
@@ -162,9 +162,9 @@ proptest! {
 /// Compiles one document given as JSON, as if it were a file.
 fn compile(doc: &Value) -> Vec<Object> {
     let text = isvc::base::yaml::to_string(doc);
-    let (services, diags) = isvc::load::parse_services(&Source::new("services/s.yaml", text.clone()));
-    assert!(diags.is_empty(), "{text}\n{diags:?}");
-    isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/s.yaml".to_string(), None)
+    Test::new()
+        .file("services/s.yaml", text.clone())
+        .compile()
         .unwrap_or_else(|d| panic!("{text}\n{}", d.render(false)))
         .objects
 }

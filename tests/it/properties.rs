@@ -2,34 +2,28 @@
 //! deterministic and idempotent, values cannot break out of their YAML
 //! scalars, and the invariants every rendered service must keep hold.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::service;
+use crate::common::service;
 use isvc::base::diagnostics::Source;
 use isvc::model::objects::Object;
-use isvc::model::platform::Platform;
-use isvc::render::Templates;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+
+use crate::harness::Test;
 
 /// Writes `doc` as YAML text, loads it like a file, and compiles it.
 fn compile(doc: &Value) -> Vec<Object> {
     let text = isvc::base::yaml::to_string(doc);
     let source: Arc<Source> = Source::new("services/generated.yaml", text.clone());
-    let (services, diags) = isvc::load::parse_services(&source);
+    let (_, diags) = isvc::load::parse_services(&source);
     assert!(diags.is_empty(), "valid input was rejected:\n{text}\n{diags:?}");
-    let compiled = isvc::compile(
-        &services,
-        &Platform::default(),
-        &Templates::builtin(),
-        &|_| "services/generated.yaml".to_string(),
-        None,
-    )
-    .unwrap_or_else(|d| panic!("valid input failed to compile:\n{text}\n{}", d.render(false)));
-    compiled.objects
+    Test::new()
+        .file("services/generated.yaml", text.clone())
+        .compile()
+        .unwrap_or_else(|d| panic!("valid input failed to compile:\n{text}\n{}", d.render(false)))
+        .objects
 }
 
 fn find<'a>(objects: &'a [Object], kind: &str) -> Option<&'a Value> {
@@ -114,10 +108,9 @@ proptest! {
         }).collect();
         let objects: Vec<Object> = {
             let text: String = docs.iter().map(|d| format!("---\n{}", isvc::base::yaml::to_string(d))).collect();
-            let source = Source::new("services/all.yaml", text);
-            let (services, diags) = isvc::load::parse_services(&source);
-            prop_assert!(diags.is_empty());
-            isvc::compile(&services, &Platform::default(), &Templates::builtin(), &|_| "services/all.yaml".to_string(), None).unwrap().objects
+            let compiled = Test::new().file("services/all.yaml", text).compile();
+            prop_assert!(compiled.is_ok());
+            compiled.unwrap().objects
         };
         let dir = tempfile::tempdir().unwrap();
         let tree = isvc::emit::write::tree(&objects);

@@ -2,8 +2,6 @@
 //! a sample of random specs, rendered and run through the team's validator
 //! (Kubernetes' strict schemas and the API server's own rules).
 
-mod common;
-
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -23,7 +21,7 @@ fn rendered_objects_of_generated_specs_pass_the_cluster_validator() {
     let bin = assert_cmd::cargo::cargo_bin("isvc");
     let mut runner = TestRunner::new(Config { cases: 6, ..Config::default() });
     runner
-        .run(&proptest::collection::vec(common::service(), 1..12), |docs| {
+        .run(&proptest::collection::vec(crate::common::service(), 1..12), |docs| {
             let dir = tempfile::tempdir().unwrap();
             std::fs::create_dir(dir.path().join("services")).unwrap();
             let mut seen = std::collections::BTreeSet::new();

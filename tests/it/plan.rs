@@ -14,10 +14,10 @@ use std::path::Path;
 use assert_cmd::Command;
 use isvc::base::diagnostics::Source;
 use isvc::emit::plan::{self, Plan, ServiceStatus, Verb};
-use isvc::model::platform::Platform;
 use isvc::model::v1alpha1::Phase;
-use isvc::render::Templates;
 use serde_json::{Value, json};
+
+use crate::harness::Test;
 
 fn qwen3(replicas: i32) -> String {
     format!(
@@ -36,8 +36,7 @@ fn reconcile(services: &str, live: &[Value]) -> (Plan, Vec<ServiceStatus>) {
     let (loaded, diags) = isvc::load::parse_services(&Source::new("services/qwen3.yaml", services));
     assert!(diags.is_empty(), "{diags:?}");
     let compiled =
-        isvc::compile(&loaded, &Platform::default(), &Templates::builtin(), &|_| "services/qwen3.yaml".into(), None)
-            .unwrap_or_else(|d| panic!("{}", d.render(false)));
+        Test::new().file("services/qwen3.yaml", services).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
     let plan = plan::plan(&compiled.objects, live);
     let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, live, &plan);

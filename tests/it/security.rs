@@ -9,9 +9,7 @@ use std::path::Path;
 use assert_cmd::Command;
 use serde_json::Value;
 
-use isvc::base::diagnostics::Source;
-use isvc::load::{parse_platform, parse_services};
-use isvc::render::Templates;
+use crate::harness::Test;
 
 const SERVICES: &str = "\
 apiVersion: ai.example.com/v1alpha1
@@ -35,15 +33,11 @@ const PLATFORM_HEADER: &str = "apiVersion: ai.example.com/v1alpha1\nkind: Platfo
 /// The Deployments rendered for [`SERVICES`], by `namespace/name`, or the
 /// error messages.
 fn deployments(platform: &str, overrides: &[(&str, &str)]) -> Result<Vec<(String, Value)>, Vec<String>> {
-    let (services, diags) = parse_services(&Source::new("services.yaml", SERVICES));
-    assert!(diags.is_empty(), "{diags:?}");
-    let platform = parse_platform(&Source::new("platform.yaml", format!("{PLATFORM_HEADER}{platform}")))
-        .map_err(|d| d.into_iter().map(|d| d.message).collect::<Vec<_>>())?;
-    let templates =
-        Templates::new(overrides.iter().map(|(name, text)| Source::new(format!("overrides/{name}"), *text)).collect())
-            .expect("templates compile");
-    let compiled = isvc::compile(&services, &platform, &templates, &|_| "services.yaml".to_string(), None)
-        .map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>())?;
+    let mut test = Test::new().service(SERVICES).platform(format!("{PLATFORM_HEADER}{platform}"));
+    for (name, text) in overrides {
+        test = test.template(name, *text);
+    }
+    let compiled = test.compile().map_err(|d| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>())?;
     Ok(compiled
         .objects
         .into_iter()

@@ -4,13 +4,12 @@
 //! and both versions of the spec rendering the same objects.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use assert_cmd::Command;
-use isvc::base::diagnostics::Source;
 use isvc::model::objects::Object;
-use isvc::render::Templates;
 use serde_json::{Value, json};
+
+use crate::harness::Test;
 
 /// A platform with everything on: KEDA, the Gateway with the Inference
 /// Extension, ServiceMonitors.
@@ -40,16 +39,7 @@ spec:
 ";
 
 fn compile(platform: &str, services: &str) -> Result<Vec<Object>, String> {
-    let psrc: Arc<Source> = Source::new("platform.yaml", platform);
-    let platform =
-        isvc::load::parse_platform(&psrc).map_err(|d| isvc::base::diagnostics::Diagnostics(d).render(false))?;
-    let (loaded, diags) = isvc::load::parse_services(&Source::new("services.yaml", services));
-    if !diags.is_empty() {
-        return Err(isvc::base::diagnostics::Diagnostics(diags).render(false));
-    }
-    isvc::compile(&loaded, &platform, &Templates::builtin(), &|_| "services.yaml".to_string(), Some("platform.yaml"))
-        .map(|c| c.objects)
-        .map_err(|d| d.render(false))
+    Test::new().service(services).platform(platform).compile().map(|c| c.objects).map_err(|d| d.render(false))
 }
 
 fn find<'a>(objects: &'a [Object], kind: &str, name: &str) -> Option<&'a Value> {

@@ -1,0 +1,22 @@
+//! The integration tests: one binary, a module per area, and one small
+//! harness (`harness::Test`) that compiles services and platforms given as
+//! text, or runs the `isvc` binary over them in a temporary directory.
+
+mod common;
+mod harness;
+
+mod bad_inputs;
+mod check_rules;
+mod cli;
+mod conversion;
+mod crash;
+mod examples;
+mod gitops;
+mod kustomize;
+mod lora;
+mod plan;
+mod properties;
+mod real_inputs;
+mod security;
+mod tenancy;
+mod validator_property;
