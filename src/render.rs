@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::base::diagnostics::{Diagnostic, Location, Source, Span, did_you_mean};
 use crate::base::yaml::{self, Limits};
 use crate::derive::DesiredService;
-use crate::k8s::typecheck as kinds;
+use crate::k8s::typecheck;
 use crate::model::objects::{Object, ObjectId};
 
 /// The built-in templates, by file name.
@@ -176,7 +176,7 @@ pub fn parse_back(rendered: Arc<Source>, expected: &ObjectId) -> Result<Value, V
                 .help("a template may change an object's contents but not its apiVersion, kind, name or namespace"),
         ]);
     }
-    let problems = kinds::check(&value);
+    let problems = typecheck::typecheck(&value);
     if !problems.is_empty() {
         return Err(problems
             .into_iter()

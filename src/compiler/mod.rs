@@ -13,7 +13,7 @@ use crate::base::yaml::PathSegment;
 use crate::check;
 use crate::derive::tenancy::place;
 use crate::derive::{self, adapters, gitops, tenancy};
-use crate::k8s::typecheck as kinds;
+use crate::k8s::typecheck;
 use crate::model::{crd, objects, platform};
 use crate::render;
 use rayon::prelude::*;
@@ -246,7 +246,7 @@ fn render_all(
     for o in
         tenancy::objects(platform, platform_file).into_iter().chain(derive::kueue::objects(platform, platform_file))
     {
-        for p in kinds::check(&o.value) {
+        for p in typecheck::typecheck(&o.value) {
             diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
         }
         objects.push(o);
