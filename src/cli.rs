@@ -497,9 +497,9 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     let existing = output::scan(&args.out)?;
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
-        DiffFormat::Text => diff::to_text(&report, true),
-        DiffFormat::Markdown => diff::to_markdown(&report),
-        DiffFormat::Json => diff::to_json(&report),
+        DiffFormat::Text => crate::report::diff::to_text(&report, true),
+        DiffFormat::Markdown => crate::report::diff::to_markdown(&report),
+        DiffFormat::Json => crate::report::diff::to_json(&report),
     };
     print(&text);
     Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -555,8 +555,8 @@ fn reconcile(
 fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     let (_, _, _, plan) = reconcile(&args)?;
     match args.format {
-        LiveFormat::Text => print(&plan::to_text(&plan, true)),
-        LiveFormat::Json => print_plain(&plan::to_json(&plan)),
+        LiveFormat::Text => print(&crate::report::plan::to_text(&plan, true)),
+        LiveFormat::Json => print_plain(&crate::report::plan::to_json(&plan)),
     }
     Ok(if plan.is_converged() { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
@@ -566,8 +566,8 @@ fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     let services: Vec<&crate::model::v1alpha2::InferenceService> = services.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     match args.format {
-        LiveFormat::Text => print_plain(&plan::status_to_text(&statuses)),
-        LiveFormat::Json => print_plain(&plan::status_to_json(&services, &statuses)),
+        LiveFormat::Text => print_plain(&crate::report::plan::status_to_text(&statuses)),
+        LiveFormat::Json => print_plain(&crate::report::plan::status_to_json(&services, &statuses)),
     }
     let ready = statuses.iter().all(|s| s.phase == crate::model::v1alpha1::Phase::Ready);
     Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -26,7 +26,7 @@ mod layers;
 pub mod load;
 pub mod model;
 pub mod render;
-pub(crate) mod report;
+pub mod report;
 
 pub use compiler::admission::QuotaUsage;
 pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options};

@@ -109,7 +109,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
                 format!("sets spec.replicas: {replicas} while {} scales it", hpa.id),
             ));
         }
-        if o.id.kind == "Deployment" {
+        if crate::model::kinds::runs_pods(&o.id.kind) {
             rollout(cx, w, out);
         }
     }
@@ -197,19 +197,30 @@ fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 
 fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     let o = w.object;
-    let strategy = o.value.pointer("/spec/strategy");
+    // A Deployment's strategy defaults to RollingUpdate with 25% / 25%
+    // (apps/v1 defaults); a LeaderWorkerSet's rolloutStrategy to
+    // RollingUpdate with maxUnavailable 1 and maxSurge 0 (kubernetes-sigs/lws
+    // api/leaderworkerset/v1/leaderworkerset_types.go, kubebuilder defaults),
+    // and it surges whole groups.
+    let lws = o.id.kind == "LeaderWorkerSet";
+    let strategy = o.value.pointer(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
     if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
         return;
     }
-    let rolling = strategy.and_then(|s| s.get("rollingUpdate"));
-    let field = |k: &str| rolling.and_then(|r| r.get(k)).cloned().unwrap_or_else(|| Value::from("25%"));
+    let rolling = strategy.and_then(|s| s.get(if lws { "rollingUpdateConfiguration" } else { "rollingUpdate" }));
+    let default = |k: &str| match (lws, k) {
+        (false, _) => Value::from("25%"),
+        (true, "maxSurge") => Value::from(0),
+        (true, _) => Value::from(1),
+    };
+    let field = |k: &str| rolling.and_then(|r| r.get(k)).cloned().unwrap_or_else(|| default(k));
     let (surge, unavailable) = (field("maxSurge"), field("maxUnavailable"));
     let zero = |v: &Value| matches!(v.as_i64(), Some(0)) || v.as_str() == Some("0%");
     if zero(&surge) && zero(&unavailable) {
         out.push(Finding::new(
             ROLLOUT_CANNOT_PROCEED,
             o,
-            "maxSurge and maxUnavailable are both 0: the API server rejects the Deployment",
+            format!("maxSurge and maxUnavailable are both 0: the API server rejects the {}", o.id.kind),
         ));
         return;
     }
@@ -221,7 +232,8 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
                 ROLLOUT_CANNOT_PROCEED,
                 o,
                 format!(
-                    "a rollout starts {extra} extra pod{} (maxSurge {}), but {} has no room for {}: {} needed, {} allowed",
+                    "a rollout starts {extra} extra {}{} (maxSurge {}), but {} has no room for {}: {} needed, {} allowed",
+                    if lws { "group" } else { "pod" },
                     if extra == 1 { "" } else { "s" },
                     super::show(Some(&surge)),
                     quota.id,

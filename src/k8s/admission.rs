@@ -354,8 +354,8 @@ pub(crate) fn per_pod(m: &Measure<'_>, pod: &Effective) -> Option<Quantity> {
     }
 }
 
-/// The first hard limit of `quota` that `extra` more pods of the first
-/// template of `w` (a rollout's surge) would exceed, with what they would
+/// The first hard limit of `quota` that `extra` more replicas of `w` (a
+/// rollout's surge) would exceed, with what they would
 /// need: (resource, needed, hard). `None` when they fit, or when the quota
 /// is exceeded already without them.
 pub(crate) fn surge_excess(
@@ -368,14 +368,19 @@ pub(crate) fn surge_excess(
     if usage.iter().any(Usage::exceeded) {
         return None;
     }
-    let (template, _) = w.templates.first()?;
     let limit_ranges = cx.objects_of_kind(namespace(quota), "LimitRange");
-    if !in_scope(cx, &quota.value, template, limit_ranges) {
-        return None;
-    }
-    let pod = pod_resources(template, limit_ranges);
+    // A surge replica is a whole replica: a LeaderWorkerSet's group is its
+    // leader and its workers.
+    let pods: Vec<(Effective, i64)> = w
+        .templates
+        .iter()
+        .filter(|(t, _)| in_scope(cx, &quota.value, t, limit_ranges))
+        .map(|(t, n)| (pod_resources(t, limit_ranges), n * extra))
+        .collect();
     usage.iter().filter(|u| u.per_pod).find_map(|u| {
-        let each = per_pod(&measure(&u.resource)?, &pod)?.times(extra);
+        let m = measure(&u.resource)?;
+        let each =
+            pods.iter().filter_map(|(pod, n)| per_pod(&m, pod).map(|q| q.times(*n))).reduce(|a, b| a.plus(&b))?;
         let needed = u.used.as_ref().map_or_else(|| each.clone(), |used| used.plus(&each));
         (needed > u.hard).then(|| (u.resource.clone(), needed, u.hard.clone()))
     })
@@ -453,5 +458,37 @@ mod tests {
         assert_eq!(plural("NetworkPolicy"), "networkpolicies");
         assert_eq!(plural("PriorityClass"), "priorityclasses");
         assert_eq!(plural("Gateway"), "gateways");
+    }
+
+    fn object(value: Value) -> Object {
+        Object {
+            id: crate::model::objects::ObjectId::of(&value).unwrap(),
+            value,
+            owner: None,
+            source: None,
+            cluster: None,
+            bootstrap: false,
+        }
+    }
+
+    #[test]
+    fn a_leader_worker_set_surges_whole_groups() {
+        let pod = json!({"spec": {"containers": [{"name": "vllm", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}});
+        let objects = [
+            object(json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "ns"},
+                          "spec": {"hard": {"requests.nvidia.com/gpu": "40"}}})),
+            object(json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                          "metadata": {"name": "big", "namespace": "ns"},
+                          "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2, "leaderTemplate": pod, "workerTemplate": pod}}})),
+        ];
+        let cx = Context::new(&objects);
+        let w = &cx.workloads_in("ns")[0];
+        // Two groups of two 8-GPU pods: 32 of 40. One more group needs 16.
+        assert_eq!(cx.quota_usage(&objects[0], Bound::Min)[0].used.as_ref().unwrap().to_string(), "32");
+        let (resource, needed, hard) = surge_excess(&cx, &objects[0], w, 1).unwrap();
+        assert_eq!(
+            (resource.as_str(), needed.to_string(), hard.to_string()),
+            ("requests.nvidia.com/gpu", "48".into(), "40".into())
+        );
     }
 }

@@ -322,3 +322,45 @@ fn a_bad_snapshot_or_bad_input_exits_2() {
     assert_eq!(code, 2);
     assert!(err.contains("cannot read missing.yaml"), "{err}");
 }
+
+/// `plan` prunes every kind the kinds table says a service owns: a route,
+/// a pool, an objective, a monitor, a KEDA ScaledObject, a ConfigMap or a
+/// LeaderWorkerSet the service no longer wants is deleted, as the
+/// reference Operator's owner references would have it.
+#[test]
+fn plan_prunes_every_kind_a_service_owns() {
+    let compiled = Test::new().file("services/qwen3.yaml", qwen3(1)).objects();
+    let mut live: Vec<Value> = compiled.iter().map(|o| o.value.clone()).collect();
+    let stale = [
+        ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+        ("inference.networking.k8s.io/v1", "InferencePool"),
+        ("llm-d.ai/v1alpha2", "InferenceObjective"),
+        ("monitoring.coreos.com/v1", "ServiceMonitor"),
+        ("keda.sh/v1alpha1", "ScaledObject"),
+        ("v1", "ConfigMap"),
+        ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+        ("policy/v1", "PodDisruptionBudget"),
+    ];
+    for (api_version, kind) in stale {
+        live.push(json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "qwen3-old", "namespace": "default",
+                         "labels": {"app.kubernetes.io/name": "qwen3", "app.kubernetes.io/managed-by": "isvc"}},
+        }));
+    }
+    let plan = plan::plan(&compiled, &live);
+    let deleted: Vec<(&str, &str)> = plan
+        .actions
+        .iter()
+        .filter(|a| a.action == Verb::Delete)
+        .map(|a| (a.api_version.as_str(), a.kind.as_str()))
+        .collect();
+    for (api_version, kind) in stale {
+        assert!(deleted.contains(&(api_version, kind)), "{kind} is not pruned: {deleted:?}");
+    }
+    // Every kind a service owns is in that list or among the rendered ones.
+    for k in isvc::model::kinds::service_kinds() {
+        let rendered = compiled.iter().any(|o| o.id.kind == k.kind);
+        assert!(rendered || stale.iter().any(|(_, kind)| *kind == k.kind), "{} is not covered", k.kind);
+    }
+}

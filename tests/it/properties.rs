@@ -135,6 +135,6 @@ proptest! {
         let objects = compile(&doc);
         let live: Vec<Value> = objects.iter().map(|o| o.value.clone()).collect();
         let plan = isvc::emit::plan::plan(&objects, &live);
-        prop_assert!(plan.is_converged(), "{}", isvc::emit::plan::to_text(&plan, false));
+        prop_assert!(plan.is_converged(), "{}", isvc::report::plan::to_text(&plan, false));
     }
 }

@@ -188,3 +188,30 @@ clusters:
     assert!(render_err.contains(message), "{render_err}");
     assert!(check_err.contains(message), "{check_err}");
 }
+
+/// The quota table, the compile-time error and `check` give the same
+/// numbers: a two-node replica of 16 GPUs runs two pods of 8, and its
+/// autoscaler's maximum of 3 replicas needs 48 GPUs.
+#[test]
+fn quota_numbers_agree_everywhere() {
+    let service = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big, namespace: team-a}\n\
+                   spec: {baseModel: meta-llama/Llama-3.1-405B-Instruct, replicas: 1, gpusPerReplica: 16, nodesPerReplica: 2}\n";
+    let platform = |gpus: i32| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    quota: {{requests.nvidia.com/gpu: {gpus}}}\n"
+        )
+    };
+    let fits =
+        Test::new().service(service).platform(platform(64)).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let row = fits.quota.iter().find(|r| r.key == "requests.nvidia.com/gpu").unwrap();
+    assert_eq!((row.steady.as_str(), row.peak.as_str()), ("16", "48"));
+    let err = Test::new().service(service).platform(platform(40)).compile().unwrap_err().render(false);
+    assert!(
+        err.contains("exceeded quota: team-a, requested: requests.nvidia.com/gpu=48, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=40"),
+        "{err}"
+    );
+    assert!(err.contains("namespace team-a needs requests.nvidia.com/gpu=48"), "{err}");
+    // `check` refuses what `render` refuses, with the same words.
+    let checked = Test::new().service(service).platform(platform(40)).examine().unwrap_err().render(false);
+    assert_eq!(checked, err);
+}
