@@ -316,11 +316,11 @@ impl Builder<'_> {
                 self.finish(node)
             }
             Event::SequenceStart(anchor, tag) => {
-                self.check_collection_tag(tag.as_deref(), "seq", span)?;
+                self.validate_collection_tag(tag.as_deref(), "seq", span)?;
                 self.push(Frame::Seq { items: Vec::new(), start: span, anchor }, span)
             }
             Event::MappingStart(anchor, tag) => {
-                self.check_collection_tag(tag.as_deref(), "map", span)?;
+                self.validate_collection_tag(tag.as_deref(), "map", span)?;
                 self.push(
                     Frame::Map { entries: Vec::new(), pending_key: None, start: span, anchor, merges: Vec::new() },
                     span,
@@ -349,7 +349,7 @@ impl Builder<'_> {
         }
     }
 
-    fn check_collection_tag(&self, tag: Option<&Tag>, expected: &str, span: Span) -> Result<(), Diagnostic> {
+    fn validate_collection_tag(&self, tag: Option<&Tag>, expected: &str, span: Span) -> Result<(), Diagnostic> {
         match tag {
             None => Ok(()),
             Some(t) if t.is_yaml_core_schema() && t.suffix == expected => Ok(()),

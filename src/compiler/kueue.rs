@@ -21,7 +21,7 @@ fn sum<'a>(items: impl Iterator<Item = Quantity> + 'a) -> Quantity {
 
 /// Checks the queues against quotas and capacity, and the queued services
 /// against what their queue can ever admit.
-pub fn check(
+pub fn admit(
     services: &[(&LoadedService, &DesiredService)],
     platform: &Platform,
     platform_file: Option<&str>,

@@ -232,7 +232,7 @@ fn render_all(
         }
     }
     let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
-    diags.extend(kueue::check(&pairs, platform, platform_file));
+    diags.extend(kueue::admit(&pairs, platform, platform_file));
 
     let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
         desired.par_iter().map(|(s, d)| render::render_service(templates, d, Some(&label(s)))).collect();
@@ -252,7 +252,7 @@ fn render_all(
         objects.push(o);
     }
     objects::sort(&mut objects);
-    diags.extend(adapters::check_mounted(&objects));
+    diags.extend(adapters::unmounted(&objects));
     let (quota_errors, quota) = admission::quotas(&objects, services, platform_file);
     diags.extend(quota_errors);
     (objects, diags, quota)

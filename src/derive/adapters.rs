@@ -76,7 +76,7 @@ pub fn args() -> [String; 2] {
 /// Services with adapters whose rendered server does not read them: an
 /// overridden template that dropped `container.volume_mounts`, `volumes` or
 /// `container.args` would start vLLM without its adapters.
-pub fn check_mounted(objects: &[Object]) -> Vec<Diagnostic> {
+pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
     let config = format!("{MOUNT_PATH}/{CONFIG_FILE}");
     let mut out = Vec::new();
     for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.pointer("/data/lora.yaml").is_some()) {

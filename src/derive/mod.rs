@@ -280,7 +280,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let shm_size = pick(&overrides.shm_size, "shmSizePerGpu", &d.resources.shm_size_per_gpu)?;
     let cpu_limit = d.resources.cpu_limit_per_gpu.as_deref().map(|l| per_gpu("cpuLimitPerGpu", l)).transpose()?;
     if spec.resources.is_some() {
-        check_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
+        validate_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
     let gpu = gpus.to_string();
     let requests = BTreeMap::from([
@@ -449,7 +449,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
 /// Resource overrides that the API server or the kernel would refuse: a CPU
 /// request above the platform's CPU limit, `/dev/shm` that does not fit in
 /// the memory limit.
-fn check_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
+fn validate_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
     let q = |field: &str, v: &str| Quantity::parse(v).map_err(|e| format!("spec.resources.{field}: {e}"));
     if let Some(limit) = cpu_limit {
         if q("cpu", cpu)? > q("cpu", limit)? {

@@ -2,7 +2,7 @@
 //! against the schema and Kubernetes' naming rules, and decodes it into the
 //! typed spec. Every problem of every file is reported, not just the first.
 
-pub mod schema_check;
+pub mod schema_validate;
 pub mod validate;
 
 use std::collections::BTreeMap;
@@ -127,7 +127,7 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
         services.extend(s);
         diags.extend(d);
     }
-    check_duplicates(&services, &mut diags);
+    validate_duplicates(&services, &mut diags);
     diags.sort();
     if diags.has_errors() {
         return Err(diags);
@@ -159,7 +159,7 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
 }
 
 fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<Diagnostic>> {
-    let api_version = check_header(
+    let api_version = validate_header(
         source,
         &node,
         KIND,
@@ -167,8 +167,8 @@ fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<
         "only InferenceService documents belong here; move other manifests out of the input paths",
     )?;
     let schema = crate::model::schema::inference_service_cached(api_version).unwrap_or(&Value::Null);
-    let mut diags = crate::load::schema_check::check(&node, schema, source);
-    check_metadata(source, &node, &mut diags);
+    let mut diags = crate::load::schema_validate::validate(&node, schema, source);
+    validate_metadata(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -202,7 +202,7 @@ fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<
 /// Checks `kind` and `apiVersion` first, so a foreign document gets one
 /// clear error instead of a list of unknown fields. Returns the version
 /// found, one of `api_versions` (newest first).
-fn check_header(
+fn validate_header(
     source: &Arc<Source>,
     node: &Node,
     kind: &str,
@@ -289,7 +289,7 @@ fn key(k: &str) -> PathSegment {
 
 /// Checks names, labels and annotations against Kubernetes' rules. Works on
 /// the tree, so it runs even when other fields of the document are wrong.
-fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+fn validate_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
     let Some(meta) = node.get("metadata") else {
         return;
     };
@@ -376,7 +376,7 @@ fn suggest_dns(name: &str) -> String {
     }
 }
 
-fn check_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
+fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
     let mut seen: BTreeMap<(String, String), &LoadedService> = BTreeMap::new();
     for s in services {
         let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
@@ -423,15 +423,15 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
         ]);
     }
     let node = docs.remove(0);
-    check_header(
+    validate_header(
         source,
         &node,
         crate::model::platform::KIND,
         &[API_VERSION],
         "--platform takes a file with \"kind: Platform\"",
     )?;
-    let mut diags = crate::load::schema_check::check(&node, &crate::model::schema::platform(), source);
-    check_platform(source, &node, &mut diags);
+    let mut diags = crate::load::schema_validate::validate(&node, &crate::model::schema::platform(), source);
+    validate_platform(source, &node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -446,7 +446,7 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
 /// Checks the platform's quantities and cross-field rules on the tree, so
 /// they are reported together with schema errors. Values the file leaves
 /// out take the built-in default.
-fn check_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
+fn validate_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>) {
     let builtin = Platform::default().defaults;
     let field = |path: &[&str]| {
         let segs: Vec<PathSegment> = path.iter().map(|k| key(k)).collect();

@@ -28,14 +28,14 @@ pub fn parse_route(text: &str) -> Result<Route, String> {
         None => (Some(text), "/"),
     };
     if let Some(h) = host {
-        check_hostname(h)?;
+        validate_hostname(h)?;
     }
-    check_path(path)?;
+    validate_path(path)?;
     let path = if path.len() > 1 { path.trim_end_matches('/') } else { path };
     Ok(Route { host: host.map(str::to_string), path: path.to_string() })
 }
 
-fn check_hostname(host: &str) -> Result<(), String> {
+fn validate_hostname(host: &str) -> Result<(), String> {
     let name = host.strip_prefix("*.").unwrap_or(host);
     crate::base::names::dns1123_subdomain(name).map_err(|e| format!("hostname \"{host}\": {e}"))?;
     if name.split('.').all(|l| l.bytes().all(|b| b.is_ascii_digit())) {
@@ -45,7 +45,7 @@ fn check_hostname(host: &str) -> Result<(), String> {
 }
 
 /// The Gateway API's rules for a path prefix.
-fn check_path(path: &str) -> Result<(), String> {
+fn validate_path(path: &str) -> Result<(), String> {
     let bad = |why: &str| Err(format!("path \"{path}\" {why}"));
     if path.len() > 1024 {
         return bad("is longer than 1024 characters");

@@ -1,7 +1,7 @@
 //! JSON Schemas for the two input files, generated from the Rust types.
 //!
 //! The same schemas serve editors (through `# yaml-language-server:
-//! $schema=`) and the compiler's own input checks ([`crate::load::schema_check`]).
+//! $schema=`) and the compiler's own input checks ([`crate::load::schema_validate`]).
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;

@@ -17,19 +17,19 @@ use crate::base::diagnostics::{Diagnostic, Location, Source, did_you_mean};
 use crate::base::yaml::{Node, NodeValue, PathSegment, path_string};
 
 /// Checks `node` against `schema` (whose `$defs` hold referenced types).
-pub fn check(node: &Node, schema: &Value, source: &Arc<Source>) -> Vec<Diagnostic> {
-    let mut checker = Checker { root: schema, source, diags: Vec::new() };
-    checker.check(node, schema, &mut Vec::new());
-    checker.diags
+pub fn validate(node: &Node, schema: &Value, source: &Arc<Source>) -> Vec<Diagnostic> {
+    let mut validator = Validator { root: schema, source, diags: Vec::new() };
+    validator.validate(node, schema, &mut Vec::new());
+    validator.diags
 }
 
-struct Checker<'a> {
+struct Validator<'a> {
     root: &'a Value,
     source: &'a Arc<Source>,
     diags: Vec<Diagnostic>,
 }
 
-impl<'a> Checker<'a> {
+impl<'a> Validator<'a> {
     fn resolve(&self, schema: &'a Value) -> &'a Value {
         let mut s = schema;
         for _ in 0..32 {
@@ -53,16 +53,16 @@ impl<'a> Checker<'a> {
         self.diags.last_mut().expect("just pushed")
     }
 
-    fn check(&mut self, node: &Node, schema: &'a Value, path: &mut Vec<PathSegment>) {
+    fn validate(&mut self, node: &Node, schema: &'a Value, path: &mut Vec<PathSegment>) {
         let schema = self.resolve(schema);
         if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
             for s in all {
-                self.check(node, s, path);
+                self.validate(node, s, path);
             }
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(branches) = schema.get(key).and_then(Value::as_array) {
-                self.check_branches(node, branches, path);
+                self.validate_branches(node, branches, path);
             }
         }
         if let Some(types) = schema.get("type") {
@@ -84,13 +84,13 @@ impl<'a> Checker<'a> {
             }
         }
         if let Some(allowed) = schema.get("const") {
-            self.check_enum(node, std::slice::from_ref(allowed), path);
+            self.validate_enum(node, std::slice::from_ref(allowed), path);
         }
         if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
-            self.check_enum(node, allowed, path);
+            self.validate_enum(node, allowed, path);
         }
         match &node.value {
-            NodeValue::Map(entries) => self.check_map(node, entries, schema, path),
+            NodeValue::Map(entries) => self.validate_map(node, entries, schema, path),
             NodeValue::Seq(items) => {
                 let field = path_string(path);
                 if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
@@ -106,22 +106,22 @@ impl<'a> Checker<'a> {
                 if let Some(item_schema) = schema.get("items") {
                     for (i, item) in items.iter().enumerate() {
                         path.push(PathSegment::Index(i));
-                        self.check(item, item_schema, path);
+                        self.validate(item, item_schema, path);
                         path.pop();
                     }
                 }
             }
-            NodeValue::Int(_) | NodeValue::Float(_) => self.check_range(node, schema, path),
-            NodeValue::Str(s) => self.check_length(node, s, schema, path),
+            NodeValue::Int(_) | NodeValue::Float(_) => self.validate_range(node, schema, path),
+            NodeValue::Str(s) => self.validate_length(node, s, schema, path),
             NodeValue::Null | NodeValue::Bool(_) => {}
         }
     }
 
-    fn check_branches(&mut self, node: &Node, branches: &'a [Value], path: &mut Vec<PathSegment>) {
+    fn validate_branches(&mut self, node: &Node, branches: &'a [Value], path: &mut Vec<PathSegment>) {
         let mut best: Option<Vec<Diagnostic>> = None;
         for branch in branches {
-            let mut sub = Checker { root: self.root, source: self.source, diags: Vec::new() };
-            sub.check(node, branch, &mut path.clone());
+            let mut sub = Validator { root: self.root, source: self.source, diags: Vec::new() };
+            sub.validate(node, branch, &mut path.clone());
             if sub.diags.is_empty() {
                 return;
             }
@@ -146,7 +146,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_enum(&mut self, node: &Node, allowed: &[Value], path: &[PathSegment]) {
+    fn validate_enum(&mut self, node: &Node, allowed: &[Value], path: &[PathSegment]) {
         let value = node.to_json();
         if allowed.contains(&value) {
             return;
@@ -166,7 +166,7 @@ impl<'a> Checker<'a> {
         d.help = help;
     }
 
-    fn check_range(&mut self, node: &Node, schema: &Value, path: &[PathSegment]) {
+    fn validate_range(&mut self, node: &Node, schema: &Value, path: &[PathSegment]) {
         let v = match node.value {
             NodeValue::Int(i) => i as f64,
             NodeValue::Float(f) => f,
@@ -187,7 +187,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[PathSegment]) {
+    fn validate_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[PathSegment]) {
         let field = path_string(path);
         let len = s.chars().count() as u64;
         if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
@@ -207,7 +207,7 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn check_map(
+    fn validate_map(
         &mut self,
         node: &Node,
         entries: &[(crate::base::yaml::Key, Node)],
@@ -221,7 +221,7 @@ impl<'a> Checker<'a> {
         for (key, value) in entries {
             path.push(PathSegment::Key(key.name.clone()));
             match properties.and_then(|p| p.get(&key.name)) {
-                Some(sub) => self.check(value, sub, path),
+                Some(sub) => self.validate(value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
                         let names: Vec<&str> =
@@ -236,7 +236,7 @@ impl<'a> Checker<'a> {
                             .help(help);
                         self.diags.push(d);
                     }
-                    Some(sub @ Value::Object(_)) => self.check(value, sub, path),
+                    Some(sub @ Value::Object(_)) => self.validate(value, sub, path),
                     _ => {}
                 },
             }
@@ -358,7 +358,10 @@ mod tests {
     fn errors(schema: Value, text: &str) -> Vec<String> {
         let src = Source::new("t.yaml", text);
         let node = parse_documents(&src, Limits::default()).unwrap().remove(0).unwrap();
-        check(&node, &schema, &src).iter().map(|d| format!("{}: {}", d.location.as_ref().unwrap(), d.message)).collect()
+        validate(&node, &schema, &src)
+            .iter()
+            .map(|d| format!("{}: {}", d.location.as_ref().unwrap(), d.message))
+            .collect()
     }
 
     fn schema() -> Value {
