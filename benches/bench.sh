@@ -334,7 +334,8 @@ fi
 # that service, out/<namespace>/<name>/, may change (inode and modification
 # time of every other file compared before and after each run), and they must.
 ONE_CHANGED=unknown ONE_FILES=0
-EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | head -n 1)
+# (sed, not head: head would leave sort writing into a closed pipe.)
+EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p)
 if [[ -d out && -n $EDITED ]]; then
     EDITED_NS=$(basename "$(dirname "$EDITED")") EDITED_NAME=$(basename "$EDITED" .yaml)
     cp "$EDITED" "$WORK/edited.orig"
@@ -352,7 +353,7 @@ if [[ -d out && -n $EDITED ]]; then
         [[ -n $changed ]] || other=0
         ((own > ONE_FILES)) && ONE_FILES=$own
         if ((other > 0)); then
-            ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" | head -n 1)"
+            ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" | sed -n 1p)"
         elif ((own == 0)) && [[ -z $ONE_CHANGED ]]; then
             ONE_CHANGED="the service's files did not change"
         fi
