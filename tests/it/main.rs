@@ -6,6 +6,7 @@ mod common;
 mod harness;
 
 mod bad_inputs;
+mod bench_peers;
 mod check_rules;
 mod cli;
 mod conversion;
