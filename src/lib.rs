@@ -17,6 +17,7 @@
 
 pub mod base;
 pub mod check;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod compiler;
 pub(crate) mod derive;
