@@ -106,6 +106,13 @@ pub struct Inputs {
     /// (`isvc check --explain ID` describes a rule).
     #[arg(long, value_name = "IDS")]
     pub disable: Vec<String>,
+
+    /// Only this cluster of the platform file's `clusters`: what `render
+    /// --stdout`, `diff`, `check`, `plan` and `status` work on. Required by
+    /// `render --stdout`, `plan` and `status` when the platform lists
+    /// several clusters, so one cluster's objects never mix with another's.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -395,9 +402,41 @@ fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
 /// Loads inputs and compiles them; `base` is the directory the output
 /// headers name input files relative to.
 fn compile(inputs: &Inputs, base: &Path) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+    compile_for(inputs, base, None)
+}
+
+/// [`compile`], for a command that works on one cluster's objects (`what`
+/// names it): a platform with several clusters needs `--cluster`.
+fn compile_one_cluster(
+    inputs: &Inputs,
+    base: &Path,
+    what: &str,
+) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+    compile_for(inputs, base, Some(what))
+}
+
+fn compile_for(
+    inputs: &Inputs,
+    base: &Path,
+    one_cluster: Option<&str>,
+) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
     let mut i = load_inputs(inputs)?;
+    let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
+    if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
+        return Err(Diagnostic::error(format!(
+            "{what} works on one cluster, and the platform file lists {}: {}",
+            clusters.len(),
+            clusters.join(", ")
+        ))
+        .help(format!("name one with --cluster {}", clusters[0]))
+        .into());
+    }
     i.inputs.platform_file = platform_label(inputs, base);
-    let options = Options::default().rules(i.config).engine(inputs.gitops.map(Into::into)).label(labeller(base));
+    let options = Options::default()
+        .rules(i.config)
+        .engine(inputs.gitops.map(Into::into))
+        .cluster(inputs.cluster.clone())
+        .label(labeller(base));
     let compiled = Compiler::new(&i.inputs, options).compile()?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
@@ -437,7 +476,17 @@ fn header_base(out: Option<&Path>) -> PathBuf {
 }
 
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
-    let (compiled, _) = compile(&args.inputs, &header_base(args.out.as_deref()))?;
+    if let (Some(name), Some(_)) = (&args.inputs.cluster, &args.out) {
+        return Err(Diagnostic::error(format!(
+            "--cluster {name} goes with --stdout: `render --out` writes every cluster's tree"
+        ))
+        .help("leave --cluster out, or use --stdout to print one cluster's objects")
+        .into());
+    }
+    let (compiled, _) = match &args.out {
+        Some(out) => compile(&args.inputs, &header_base(Some(out)))?,
+        None => compile_one_cluster(&args.inputs, &header_base(None), "render --stdout")?,
+    };
     let Some(out) = args.out else {
         print_plain(&objects::to_stream(&compiled.objects));
         std::mem::forget(compiled);
@@ -494,7 +543,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     let (compiled, _) = compile(&args.inputs, &header_base(Some(&args.out)))?;
-    let existing = output::scan(&args.out)?;
+    let mut existing = output::scan(&args.out)?;
+    if let Some(name) = &args.inputs.cluster {
+        // One cluster's objects against that cluster's tree alone.
+        existing.ours.retain(|path, _| path.starts_with(name));
+    }
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
         DiffFormat::Text => crate::report::diff::to_text(&report, true),
@@ -513,7 +566,8 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
     }
     let mut i = load_inputs(&args.inputs)?;
     i.inputs.platform_file = platform_label(&args.inputs, &header_base(None));
-    let options = Options::default().rules(i.config).label(labeller(&header_base(None)));
+    let options =
+        Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base(None)));
     let examination = Compiler::new(&i.inputs, options).examine()?;
     let (examined, findings) = (examination.objects.len(), examination.findings);
     let problems = Diagnostics(check::annotation_problems(&i.inputs.services));
@@ -536,7 +590,8 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
 fn reconcile(
     args: &LiveArgs,
 ) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(None));
+    // A snapshot is one cluster's: plan against that cluster's objects.
+    let compiled = compile_one_cluster(&args.inputs, &header_base(None), "plan or status against a snapshot");
     let live = plan::read_snapshot(&args.live);
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),

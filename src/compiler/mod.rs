@@ -63,6 +63,9 @@ pub struct Options {
     /// The GitOps engine whose objects to add (else the platform's
     /// `gitops.engine`, if any).
     pub engine: Option<platform::Engine>,
+    /// Only this cluster of the platform's `clusters` (its objects alone,
+    /// without the GitOps engine's objects, which span clusters).
+    pub cluster: Option<String>,
     label: Box<Label>,
 }
 
@@ -71,6 +74,7 @@ impl Default for Options {
         Options {
             rules: check::Config::default(),
             engine: None,
+            cluster: None,
             label: Box::new(|s| s.source.name.display().to_string()),
         }
     }
@@ -84,6 +88,11 @@ impl Options {
 
     pub fn engine(mut self, engine: Option<platform::Engine>) -> Options {
         self.engine = engine;
+        self
+    }
+
+    pub fn cluster(mut self, cluster: Option<String>) -> Options {
+        self.cluster = cluster;
         self
     }
 
@@ -119,15 +128,45 @@ impl<'a> Compiler<'a> {
     /// `diff`, `plan` and `status` work from. Error-level rules stop it.
     pub fn compile(&self) -> Result<Compilation, Diagnostics> {
         let i = self.inputs;
-        compile_all(
+        let platform = self.platform()?;
+        let mut compiled = compile_all(
             &i.services,
-            &i.platform,
+            &platform,
             &i.templates,
             &*self.options.label,
             i.platform_file.as_deref(),
-            self.options.engine,
+            if self.options.cluster.is_some() { None } else { self.options.engine },
             &self.options.rules,
-        )
+        )?;
+        if self.options.cluster.is_some() {
+            compiled.objects.retain(|o| o.cluster.is_some());
+        }
+        Ok(compiled)
+    }
+
+    /// The platform, narrowed to the cluster the options name.
+    fn platform(&self) -> Result<std::borrow::Cow<'a, Platform>, Diagnostics> {
+        let platform = &self.inputs.platform;
+        let Some(name) = &self.options.cluster else { return Ok(std::borrow::Cow::Borrowed(platform)) };
+        let names: Vec<&str> = platform.clusters.iter().map(|c| c.name.as_str()).collect();
+        if !names.contains(&name.as_str()) {
+            let mut d = Diagnostic::error(if names.is_empty() {
+                format!("--cluster {name}: the platform file lists no clusters")
+            } else {
+                format!("--cluster {name}: the platform file lists no cluster of that name")
+            });
+            d = match crate::base::diagnostics::did_you_mean(name, names.iter().copied()) {
+                Some(near) => d.help(format!("did you mean --cluster {near}?")),
+                None if names.is_empty() => {
+                    d.help("leave --cluster out, or list the clusters under `clusters` in the platform file")
+                }
+                None => d.help(format!("the platform's clusters: {}", names.join(", "))),
+            };
+            return Err(d.into());
+        }
+        let mut narrowed = platform.clone();
+        narrowed.clusters.retain(|c| &c.name == name);
+        Ok(std::borrow::Cow::Owned(narrowed))
     }
 
     /// Renders every cluster as [`Compiler::compile`] does and runs every

@@ -234,3 +234,36 @@ fn an_out_that_is_a_file_or_has_no_parent_is_a_clear_error() {
     assert!(err.contains("cannot create missing/parent/out: missing/parent does not exist"), "{err}");
     assert!(!dir.path().join("missing").exists());
 }
+
+/// With several clusters, `--stdout`, `plan` and `status` need `--cluster`,
+/// so one cluster's objects never reach another; `diff` and `check` take it
+/// to work on one cluster's tree.
+#[test]
+fn one_cluster_at_a_time() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gitops");
+    let run = |args: &[&str]| stdout(isvc(&example).args(args).args(["--platform", "platform.yaml"]));
+    let (code, _, err) = run(&["render", "services", "--stdout"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("error: render --stdout works on one cluster, and the platform file lists 3: prod-us, prod-eu, staging"),
+        "{err}"
+    );
+    assert!(err.contains("help: name one with --cluster prod-us"), "{err}");
+    let (code, out, _) = run(&["render", "services", "--stdout", "--cluster", "prod-eu"]);
+    assert_eq!(code, 0);
+    assert_eq!(out.matches("\nkind: CustomResourceDefinition\n").count(), 1, "one cluster's objects only");
+    let (code, _, err) = run(&["render", "services", "--stdout", "--cluster", "prod-ue"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--cluster prod-ue: the platform file lists no cluster of that name"), "{err}");
+    assert!(err.contains("help: did you mean --cluster prod-eu?"), "{err}");
+    let (code, out, _) = run(&["diff", "services", "--out", "rendered", "--cluster", "prod-eu"]);
+    assert_eq!((code, out.trim_end()), (0, "0 added, 0 changed, 0 removed, 7 unchanged"));
+    let (code, out, _) = run(&["check", "services", "--cluster", "staging"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, _, err) = run(&["plan", "services", "--live", "-"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("plan or status against a snapshot works on one cluster"), "{err}");
+    let (code, _, err) = run(&["render", "services", "--out", "rendered", "--cluster", "staging"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--cluster staging goes with --stdout"), "{err}");
+}
