@@ -162,6 +162,11 @@ pub struct DiffArgs {
     /// Report format.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
+
+    /// Longest markdown report, in characters (a GitHub comment holds at
+    /// most 65,536): objects that do not fit are counted, not shown.
+    #[arg(long, value_name = "CHARS", default_value_t = crate::report::diff::COMMENT_LIMIT)]
+    pub max_chars: usize,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -551,7 +556,7 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
         DiffFormat::Text => crate::report::diff::to_text(&report, true),
-        DiffFormat::Markdown => crate::report::diff::to_markdown(&report),
+        DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
         DiffFormat::Json => crate::report::diff::to_json(&report),
     };
     print(&text);

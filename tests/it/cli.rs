@@ -245,7 +245,9 @@ fn one_cluster_at_a_time() {
     let (code, _, err) = run(&["render", "services", "--stdout"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("error: render --stdout works on one cluster, and the platform file lists 3: prod-us, prod-eu, staging"),
+        err.contains(
+            "error: render --stdout works on one cluster, and the platform file lists 3: prod-us, prod-eu, staging"
+        ),
         "{err}"
     );
     assert!(err.contains("help: name one with --cluster prod-us"), "{err}");
@@ -266,4 +268,42 @@ fn one_cluster_at_a_time() {
     let (code, _, err) = run(&["render", "services", "--out", "rendered", "--cluster", "staging"]);
     assert_eq!(code, 2);
     assert!(err.contains("--cluster staging goes with --stdout"), "{err}");
+}
+
+/// A platform change across many services still fits one GitHub comment:
+/// counts by kind and namespace, pod restarts first, and a count of what
+/// did not fit. The exit code still says that something changed.
+#[test]
+fn a_markdown_diff_fits_a_pull_request_comment() {
+    let mut test = crate::harness::Test::new();
+    for i in 0..150 {
+        test = test.file(
+            &format!("m{i}.yaml"),
+            format!(
+                "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: m{i}, namespace: team-{}}}\n\
+                 spec: {{baseModel: Qwen/Qwen3-0.6B, replicas: 1}}\n",
+                i % 3
+            ),
+        );
+    }
+    let before = test.cli(&["render", "services", "--out", "rendered"]);
+    assert_eq!(before.code(), Some(0), "{}", before.stderr());
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults: {image: vllm/vllm-openai:v0.11.1}\n";
+    std::fs::write(before.path("platform.yaml"), platform).unwrap();
+    let diff = isvc(before.dir.path())
+        .args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered", "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8(diff.stdout).unwrap();
+    assert_eq!(diff.status.code(), Some(1));
+    assert!(md.chars().count() <= 60_000, "{} characters", md.chars().count());
+    assert!(md.contains("**0 added, 150 changed (150 restart pods), 0 removed"), "{}", &md[..300]);
+    assert!(md.contains("| Deployment | 0 | 150 | 0 | 150 |"), "counts by kind");
+    assert!(md.contains("| team-1 | 0 | 50 | 0 | 50 |"), "counts by namespace");
+    assert!(md.contains("and 130 more"), "the warning lists 20 names");
+    assert!(
+        md.contains("more object(s) not shown: the comment is capped at 60000 characters"),
+        "{}",
+        &md[md.len() - 300..]
+    );
 }
