@@ -296,17 +296,13 @@ pub fn main() -> ExitCode {
             print_plain(&String::from_utf8_lossy(&out));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Man => {
-            use clap::CommandFactory;
-            let mut out = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
-                Ok(()) => {
-                    print_plain(&String::from_utf8_lossy(&out));
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(e) => Err(Diagnostic::error(format!("cannot render the manual page: {e}")).into()),
+        Command::Man => match manual() {
+            Ok(page) => {
+                print_plain(&page);
+                Ok(ExitCode::SUCCESS)
             }
-        }
+            Err(e) => Err(Diagnostic::error(format!("cannot render the manual page: {e}")).into()),
+        },
         Command::Migrate(args) => migrate_cmd(args),
     };
     match result {
@@ -354,6 +350,55 @@ fn status(line: &str) {
 struct Loaded {
     inputs: compiler::Inputs,
     config: check::Config,
+}
+
+/// The manual page, isvc(1): the name, synopsis, description and global
+/// options as clap_mangen renders them, then one section per command with
+/// its options, so the page names no other page.
+fn manual() -> std::io::Result<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out)?;
+    man.render_name_section(&mut out)?;
+    man.render_synopsis_section(&mut out)?;
+    man.render_description_section(&mut out)?;
+    man.render_options_section(&mut out)?;
+    let roff = |t: &str| t.replace('\\', "\\\\").replace('-', "\\-").replace('\n', " ");
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    text.push_str(".SH COMMANDS\n");
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        text.push_str(&format!(".SS \"isvc {}\"\n", sub.get_name()));
+        if let Some(about) = sub.get_long_about().or(sub.get_about()) {
+            text.push_str(&format!("{}\n", roff(&about.to_string())));
+        }
+        for arg in sub.get_arguments().filter(|a| !a.is_hide_set() && a.get_id() != "help") {
+            let mut names: Vec<String> = Vec::new();
+            if let Some(c) = arg.get_short() {
+                names.push(format!("\\fB\\-{c}\\fR"));
+            }
+            if let Some(l) = arg.get_long() {
+                names.push(format!("\\fB\\-\\-{}\\fR", roff(l)));
+            }
+            let value = arg.get_value_names().map(|v| v.iter().map(|n| format!("<{n}>")).collect::<Vec<_>>().join(" "));
+            let head = match (names.is_empty(), value) {
+                (true, Some(v)) => v,
+                (false, Some(v)) if arg.get_num_args().is_none_or(|n| n.takes_values()) => {
+                    format!("{} {v}", names.join(", "))
+                }
+                _ => names.join(", "),
+            };
+            text.push_str(&format!(".TP\n{head}\n"));
+            if let Some(help) = arg.get_long_help().or(arg.get_help()) {
+                text.push_str(&format!("{}\n", roff(&help.to_string())));
+            }
+        }
+    }
+    let mut tail = Vec::new();
+    man.render_version_section(&mut tail)?;
+    text.push_str(&String::from_utf8_lossy(&tail));
+    Ok(text)
 }
 
 /// Loads the inputs, reporting every problem of every one together.

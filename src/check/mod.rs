@@ -89,11 +89,14 @@ pub struct Rule {
     pub fix: &'static str,
     /// The longer text `isvc check --explain` prints: cause and background.
     pub explain: &'static str,
+    /// The constant's name (`QUOTA_EXCEEDED`), set where the rule is
+    /// registered in [`RULES`].
+    pub name: &'static str,
 }
 
 impl Rule {
     pub const fn new(id: &'static str, severity: Severity, summary: &'static str) -> Rule {
-        Rule { id, severity, summary, symptom: "", fix: "", explain: "" }
+        Rule { id, severity, summary, symptom: "", fix: "", explain: "", name: "" }
     }
 
     pub const fn symptom(self, symptom: &'static str) -> Rule {
@@ -106,6 +109,23 @@ impl Rule {
 
     pub const fn explain(self, explain: &'static str) -> Rule {
         Rule { explain, ..self }
+    }
+
+    pub const fn named(self, name: &'static str) -> Rule {
+        Rule { name, ..self }
+    }
+
+    /// The rule's name in PascalCase (`QuotaExceeded`), as SARIF wants it.
+    pub fn pascal_name(&self) -> String {
+        self.name
+            .split('_')
+            .map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase())
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     pub fn severity_name(&self) -> &'static str {
@@ -160,7 +180,20 @@ fn wrap(text: &str, width: usize, indent: &str) -> String {
 }
 
 /// Every rule, in ID order.
-pub const RULES: &[Rule] = &[
+/// Registers rules, naming each after its constant (`QUOTA_EXCEEDED` is
+/// `QuotaExceeded` in SARIF).
+macro_rules! registry {
+    ($($rule:ident),* $(,)?) => {
+        &[$($rule.named(stringify!($rule))),*]
+    };
+}
+
+use security::{
+    CAPABILITIES_KEPT, NO_MEMORY_LIMIT, NO_SECCOMP_PROFILE, PRIVILEGE_ESCALATION, RUNS_AS_ROOT, SERVICE_ACCOUNT_TOKEN,
+    WRITABLE_ROOT_FILESYSTEM,
+};
+
+pub const RULES: &[Rule] = registry![
     SELECTOR_MATCHES_NO_POD,
     TARGET_PORT_NOT_SERVED,
     LISTENS_ON_LOOPBACK,
@@ -184,13 +217,13 @@ pub const RULES: &[Rule] = &[
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
-    security::RUNS_AS_ROOT,
-    security::PRIVILEGE_ESCALATION,
-    security::CAPABILITIES_KEPT,
-    security::NO_SECCOMP_PROFILE,
-    security::WRITABLE_ROOT_FILESYSTEM,
-    security::SERVICE_ACCOUNT_TOKEN,
-    security::NO_MEMORY_LIMIT,
+    RUNS_AS_ROOT,
+    PRIVILEGE_ESCALATION,
+    CAPABILITIES_KEPT,
+    NO_SECCOMP_PROFILE,
+    WRITABLE_ROOT_FILESYSTEM,
+    SERVICE_ACCOUNT_TOKEN,
+    NO_MEMORY_LIMIT,
 ];
 
 /// The rule with ID `id` (case-insensitive).

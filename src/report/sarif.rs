@@ -29,15 +29,31 @@ fn descriptor(rule: &Rule) -> Value {
         rule.id,
         rule.id
     );
-    json!({
+    let mut descriptor = json!({
         "id": rule.id,
-        "name": rule.id,
+        "name": rule.pascal_name(),
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.explain},
         "help": {"text": help, "markdown": markdown},
         "defaultConfiguration": {"level": level(rule.severity)},
         "properties": {"tags": ["kubernetes", "inference"], "precision": "high"},
-    })
+    });
+    if let Some(uri) = help_uri(rule) {
+        descriptor["helpUri"] = json!(uri);
+    }
+    descriptor
+}
+
+/// Where a rule is documented on the web: `ISVC_DOCS_URL` (the URL of the
+/// rules page, for a mirror), else the package's repository at this
+/// version; none when neither is known, as SARIF allows.
+fn help_uri(rule: &Rule) -> Option<String> {
+    let anchor = rule.id.to_ascii_lowercase();
+    if let Some(base) = std::env::var("ISVC_DOCS_URL").ok().filter(|u| !u.is_empty()) {
+        return Some(format!("{base}#{anchor}"));
+    }
+    let repository = env!("CARGO_PKG_REPOSITORY");
+    (!repository.is_empty()).then(|| format!("{repository}/blob/v{}/docs/check.md#{anchor}", env!("CARGO_PKG_VERSION")))
 }
 
 /// A file path as a SARIF URI: relative paths as they are (GitHub resolves

@@ -307,3 +307,28 @@ fn a_markdown_diff_fits_a_pull_request_comment() {
         &md[md.len() - 300..]
     );
 }
+
+/// The manual page documents every command itself and names no other page.
+#[test]
+fn the_manual_page_names_no_page_that_does_not_exist() {
+    let (code, page, _) = stdout(isvc(Path::new(".")).arg("man"));
+    assert_eq!(code, 0);
+    for command in ["render", "diff", "check", "plan", "status", "crd", "schema", "completions", "man", "migrate"] {
+        assert!(page.contains(&format!(".SS \"isvc {command}\"")), "no section for {command}");
+    }
+    assert!(!page.contains("(1)"), "names another page");
+    assert!(page.contains("\\fB\\-\\-cluster\\fR <NAME>"), "options of the commands are listed");
+}
+
+/// SARIF rules carry a name distinct from their ID.
+#[test]
+fn sarif_rules_have_names() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/basic");
+    let (code, out, _) = stdout(isvc(&example).args(["check", "services", "--format", "sarif"]));
+    assert_eq!(code, 0);
+    let sarif: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"].as_array().unwrap();
+    assert_eq!(rules[0]["id"], "ISVC001");
+    assert_eq!(rules[0]["name"], "SelectorMatchesNoPod");
+    assert!(rules.iter().all(|r| r["name"] != r["id"] && !r["name"].as_str().unwrap().is_empty()));
+}
