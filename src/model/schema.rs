@@ -67,8 +67,18 @@ pub fn inference_service() -> Value {
         "type": "object",
         "if": {"properties": {"apiVersion": {"const": API_VERSION}}, "required": ["apiVersion"]},
         "then": strip(inference_service_v1alpha1()),
-        "else": strip(inference_service_v1alpha2()),
+        "else": exactly_one_scaling(strip(inference_service_v1alpha2())),
     })
+}
+
+/// A v1alpha2 spec gives exactly one of `replicas` and `autoscaling`. The
+/// editor schema says so; the compiler says it with a clearer message
+/// (`load::validate`), so its own schema leaves the rule out.
+fn exactly_one_scaling(mut document: Value) -> Value {
+    if let Some(spec) = document.pointer_mut("/properties/spec").and_then(Value::as_object_mut) {
+        spec.insert("oneOf".into(), json!([{"required": ["replicas"]}, {"required": ["autoscaling"]}]));
+    }
+    document
 }
 
 /// One document with `spec` of type `S`, every subschema inlined (so the
@@ -185,5 +195,9 @@ mod tests {
         let s = inference_service();
         assert_eq!(s["then"]["properties"]["apiVersion"]["const"], API_VERSION);
         assert_eq!(s["else"]["properties"]["apiVersion"]["const"], crate::model::v1alpha2::API_VERSION);
+        assert_eq!(
+            s["else"]["properties"]["spec"]["oneOf"],
+            json!([{"required": ["replicas"]}, {"required": ["autoscaling"]}])
+        );
     }
 }
