@@ -55,7 +55,7 @@ def main():
         print(f"  nothing was scanned in {directory}")
         return 1
     if bad:
-        print(f"  {len(bad)} finding(s) not in {allow_path}: fix the output or argue the exception there and in README.md")
+        print(f"  {len(bad)} finding(s) not in {allow_path}: fix the output or argue the exception there and in docs/security.md")
     return 1 if bad or problems else 0
 
 

@@ -172,7 +172,7 @@ fn readme_documents_every_platform_field() {
     let schema = isvc::model::schema::platform();
     let mut names = Vec::new();
     fields(&schema, &schema, "", &mut names);
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/platform.md").unwrap();
     for name in names.iter().filter(|n| {
         !matches!(
             n.as_str(),
@@ -181,7 +181,7 @@ fn readme_documents_every_platform_field() {
     }) {
         assert!(
             readme.contains(&format!("`{name}`")) || (name == "apiVersion" || name == "kind"),
-            "README.md does not document platform field `{name}`"
+            "docs/platform.md does not document platform field `{name}`"
         );
     }
 }
