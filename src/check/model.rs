@@ -1,5 +1,5 @@
 //! How big a model is, from its name, and what that means for start-up time
-//! and host memory. Heuristics, documented in the README and in
+//! and host memory. Heuristics, documented in docs/check.md and in
 //! `isvc check --explain ISVC009` / `ISVC015`:
 //!
 //! - **Parameters** come from the model id when it names a count: `70B`,

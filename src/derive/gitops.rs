@@ -129,7 +129,7 @@ pub fn engine_objects(
             "--gitops {} needs a `gitops` section in the platform file: name, repoURL, revision and path",
             engine_name(engine)
         ))
-        .help("isvc does not guess where the output lives or where it goes; see the README's GitOps section"));
+        .help("isvc does not guess where the output lives or where it goes; see docs/gitops.md"));
     };
     let object = |api_version: &str, kind: &str, ns: &str, name: &str, value: Value| Object {
         id: ObjectId::new(api_version, kind, Some(ns), name),
