@@ -335,7 +335,7 @@ fn isvc015_memory_below_the_loading_peak() {
 
 #[test]
 fn isvc016_autoscaler_on_zero_replicas() {
-    let zero = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 0 }}");
+    let zero = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: 0");
     fires(&render_with(&qwen3(), None, &[zero]), "ISVC016", "its target Deployment ml/qwen3 has spec.replicas: 0");
     let mut objects = render(&qwen3());
     find(&mut objects, "HorizontalPodAutoscaler")["spec"]["minReplicas"] = json!(0);
@@ -345,15 +345,40 @@ fn isvc016_autoscaler_on_zero_replicas() {
 }
 
 #[test]
-fn isvc017_replicas_under_an_autoscaler() {
-    let pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 3 }}");
+fn isvc017_replicas_outside_the_autoscaler_bounds() {
+    // replicas: 3 renders spec.replicas: 3 inside the HPA's 1 to 9: the
+    // count the service starts at, not a fight.
+    quiet(&render(&qwen3()), "ISVC017");
+    let pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: 12");
     fires(
         &render_with(&qwen3(), None, &[pinned]),
         "ISVC017",
-        "sets spec.replicas: 3 while HorizontalPodAutoscaler ml/qwen3 scales it",
+        "sets spec.replicas: 12 outside the bounds of HorizontalPodAutoscaler ml/qwen3 (1 to 9): it rescales the workload to 9 at once",
     );
     let zero_pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 3 }}");
     quiet(&render_with(&service("zero", "x/M-1B", 0, 1), None, &[zero_pinned]), "ISVC017");
+}
+
+#[test]
+fn isvc040_keda_without_a_scrape() {
+    let llama = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+                 spec: {baseModel: meta-llama/Llama-3.1-8B-Instruct, autoscaling: {min: 2, max: 8, targetQueueLength: 4}}\n";
+    let keda = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nkeda: {serverAddress: http://prometheus:9090}\n";
+    fires(
+        &render_with(llama, Some(keda), &[]),
+        "ISVC040",
+        "its Prometheus trigger queries `sum(vllm:num_requests_waiting{namespace=\"ml\",service=\"llama\"})`, but no \
+         ServiceMonitor or PodMonitor scrapes the pods of Deployment ml/llama: KEDA reads the empty result as 0 and never \
+         scales up",
+    );
+    // With `monitoring`, isvc renders the ServiceMonitor the query needs.
+    quiet(&render_with(llama, Some(&format!("{keda}monitoring: {{}}\n")), &[]), "ISVC040");
+    // A PodMonitor selecting the pods does as well.
+    let pod_monitor = "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: vllm, namespace: ml}\n\
+                       spec:\n  selector: {matchLabels: {app.kubernetes.io/name: llama}}\n  podMetricsEndpoints: [{port: http}]\n";
+    quiet(&with(render_with(llama, Some(keda), &[]), &[pod_monitor]), "ISVC040");
+    // An HPA without a metrics pipeline still starts at `replicas`: not this rule.
+    quiet(&render(&qwen3()), "ISVC040");
 }
 
 const PDB: &str = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: qwen3, namespace: ml}\nspec:\n  selector: {matchLabels: {app.kubernetes.io/name: qwen3}}\n";
@@ -388,16 +413,16 @@ fn isvc019_rollout_cannot_proceed() {
     find(&mut objects, "Deployment")["spec"]["strategy"]["rollingUpdate"] =
         json!({"maxSurge": 0, "maxUnavailable": "0%"});
     fires(&objects, "ISVC019", "maxSurge and maxUnavailable are both 0");
-    // A surge pod needs a GPU the quota does not have (1 pod at the minimum, quota 1).
+    // A surge pod needs a GPU the quota does not have (3 pods at the start, quota 3).
     let surge = platform("  rollout: {maxSurge: 1, maxUnavailable: 0}\n");
     fires(
-        &with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("1")]),
+        &with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("3")]),
         "ISVC019",
-        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 2 needed, 1 allowed",
+        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 4 needed, 3 allowed",
     );
-    quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("2")]), "ISVC019");
+    quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("4")]), "ISVC019");
     // isvc's default rollout needs no spare quota.
-    quiet(&with(render(&qwen3()), &[&gpu_quota("1")]), "ISVC019");
+    quiet(&with(render(&qwen3()), &[&gpu_quota("3")]), "ISVC019");
 }
 
 #[test]
@@ -413,20 +438,21 @@ fn isvc020_mutable_image() {
 
 #[test]
 fn isvc021_quota_exceeded_or_unspecified() {
-    // replicas 6: an autoscaler minimum of 3 pods, 3 GPUs.
+    // replicas 6: the Deployment is created with 6 pods, 6 GPUs (the
+    // autoscaler's minimum of 3 is where it may go later).
     let six = service("qwen3", "Qwen/Qwen3-0.6B", 6, 1);
     fires(
-        &with(render(&six), &[&gpu_quota("2")]),
+        &with(render(&six), &[&gpu_quota("5")]),
         "ISVC021",
-        "at the lowest replica counts, requests.nvidia.com/gpu would be 3, above the hard limit of 2 (qwen3: 3)",
+        "at the replica counts the services start at, requests.nvidia.com/gpu would be 6, above the hard limit of 5 (qwen3: 6)",
     );
-    quiet(&with(render(&six), &[&gpu_quota("3")]), "ISVC021");
+    quiet(&with(render(&six), &[&gpu_quota("6")]), "ISVC021");
     // Two services share the namespace's quota.
     let two = format!("{six}---\n{}", service("embed", "Qwen/Qwen3-Embedding-0.6B", 2, 1));
     fires(
-        &with(render(&two), &[&gpu_quota("3")]),
+        &with(render(&two), &[&gpu_quota("7")]),
         "ISVC021",
-        "would be 4, above the hard limit of 3 (embed: 1, qwen3: 3)",
+        "would be 8, above the hard limit of 7 (embed: 2, qwen3: 6)",
     );
     // A quota on limits.cpu needs a CPU limit on every container...
     let cpu = "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: ml}\nspec:\n  hard: {limits.cpu: \"64\"}\n";
@@ -454,7 +480,7 @@ fn isvc021_quota_scopes_select_pods_by_priority_class() {
     fires(
         &with(render(&qwen3()), &[scoped, class]),
         "ISVC021",
-        "requests.nvidia.com/gpu would be 1, above the hard limit of 0",
+        "requests.nvidia.com/gpu would be 3, above the hard limit of 0",
     );
 }
 

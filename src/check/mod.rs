@@ -53,8 +53,8 @@ pub use network::{
 pub use probes::{LIVENESS_STRICTER_THAN_STARTUP, NO_STARTUP_PROBE, PROBE_NOT_SERVED, STARTUP_BUDGET_TOO_SHORT};
 pub use resources::{CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL};
 pub use scaling::{
-    AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, PDB_BLOCKS_DISRUPTION, REPLICAS_UNDER_AUTOSCALER,
-    ROLLOUT_CANNOT_PROCEED,
+    AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
+    REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
 };
 pub use tenancy::{LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
 
@@ -182,6 +182,7 @@ pub const RULES: &[Rule] = &[
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
+    METRIC_NOT_SCRAPED,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,
@@ -412,6 +413,10 @@ pub(crate) struct Workload<'a> {
     /// `spec.replicas`) and the high end (the autoscaler's maximum).
     pub min_replicas: i64,
     pub max_replicas: i64,
+    /// Replicas the workload is created with: `spec.replicas` (1 when left
+    /// out, as the API server defaults it), raised or lowered into the
+    /// autoscaler's bounds, as the autoscaler does without reading a metric.
+    pub start_replicas: i64,
 }
 
 impl Workload<'_> {
@@ -491,7 +496,14 @@ impl<'a> Context<'a> {
             ),
             None => (replicas, replicas),
         };
-        Some(Workload { object: o, templates, min_replicas: min, max_replicas: max.max(min) })
+        let max = max.max(min);
+        Some(Workload {
+            object: o,
+            templates,
+            min_replicas: min,
+            max_replicas: max,
+            start_replicas: replicas.clamp(min, max),
+        })
     }
 
     /// Pod templates in `ns` whose labels include every pair of `selector`.
@@ -738,14 +750,17 @@ mod tests {
 
     #[test]
     fn rule_ids_are_unique_sequential_and_documented() {
-        // Workload rules count up from ISVC001; security rules from ISVC100.
-        let (workload, security): (Vec<&Rule>, Vec<&Rule>) = RULES.iter().partition(|r| r.id < "ISVC100");
-        for (i, r) in workload.iter().enumerate() {
-            assert_eq!(r.id, format!("ISVC{:03}", i + 1));
+        // Workload rules count up from ISVC001, the blocks of later rule
+        // families from ISVC040 and ISVC050, security rules from ISVC100;
+        // each block without gaps.
+        for (start, end) in [(1, 40), (40, 50), (50, 100), (100, 1000)] {
+            let block: Vec<&Rule> =
+                RULES.iter().filter(|r| r.id[4..].parse::<usize>().is_ok_and(|n| (start..end).contains(&n))).collect();
+            for (i, r) in block.iter().enumerate() {
+                assert_eq!(r.id, format!("ISVC{:03}", i + start));
+            }
         }
-        for (i, r) in security.iter().enumerate() {
-            assert_eq!(r.id, format!("ISVC{:03}", i + 100));
-        }
+        assert!(RULES.windows(2).all(|w| w[0].id < w[1].id), "rule IDs are unique and in order");
         for r in RULES {
             assert!(
                 !r.summary.is_empty() && !r.symptom.is_empty() && !r.fix.is_empty() && !r.explain.is_empty(),

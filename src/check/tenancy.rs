@@ -33,7 +33,8 @@ pub const QUOTA_EXCEEDED: Rule = Rule::new(
 .explain(
     "A ResourceQuota is checked when each pod is created, not when the Deployment is applied, so a GitOps \
      sync succeeds and the pods are refused one by one. isvc adds up what the rendered workloads of the \
-     namespace ask for at their lowest replica count (the autoscaler's minimum, else spec.replicas), after \
+     namespace ask for at the replica count they are created with (spec.replicas, within the autoscaler's \
+     bounds), after \
      LimitRange defaults, and compares it with each quota's hard limits (pods, requests.*, limits.*, \
      count/*). A quota on cpu, memory, requests.* or limits.* of CPU and memory also requires every container \
      to state that value. Other workloads in the namespace count too, so this is a lower bound.",
@@ -443,7 +444,7 @@ pub(crate) fn surge_excess(
 /// left out: online work preempts them at peak.
 fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bound: Bound) -> i64 {
     match bound {
-        Bound::Min => w.min_replicas,
+        Bound::Min => w.start_replicas,
         Bound::Max if preemptible(cx, template) => 0,
         Bound::Max => w.max_replicas,
     }
@@ -482,7 +483,11 @@ fn describe(u: &Usage) -> String {
 fn quota_totals(cx: &Context<'_>, quota: &Object, out: &mut Vec<Finding>) {
     let at_min: Vec<&Usage> = cx.quota_usage(quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
     for u in &at_min {
-        out.push(Finding::new(QUOTA_EXCEEDED, quota, format!("at the lowest replica counts, {}", describe(u))));
+        out.push(Finding::new(
+            QUOTA_EXCEEDED,
+            quota,
+            format!("at the replica counts the services start at, {}", describe(u)),
+        ));
     }
     let at_max = cx.quota_usage(quota, Bound::Max).iter().filter(|u| u.exceeded());
     for e in at_max.filter(|e| at_min.iter().all(|m| m.resource != e.resource)) {

@@ -49,8 +49,15 @@ pub struct DesiredService {
     pub workload_labels: BTreeMap<String, String>,
     pub model: String,
     pub container: Container,
-    /// Deployment replicas; `None` when the autoscaler owns the count (so a
-    /// GitOps engine never fights it over `spec.replicas`).
+    /// The workload's `spec.replicas`: the count written, also under an
+    /// autoscaler. Left out, the API server would create the workload at 1
+    /// pod and an HPA whose minimum is 1 would keep it there until its
+    /// metric arrives (kubernetes/kubernetes
+    /// `pkg/apis/apps/v1/defaults.go` `SetDefaults_Deployment`;
+    /// `pkg/controller/podautoscaler/horizontal.go` only rescales a count
+    /// outside [minReplicas, maxReplicas] without metrics). The GitOps
+    /// engine objects ignore the field afterwards, so the autoscaler owns it
+    /// (see [`crate::derive::gitops`]).
     pub replicas: Option<i32>,
     pub rollout: RolloutPlan,
     /// The autoscaler; `None` for a service scaled to zero.
@@ -418,7 +425,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             tolerations: d.tolerations.clone(),
             volume_mounts,
         },
-        replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
+        replicas: Some(spec_replicas),
         rollout: RolloutPlan {
             max_surge: d.rollout.max_surge,
             max_unavailable: d.rollout.max_unavailable,
@@ -495,9 +502,12 @@ mod tests {
     }
 
     #[test]
-    fn autoscaled_services_leave_replicas_to_the_autoscaler() {
+    fn autoscaled_services_start_at_their_replicas() {
+        // `replicas: 3` runs 3 pods from the first sync; the HPA's bounds
+        // (1 to 9) contain it, so it is not rescaled without a metric.
         let d = derive(&service(3, 1), &Platform::default()).unwrap();
-        assert_eq!(d.replicas, None);
+        assert_eq!(d.replicas, Some(3));
+        assert_eq!(d.autoscaler.as_ref().map(|a| (a.min_replicas, a.max_replicas)), Some((1, 9)));
         assert_eq!(d.objects, vec![SERVICE, DEPLOYMENT, AUTOSCALER]);
         let zero = derive(&service(0, 1), &Platform::default()).unwrap();
         assert_eq!(zero.replicas, Some(0));
