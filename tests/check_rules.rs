@@ -522,6 +522,45 @@ fn isvc023_limit_range_violation() {
 }
 
 #[test]
+fn isvc041_limit_range_gives_a_plain_container_gpus() {
+    let lr = |item: &str| {
+        format!("apiVersion: v1\nkind: LimitRange\nmetadata: {{name: lr, namespace: ml}}\nspec:\n  limits: [{item}]\n")
+    };
+    // A max alone becomes the default limit and request of every container
+    // that sets none.
+    fires(
+        &with(render(&qwen3()), &[&lr("{type: Container, max: {nvidia.com/gpu: \"8\"}}")]),
+        "ISVC041",
+        "a container that sets no resources (a sidecar, an init container, `kubectl debug`) in namespace ml is given \
+         nvidia.com/gpu: 8 as its limit and 8 as its request by LimitRange ml/lr: a max without a default becomes the default",
+    );
+    // A default of 0 keeps the maximum without handing out GPUs.
+    quiet(
+        &with(
+            render(&qwen3()),
+            &[&lr(
+                "{type: Container, max: {nvidia.com/gpu: \"8\"}, default: {nvidia.com/gpu: \"0\"}, defaultRequest: {nvidia.com/gpu: \"0\"}}",
+            )],
+        ),
+        "ISVC041",
+    );
+    // CPU and memory defaults are what a LimitRange is for.
+    quiet(&with(render(&qwen3()), &[&lr("{type: Container, max: {cpu: \"8\"}}")]), "ISVC041");
+    // A Pod maximum has no default: a pod without a GPU limit is rejected.
+    fires(
+        &with(render(&qwen3()), &[&lr("{type: Pod, max: {nvidia.com/gpu: \"8\"}}")]),
+        "ISVC041",
+        "a pod of such containers sets no nvidia.com/gpu limit, but LimitRange ml/lr caps it at 8 per Pod: LimitRanger rejects it",
+    );
+}
+
+#[test]
+fn tenant_limit_ranges_never_hand_out_gpus() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n    limits:\n      max: {nvidia.com/gpu: 8}\n";
+    quiet(&render_with(&qwen3(), Some(platform), &[]), "ISVC041");
+}
+
+#[test]
 fn rules_are_disabled_per_service_and_per_run() {
     let annotated = qwen3().replace(
         "namespace: ml}",

@@ -83,6 +83,27 @@ fn requests_above_the_limit_range_maximum_are_rejected() {
 }
 
 #[test]
+fn a_gpu_maximum_comes_with_a_default_of_zero() {
+    // Without a default, the API server makes the max the default limit and
+    // request, and every container without a GPU limit asks for 4 GPUs.
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    limits:\n      max: {nvidia.com/gpu: 4, cpu: 32}\n";
+    let objects = compile(platform, &service("a", 1, 1, "")).unwrap();
+    let lr = &objects.iter().find(|o| o.id.kind == "LimitRange").unwrap().value["spec"]["limits"][0];
+    assert_eq!(lr["default"]["nvidia.com/gpu"], "0");
+    assert_eq!(lr["defaultRequest"]["nvidia.com/gpu"], "0");
+    assert_eq!(lr["max"]["nvidia.com/gpu"], "4");
+    // CPU is not an extended resource: its max stays the default limit.
+    assert!(lr["default"].get("cpu").is_none());
+    // A GPU default the platform gives is kept, and ISVC041 refuses it.
+    let given = platform.replace("max:", "defaultLimit: {memory: 1Gi, nvidia.com/gpu: 1}\n      max:");
+    let err = compile(&given, &service("a", 1, 1, "")).unwrap_err();
+    assert!(
+        err.contains("[ISVC041]: a container that sets no resources (a sidecar, an init container, `kubectl debug`) in namespace team-a is given nvidia.com/gpu: 1 as its limit and 1 as its request by LimitRange team-a/container-limits: its default"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_surge_that_cannot_fit_stalls_the_rollout() {
     let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  rollout: {maxSurge: 1, maxUnavailable: 0}\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 8}\n";
     let err = compile(platform, &service("a", 1, 8, ", priority: offline")).unwrap_err();

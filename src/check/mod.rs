@@ -56,7 +56,7 @@ pub use scaling::{
     AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
     REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
 };
-pub use tenancy::{LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
+pub use tenancy::{LIMIT_RANGE_INJECTS, LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
 
 /// The annotation of an InferenceService (copied to its objects) that turns
 /// rules off for that service: a comma-separated list of rule IDs.
@@ -183,6 +183,7 @@ pub const RULES: &[Rule] = &[
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
     METRIC_NOT_SCRAPED,
+    LIMIT_RANGE_INJECTS,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,

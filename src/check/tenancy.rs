@@ -71,6 +71,32 @@ pub const LIMIT_RANGE_VIOLATION: Rule =
      invalid. As with quotas, the check happens when pods are created, so the GitOps sync looks fine.",
         );
 
+pub const LIMIT_RANGE_INJECTS: Rule = Rule::new(
+    "ISVC041",
+    Severity::Error,
+    "a LimitRange gives a container that sets no resources GPUs (or other extended resources), or rejects it",
+)
+.symptom(
+    "a sidecar, an init container that downloads a model, an endpoint picker or a `kubectl debug` pod in the \
+     namespace asks for the LimitRange's maximum of GPUs: it stays Pending (`Insufficient nvidia.com/gpu`) or \
+     takes GPUs from the inference servers; the pod's `kubernetes.io/limit-ranger` annotation says \
+     `LimitRanger plugin set: nvidia.com/gpu request for container ...; nvidia.com/gpu limit for container ...`",
+)
+.fix(
+    "give every extended resource in a LimitRange's max a default and defaultRequest of 0 (isvc's tenant \
+     LimitRange does), or bound GPUs with the ResourceQuota and Kueue only",
+)
+.explain(
+    "When a LimitRange is stored, the API server completes each Container item: a resource in max without a \
+     default gets the max as its default limit, and a default limit without a defaultRequest becomes the \
+     default request (kubernetes/kubernetes pkg/apis/core/v1/defaults.go, SetDefaults_LimitRangeItem). The \
+     LimitRanger admission plugin then fills in the defaults for every container and init container of \
+     every pod in the namespace that leaves a resource out (plugin/pkg/admission/limitranger/admission.go). \
+     So `max: {nvidia.com/gpu: 8}` alone makes every container without a GPU limit ask for 8 GPUs. isvc \
+     simulates LimitRanger for a plain container, one without requests or limits, in each namespace with a \
+     LimitRange, and reports the extended resources it would be given and the bounds it would fail.",
+);
+
 /// A container's resources as admission sees them: after the API server
 /// copies limits to missing requests and LimitRanges fill in defaults.
 #[derive(Debug, Default)]
@@ -468,6 +494,9 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "ResourceQuota" {
         quota_totals(cx, o, out);
     }
+    if o.id.kind == "LimitRange" {
+        plain_container(cx, o, out);
+    }
     if let Some(w) = cx.workload_of(o) {
         quota_fields(cx, w, out);
         limit_ranges(cx, w, out);
@@ -576,6 +605,50 @@ fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems
                 "{what} must set both a {r} request and limit: LimitRange {lr} bounds their ratio"
             )),
         }
+    }
+}
+
+/// Whether `resource` is an extended resource (`nvidia.com/gpu`): a name
+/// with a domain, outside the `kubernetes.io` ones.
+fn extended(resource: &str) -> bool {
+    resource.split_once('/').is_some_and(|(domain, _)| !domain.ends_with("kubernetes.io"))
+}
+
+/// What LimitRange `lr` (with the others of its namespace) does to a
+/// container that sets no requests or limits: extended resources it gives
+/// the container, and the bounds the container then fails.
+fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
+    let ns = namespace(lr);
+    let lrs = cx.objects_of_kind(ns, "LimitRange");
+    let name = format!("{ns}/{}", lr.id.name);
+    let plain = serde_json::json!({"name": "plain"});
+    let e = effective(&plain, lrs);
+    let what = "a container that sets no resources";
+    for (r, by) in e.defaulted_limits.iter().filter(|(r, by)| extended(r) && **by == name) {
+        let Some(limit) = e.limits.get(r).filter(|l| **l > Quantity::zero()) else { continue };
+        let request = e.requests.get(r).map_or_else(|| limit.to_string(), Quantity::to_string);
+        let explicit = items(lr, "Container").any(|i| i.pointer("/default").and_then(|d| d.get(r)).is_some());
+        let why = if explicit { "its default" } else { "a max without a default becomes the default" };
+        out.push(Finding::new(
+            LIMIT_RANGE_INJECTS,
+            lr,
+            format!(
+                "{what} (a sidecar, an init container, `kubectl debug`) in namespace {ns} is given {r}: {limit} as \
+                 its limit and {request} as its request by LimitRange {by}: {why}"
+            ),
+        ));
+    }
+    let mut problems = Vec::new();
+    for item in items(lr, "Container") {
+        bounds(item, what, &e, &name, "Container", &mut problems);
+    }
+    let pod = pod_resources(&serde_json::json!({"spec": {"containers": [plain]}}), lrs);
+    for item in items(lr, "Pod") {
+        bounds(item, "a pod of such containers", &pod, &name, "Pod", &mut problems);
+    }
+    problems.dedup();
+    for p in problems {
+        out.push(Finding::new(LIMIT_RANGE_INJECTS, lr, format!("{p}: LimitRanger rejects it")));
     }
 }
 

@@ -556,7 +556,10 @@ pub struct ContainerLimits {
     pub default_request: BTreeMap<String, QuantityText>,
     /// Limits given to containers that set none.
     pub default_limit: BTreeMap<String, QuantityText>,
-    /// The most one container may ask for.
+    /// The most one container may ask for. An extended resource here
+    /// (`nvidia.com/gpu`) gets a default limit and request of 0 unless
+    /// `defaultLimit` names it: the API server would otherwise make the max
+    /// the default, and every container without a GPU limit would ask for it.
     pub max: BTreeMap<String, QuantityText>,
 }
 
