@@ -561,6 +561,41 @@ fn tenant_limit_ranges_never_hand_out_gpus() {
 }
 
 #[test]
+fn isvc042_lower_tier_reclaims_from_a_higher_one() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n    queues:\n      \
+                    - {name: online, priority: online, nominalQuota: {nvidia.com/gpu: 16, cpu: 128, memory: 1Ti}}\n      \
+                    - {name: offline, priority: offline, nominalQuota: {nvidia.com/gpu: 0, cpu: 0, memory: 0}}\n";
+    let services = format!(
+        "{}---\n{}",
+        qwen3(),
+        service("eval", "Qwen/Qwen3-0.6B", 1, 1).replace("gpusPerReplica: 1}", "gpusPerReplica: 1, priority: offline}")
+    );
+    // isvc derives the policies from the tiers: online may reclaim from any
+    // borrower, offline never preempts.
+    let mut objects = render_with(&services, Some(platform), &[]);
+    quiet(&objects, "ISVC042");
+    let online = objects.iter().find(|o| o.id.kind == "ClusterQueue" && o.id.name == "ml-online").unwrap();
+    assert_eq!(
+        online.value["spec"]["preemption"],
+        json!({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+               "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 1000}})
+    );
+    let offline = objects.iter_mut().find(|o| o.id.kind == "ClusterQueue" && o.id.name == "ml-offline").unwrap();
+    assert_eq!(
+        offline.value["spec"]["preemption"],
+        json!({"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"})
+    );
+    // The policy every queue used to get: offline reclaiming evicts online.
+    offline.value["spec"]["preemption"]["reclaimWithinCohort"] = json!("Any");
+    fires(
+        &objects,
+        "ISVC042",
+        "reclaimWithinCohort: Any lets its workloads (ml/eval, priority 1000) evict those of ClusterQueue ml-online in \
+         cohort ml that borrowed (ml/qwen3, priority 100000), irrespective of priority",
+    );
+}
+
+#[test]
 fn rules_are_disabled_per_service_and_per_run() {
     let annotated = qwen3().replace(
         "namespace: ml}",

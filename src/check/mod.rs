@@ -56,7 +56,9 @@ pub use scaling::{
     AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
     REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
 };
-pub use tenancy::{LIMIT_RANGE_INJECTS, LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
+pub use tenancy::{
+    KUEUE_RECLAIM_INVERTS_PRIORITY, LIMIT_RANGE_INJECTS, LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED,
+};
 
 /// The annotation of an InferenceService (copied to its objects) that turns
 /// rules off for that service: a comma-separated list of rule IDs.
@@ -184,6 +186,7 @@ pub const RULES: &[Rule] = &[
     LIMIT_RANGE_VIOLATION,
     METRIC_NOT_SCRAPED,
     LIMIT_RANGE_INJECTS,
+    KUEUE_RECLAIM_INVERTS_PRIORITY,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,
@@ -540,6 +543,11 @@ impl<'a> Context<'a> {
 
     pub fn workloads_in(&self, ns: &str) -> &[Workload<'a>] {
         self.workloads.get(ns).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every workload of the run, in every namespace.
+    pub fn all_workloads(&self) -> impl Iterator<Item = &Workload<'a>> {
+        self.workloads.values().flatten()
     }
 
     pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {

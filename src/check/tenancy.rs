@@ -97,6 +97,31 @@ pub const LIMIT_RANGE_INJECTS: Rule = Rule::new(
      LimitRange, and reports the extended resources it would be given and the bounds it would fail.",
 );
 
+pub const KUEUE_RECLAIM_INVERTS_PRIORITY: Rule = Rule::new(
+    "ISVC042",
+    Severity::Error,
+    "a Kueue ClusterQueue's reclaimWithinCohort: Any lets lower-priority work evict higher-priority work in its cohort",
+)
+.symptom(
+    "online serving pods that borrowed idle GPUs are evicted (Workload condition `Evicted`, reason `Preempted`, \
+     `InCohortReclamation`) as soon as offline or batch work of a lower priority is submitted to the queue it \
+     borrowed from; at peak the online service loses replicas to a nightly job",
+)
+.fix(
+    "give queues of a tier that does not preempt reclaimWithinCohort: Never (isvc does for tiers with preempt: \
+     false) or LowerPriority, and keep Any for the highest tier of the cohort",
+)
+.explain(
+    "In Kueue's Classic Preemption, a workload may preempt workloads of other ClusterQueues in its cohort that \
+     are borrowing, as the preemptor's ClusterQueue allows: reclaimWithinCohort: Any preempts them \
+     \"irrespective of priority\" when the preemptor fits in its own nominal quota (kubernetes-sigs/kueue \
+     apis/kueue/v1beta2/clusterqueue_types.go, ClusterQueuePreemption; site/content/en/docs/concepts/\
+     preemption.md). A queue cannot protect its borrowing workloads; only the other queues' policies can. isvc \
+     works out each ClusterQueue's lowest workload priority (from the kueue.x-k8s.io/priority-class label's \
+     WorkloadPriorityClass, else the pods' PriorityClass) and flags a queue with Any whose cohort has a queue \
+     with workloads of higher priority.",
+);
+
 /// A container's resources as admission sees them: after the API server
 /// copies limits to missing requests and LimitRanges fill in defaults.
 #[derive(Debug, Default)]
@@ -497,6 +522,9 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "LimitRange" {
         plain_container(cx, o, out);
     }
+    if o.id.kind == "ClusterQueue" {
+        reclaim_inverts_priority(cx, o, out);
+    }
     if let Some(w) = cx.workload_of(o) {
         quota_fields(cx, w, out);
         limit_ranges(cx, w, out);
@@ -649,6 +677,74 @@ fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
     problems.dedup();
     for p in problems {
         out.push(Finding::new(LIMIT_RANGE_INJECTS, lr, format!("{p}: LimitRanger rejects it")));
+    }
+}
+
+/// The priority of a workload's pods as Kueue sees it: the
+/// WorkloadPriorityClass its `kueue.x-k8s.io/priority-class` label names,
+/// else the pods' PriorityClass, else 0.
+fn kueue_priority(cx: &Context<'_>, w: &Workload<'_>) -> i64 {
+    let value = |kind: &str, name: &str| {
+        cx.object(kind, "", name).and_then(|c| c.value.get("value")).and_then(Value::as_i64).unwrap_or(0)
+    };
+    let label = w.object.value.pointer("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
+    if let Some(name) = label.and_then(Value::as_str) {
+        return value("WorkloadPriorityClass", name);
+    }
+    let class = w.templates.first().and_then(|(t, _)| t.pointer("/spec/priorityClassName")).and_then(Value::as_str);
+    class.map_or(0, |c| value("PriorityClass", c))
+}
+
+/// The ClusterQueue a workload is queued in, through its LocalQueue.
+fn cluster_queue_of<'a>(cx: &Context<'a>, w: &Workload<'a>) -> Option<&'a str> {
+    let labels = w.object.value.pointer("/metadata/labels")?;
+    let queue = labels.get(crate::model::labels::QUEUE_LABEL)?.as_str()?;
+    cx.object("LocalQueue", namespace(w.object), queue)?.value.pointer("/spec/clusterQueue")?.as_str()
+}
+
+/// A ClusterQueue with `reclaimWithinCohort: Any` whose workloads rank below
+/// workloads of another ClusterQueue of its cohort.
+fn reclaim_inverts_priority(cx: &Context<'_>, cq: &Object, out: &mut Vec<Finding>) {
+    if cq.value.pointer("/spec/preemption/reclaimWithinCohort").and_then(Value::as_str) != Some("Any") {
+        return;
+    }
+    let cohort_of = |name: &str| {
+        cx.object("ClusterQueue", "", name)
+            .and_then(|q| q.value.pointer("/spec/cohortName").or_else(|| q.value.pointer("/spec/cohort")))
+            .and_then(Value::as_str)
+    };
+    let Some(cohort) = cohort_of(&cq.id.name) else { return };
+    // (ClusterQueue, priority, workload) of every queued workload in the cohort.
+    let mut queued: Vec<(&str, i64, String)> = cx
+        .all_workloads()
+        .filter_map(|w| {
+            let q = cluster_queue_of(cx, w)?;
+            (cohort_of(q) == Some(cohort))
+                .then(|| (q, kueue_priority(cx, w), format!("{}/{}", namespace(w.object), w.object.id.name)))
+        })
+        .collect();
+    queued.sort();
+    let Some((_, lowest, low_name)) =
+        queued.iter().filter(|(q, _, _)| *q == cq.id.name).min_by_key(|(_, p, _)| *p).cloned()
+    else {
+        return;
+    };
+    // One finding per other queue, naming its highest-priority workload.
+    let mut top: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
+    for (q, p, name) in queued.iter().filter(|(q, p, _)| *q != cq.id.name && *p > lowest) {
+        if top.get(q).is_none_or(|(best, _)| p > best) {
+            top.insert(q, (*p, name));
+        }
+    }
+    for (q, (p, name)) in top {
+        out.push(Finding::new(
+            KUEUE_RECLAIM_INVERTS_PRIORITY,
+            cq,
+            format!(
+                "reclaimWithinCohort: Any lets its workloads ({low_name}, priority {lowest}) evict those of \
+                 ClusterQueue {q} in cohort {cohort} that borrowed ({name}, priority {p}), irrespective of priority"
+            ),
+        ));
     }
 }
 
