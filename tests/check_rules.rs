@@ -596,6 +596,36 @@ fn isvc042_lower_tier_reclaims_from_a_higher_one() {
 }
 
 #[test]
+fn isvc043_namespaces_and_the_crd_are_never_pruned() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n";
+    let mut objects = render_with(&qwen3(), Some(platform), &[]);
+    // isvc protects its Namespaces and the CRD for both engines.
+    quiet(&objects, "ISVC043");
+    for kind in ["Namespace", "CustomResourceDefinition"] {
+        assert_eq!(
+            find(&mut objects, kind)["metadata"]["annotations"],
+            json!({"argocd.argoproj.io/sync-options": "Prune=false,Delete=false", "kustomize.toolkit.fluxcd.io/prune": "disabled"}),
+            "{kind}"
+        );
+    }
+    let namespace = find(&mut objects, "Namespace");
+    namespace["metadata"]["annotations"] = json!({"argocd.argoproj.io/sync-options": "Prune=false"});
+    fires(
+        &objects,
+        "ISVC043",
+        "deleting the Argo CD Application deletes it (no Delete=false); Flux prunes it (no \
+         kustomize.toolkit.fluxcd.io/prune: disabled): deleting it deletes everything in the namespace",
+    );
+    find(&mut objects, "CustomResourceDefinition")["metadata"].as_object_mut().unwrap().remove("annotations");
+    fires(&objects, "ISVC043", "Argo CD prunes it (no Prune=false); deleting the Argo CD Application deletes it");
+    // A Flux label does as well as the annotation.
+    find(&mut objects, "Namespace")["metadata"]["annotations"] =
+        json!({"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"});
+    find(&mut objects, "Namespace")["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/prune"] = json!("disabled");
+    assert!(of_rule(&objects, "ISVC043").iter().all(|f| f.object.starts_with("CustomResourceDefinition")));
+}
+
+#[test]
 fn rules_are_disabled_per_service_and_per_run() {
     let annotated = qwen3().replace(
         "namespace: ml}",

@@ -118,3 +118,11 @@ fn flux_ignores_an_autoscaled_replica_count() {
         std::fs::read_to_string(dir.path().join("rendered/_gitops/kustomization-inference-cluster.yaml")).unwrap();
     assert!(!cluster.contains("ignore:"), "{cluster}");
 }
+
+#[test]
+fn namespaces_carry_prune_protection_for_both_engines() {
+    let dir = copy_example("gitops-flux");
+    let ns = std::fs::read_to_string(dir.path().join("rendered/_cluster/namespace-search.yaml")).unwrap();
+    assert!(ns.contains("    kustomize.toolkit.fluxcd.io/prune: disabled\n"), "{ns}");
+    assert!(ns.contains("    argocd.argoproj.io/sync-options: Prune=false,Delete=false\n"), "{ns}");
+}

@@ -122,6 +122,32 @@ pub const KUEUE_RECLAIM_INVERTS_PRIORITY: Rule = Rule::new(
      with workloads of higher priority.",
 );
 
+pub const PRUNABLE_BY_GITOPS: Rule = Rule::new(
+    "ISVC043",
+    Severity::Error,
+    "a Namespace or CustomResourceDefinition that Argo CD or Flux may delete, and everything in it with it",
+)
+.symptom(
+    "removing a tenant from the platform file deletes its namespace with the Secrets, model caches and \
+     PersistentVolumeClaims made by hand; deleting the Argo CD Application (its resources finalizer) or the \
+     Flux Kustomization deletes the CRD, and with it every InferenceService in the cluster",
+)
+.fix(
+    "annotate the object with argocd.argoproj.io/sync-options: Prune=false,Delete=false and \
+     kustomize.toolkit.fluxcd.io/prune: disabled (isvc does for its Namespaces and the CRD); delete a \
+     retired tenant's namespace by hand",
+)
+.explain(
+    "Argo CD with automated prune deletes objects that leave the rendered tree, and with the \
+     resources-finalizer deletes all of an Application's objects when the Application is deleted; Flux with \
+     prune: true does both for a Kustomization. Deleting a Namespace deletes every object in it, including \
+     those no engine manages; deleting a CRD deletes all its custom resources. Argo CD keeps an object \
+     annotated Prune=false (the Application then shows it OutOfSync) and, with Delete=false, keeps it when \
+     the Application is deleted (argoproj/argo-cd docs/user-guide/sync-options.md); Flux skips pruning and \
+     garbage collection of an object annotated kustomize.toolkit.fluxcd.io/prune: disabled \
+     (fluxcd/kustomize-controller docs/spec/v1/kustomizations.md).",
+);
+
 /// A container's resources as admission sees them: after the API server
 /// copies limits to missing requests and LimitRanges fill in defaults.
 #[derive(Debug, Default)]
@@ -525,6 +551,9 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "ClusterQueue" {
         reclaim_inverts_priority(cx, o, out);
     }
+    if matches!(o.id.kind.as_str(), "Namespace" | "CustomResourceDefinition") {
+        prunable(o, out);
+    }
     if let Some(w) = cx.workload_of(o) {
         quota_fields(cx, w, out);
         limit_ranges(cx, w, out);
@@ -678,6 +707,35 @@ fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
     for p in problems {
         out.push(Finding::new(LIMIT_RANGE_INJECTS, lr, format!("{p}: LimitRanger rejects it")));
     }
+}
+
+/// A Namespace or CRD without the annotations that keep Argo CD and Flux
+/// from deleting it.
+fn prunable(o: &Object, out: &mut Vec<Finding>) {
+    let annotations = o.value.pointer("/metadata/annotations");
+    let get = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default();
+    let argo: Vec<&str> = get(crate::model::labels::ARGOCD_SYNC_OPTIONS).split(',').map(str::trim).collect();
+    let mut missing = Vec::new();
+    if !argo.contains(&"Prune=false") {
+        missing.push("Argo CD prunes it (no Prune=false)");
+    }
+    if !argo.contains(&"Delete=false") {
+        missing.push("deleting the Argo CD Application deletes it (no Delete=false)");
+    }
+    // Flux compares case-insensitively in current releases, exactly in older ones.
+    let flux = o.value.pointer("/metadata/labels").and_then(|l| l.get("kustomize.toolkit.fluxcd.io/prune"));
+    if get("kustomize.toolkit.fluxcd.io/prune") != "disabled" && flux.and_then(Value::as_str) != Some("disabled") {
+        missing.push("Flux prunes it (no kustomize.toolkit.fluxcd.io/prune: disabled)");
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let what = if o.id.kind == "Namespace" {
+        "deleting it deletes everything in the namespace"
+    } else {
+        "deleting it deletes every custom resource of the kind"
+    };
+    out.push(Finding::new(PRUNABLE_BY_GITOPS, o, format!("{}: {what}", missing.join("; "))));
 }
 
 /// The priority of a workload's pods as Kueue sees it: the

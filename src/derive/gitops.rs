@@ -40,7 +40,7 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
             notes.push(("argocd.argoproj.io/sync-wave", PREREQUISITE_WAVE));
         }
         if o.id.group() == "kueue.x-k8s.io" {
-            notes.push(("argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true"));
+            notes.push((crate::model::labels::ARGOCD_SYNC_OPTIONS, "SkipDryRunOnMissingResource=true"));
         }
         if notes.is_empty() {
             continue;
@@ -49,7 +49,14 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(map) = annotations.as_object_mut() {
             for (k, v) in notes {
-                map.insert(k.to_string(), json!(v));
+                // Sync options add up: keep those the object has (prune protection).
+                let value = match map.get(k).and_then(Value::as_str) {
+                    Some(old) if k == crate::model::labels::ARGOCD_SYNC_OPTIONS && !old.is_empty() => {
+                        format!("{old},{v}")
+                    }
+                    _ => v.to_string(),
+                };
+                map.insert(k.to_string(), json!(value));
             }
         }
     }
@@ -415,6 +422,17 @@ mod tests {
         );
         let flux = flux_ignore(ids.iter());
         assert_eq!(flux[0]["target"], json!({"group": "apps", "kind": "Deployment", "name": "^a$"}));
+    }
+
+    #[test]
+    fn argocd_sync_options_add_to_the_prune_protection() {
+        let mut objects = [object(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": "h100", "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}}}))];
+        annotate(&mut objects, Engine::Argocd);
+        assert_eq!(
+            objects[0].value["metadata"]["annotations"]["argocd.argoproj.io/sync-options"],
+            "Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
+        );
     }
 
     #[test]

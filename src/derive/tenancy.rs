@@ -150,7 +150,11 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
                 "Namespace",
                 None,
                 &ns,
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels.clone()}}),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                    "name": ns, "labels": labels.clone(),
+                    // Removing a tenant must not delete its Secrets and caches.
+                    "annotations": PRUNE_PROTECTION.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                }}),
             ));
             if !tenant.quota.is_empty() {
                 out.push(object(
