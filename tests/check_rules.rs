@@ -626,6 +626,26 @@ fn isvc043_namespaces_and_the_crd_are_never_pruned() {
 }
 
 #[test]
+fn isvc044_pods_name_a_priority_class_nobody_renders() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n";
+    // The pods name the class isvc renders for their tier.
+    quiet(&render_with(&qwen3(), Some(platform), &[]), "ISVC044");
+    let bare = template("deployment.yaml", "priorityClassName: {{ priority_class }}", "priorityClassName: online");
+    fires(
+        &render_with(&qwen3(), Some(platform), &[bare]),
+        "ISVC044",
+        "its pods name PriorityClass online, which the output does not define: the API server refuses them if it does \
+         not exist, and another owner's class of that name applies cluster-wide",
+    );
+    let system = template(
+        "deployment.yaml",
+        "priorityClassName: {{ priority_class }}",
+        "priorityClassName: system-cluster-critical",
+    );
+    quiet(&render_with(&qwen3(), None, &[system]), "ISVC044");
+}
+
+#[test]
 fn rules_are_disabled_per_service_and_per_run() {
     let annotated = qwen3().replace(
         "namespace: ml}",

@@ -128,16 +128,31 @@ fn every_pod_carries_its_priority_class_and_online_gets_a_disruption_budget() {
     let objects = compile(PLATFORM, &(service("a", 1, 1, "") + &service("b", 1, 1, ", priority: offline"))).unwrap();
     let find =
         |kind: &str, name: &str| objects.iter().find(|o| o.id.kind == kind && o.id.name == name).map(|o| &o.value);
-    assert_eq!(find("Deployment", "a").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "online");
-    assert_eq!(find("Deployment", "b").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "offline");
+    // PriorityClasses are cluster-wide: their names carry the platform's prefix.
+    assert_eq!(find("Deployment", "a").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "isvc-online");
+    assert_eq!(find("Deployment", "b").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "isvc-offline");
     let pdb = find("PodDisruptionBudget", "a").unwrap();
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);
     assert_eq!(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
     assert!(find("PodDisruptionBudget", "b").is_none(), "offline gets no budget");
-    assert_eq!(find("PriorityClass", "offline").unwrap()["preemptionPolicy"], "Never");
-    assert_eq!(find("PriorityClass", "online").unwrap()["preemptionPolicy"], "PreemptLowerPriority");
+    assert_eq!(find("PriorityClass", "isvc-offline").unwrap()["preemptionPolicy"], "Never");
+    assert_eq!(find("PriorityClass", "isvc-online").unwrap()["preemptionPolicy"], "PreemptLowerPriority");
+    assert!(find("WorkloadPriorityClass", "isvc-online").is_none(), "no queues, no Kueue objects");
     assert_eq!(find("ResourceQuota", "team-a").unwrap()["spec"]["hard"]["requests.nvidia.com/gpu"], "8");
     assert!(find("LimitRange", "container-limits").unwrap()["spec"]["limits"][0]["defaultRequest"]["cpu"] == "500m");
+}
+
+#[test]
+fn the_priority_class_prefix_is_the_platforms() {
+    let platform = format!("{PLATFORM}priorityClassPrefix: acme-\n");
+    let objects = compile(&platform, &service("a", 1, 1, "")).unwrap();
+    let deploy = objects.iter().find(|o| o.id.kind == "Deployment").unwrap();
+    assert_eq!(deploy.value["spec"]["template"]["spec"]["priorityClassName"], "acme-online");
+    assert!(objects.iter().any(|o| o.id.kind == "PriorityClass" && o.id.name == "acme-online"));
+    // An empty prefix keeps the bare tier names.
+    let bare = format!("{PLATFORM}priorityClassPrefix: \"\"\n");
+    let objects = compile(&bare, &service("a", 1, 1, "")).unwrap();
+    assert!(objects.iter().any(|o| o.id.kind == "PriorityClass" && o.id.name == "online"));
 }
 
 #[test]

@@ -148,6 +148,29 @@ pub const PRUNABLE_BY_GITOPS: Rule = Rule::new(
      (fluxcd/kustomize-controller docs/spec/v1/kustomizations.md).",
 );
 
+pub const PRIORITY_CLASS_NOT_OWNED: Rule = Rule::new(
+    "ISVC044",
+    Severity::Warning,
+    "pods name a PriorityClass the output does not define: missing, or another owner's cluster-wide class",
+)
+.symptom(
+    "the ReplicaSet cannot create pods: FailedCreate with `pods \"...\" is forbidden: no PriorityClass with name \
+     online was found`; or the pods get another team's `online` class, with its value and preemption policy",
+)
+.fix(
+    "let the platform define the tiers (isvc renders a PriorityClass per tier, named with \
+     `priorityClassPrefix`, `isvc-` by default) and name those, or create the class before the pods",
+)
+.explain(
+    "PriorityClasses are cluster-scoped: one `online` class serves every namespace, and its preemption policy \
+     lets its pods preempt every lower-priority pod of every team on a node (pods without a class have \
+     priority 0, or the globalDefault class's). The Priority admission plugin rejects a pod whose class does \
+     not exist (kubernetes/kubernetes plugin/pkg/admission/priority/admission.go: `no PriorityClass with name \
+     %v was found`). A class name shared with another owner means whoever applies last decides its value. \
+     isvc checks that every class a rendered pod names is rendered too (system-node-critical and \
+     system-cluster-critical excepted).",
+);
+
 /// A container's resources as admission sees them: after the API server
 /// copies limits to missing requests and LimitRanges fill in defaults.
 #[derive(Debug, Default)]
@@ -557,6 +580,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if let Some(w) = cx.workload_of(o) {
         quota_fields(cx, w, out);
         limit_ranges(cx, w, out);
+        priority_class_defined(cx, w, out);
     }
 }
 
@@ -706,6 +730,28 @@ fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
     problems.dedup();
     for p in problems {
         out.push(Finding::new(LIMIT_RANGE_INJECTS, lr, format!("{p}: LimitRanger rejects it")));
+    }
+}
+
+/// Pods naming a PriorityClass the run does not render.
+fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
+    let mut named: Vec<&str> = w
+        .templates
+        .iter()
+        .filter_map(|(t, _)| t.pointer("/spec/priorityClassName").and_then(Value::as_str))
+        .filter(|c| !matches!(*c, "system-node-critical" | "system-cluster-critical"))
+        .filter(|c| cx.object("PriorityClass", "", c).is_none())
+        .collect();
+    named.dedup();
+    for class in named {
+        out.push(Finding::new(
+            PRIORITY_CLASS_NOT_OWNED,
+            w.object,
+            format!(
+                "its pods name PriorityClass {class}, which the output does not define: the API server refuses \
+                 them if it does not exist, and another owner's class of that name applies cluster-wide"
+            ),
+        ));
     }
 }
 

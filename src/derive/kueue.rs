@@ -60,7 +60,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         &kueue.flavor.name,
         json!({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": kueue.flavor.name, "labels": labels}, "spec": flavor_spec}),
     ));
-    for (name, tier) in platform.tiers() {
+    for (tier_name, tier) in platform.tiers() {
+        let name = platform.priority_class(&tier_name);
         let mut value = json!({
             "apiVersion": API_VERSION, "kind": "WorkloadPriorityClass",
             "metadata": {"name": name, "labels": labels},

@@ -66,8 +66,11 @@ pub struct DesiredService {
     pub spec_replicas: i32,
     /// Tenant owning the namespace, if the platform declares tenants.
     pub tenant: Option<String>,
-    /// Priority tier, which is also the PriorityClass name.
+    /// Priority tier.
     pub priority: Option<String>,
+    /// The tier's PriorityClass (and Kueue WorkloadPriorityClass) name: the
+    /// platform's prefix and the tier (`isvc-online`).
+    pub priority_class: Option<String>,
     /// Kueue LocalQueue admitting the pods.
     pub queue: Option<String>,
     /// PodDisruptionBudget for tiers that ask for one.
@@ -379,10 +382,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         objects.push(SERVICE_MONITOR);
     }
     let priority = placement.tier.map(|(name, _)| name);
+    let priority_class = priority.as_deref().map(|p| platform.priority_class(p));
     let mut workload_labels = labels.clone();
     if let Some(q) = &placement.queue {
         workload_labels.insert(crate::model::labels::QUEUE_LABEL.to_string(), q.clone());
-        if let Some(p) = &priority {
+        if let Some(p) = &priority_class {
             workload_labels.insert(crate::model::labels::PRIORITY_LABEL.to_string(), p.clone());
         }
     }
@@ -435,6 +439,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         spec_replicas,
         tenant: placement.tenant,
         priority,
+        priority_class,
         queue: placement.queue,
         disruption_budget,
         security,

@@ -125,7 +125,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         cluster: None,
         bootstrap: false,
     };
-    for (name, tier) in platform.tiers() {
+    for (tier_name, tier) in platform.tiers() {
+        let name = platform.priority_class(&tier_name);
         let mut value = json!({
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",

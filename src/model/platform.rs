@@ -34,11 +34,17 @@ pub struct Platform {
     /// Values every service gets unless the platform overrides them.
     #[serde(default)]
     pub defaults: Defaults,
-    /// Priority tiers, by name (the PriorityClass name). Left out, a platform
-    /// with tenants gets `online` (high, preempts, disruption budget) and
-    /// `offline` (low, never preempts, preemptible).
+    /// Priority tiers, by name. Left out, a platform with tenants gets
+    /// `online` (high, preempts, disruption budget) and `offline` (low, never
+    /// preempts, preemptible).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub priorities: BTreeMap<String, PriorityTier>,
+    /// Prefix of the PriorityClass and Kueue WorkloadPriorityClass of each
+    /// tier (`isvc-online`). Both are cluster-wide: the prefix keeps their
+    /// names apart from other owners' classes of the same name. `isvc-`
+    /// when left out; `""` keeps the bare tier names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_prefix: Option<String>,
     /// Namespaces allowed to reach the serving port of every tenant.
     #[serde(default)]
     pub network: Network,
@@ -82,6 +88,9 @@ fn api_version() -> String {
 fn kind() -> String {
     KIND.to_string()
 }
+
+/// The prefix of PriorityClass names when the platform gives none.
+pub const DEFAULT_PRIORITY_CLASS_PREFIX: &str = "isvc-";
 
 /// Values every service is rendered with.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -600,6 +609,11 @@ impl Platform {
     /// The priority tiers in force: the declared ones, or the defaults.
     pub fn tiers(&self) -> BTreeMap<String, PriorityTier> {
         if self.priorities.is_empty() { default_priorities() } else { self.priorities.clone() }
+    }
+
+    /// The name of tier `tier`'s PriorityClass and WorkloadPriorityClass.
+    pub fn priority_class(&self, tier: &str) -> String {
+        format!("{}{tier}", self.priority_class_prefix.as_deref().unwrap_or(DEFAULT_PRIORITY_CLASS_PREFIX))
     }
 
     /// The tenant that owns `namespace`, if any.
