@@ -317,7 +317,10 @@ pub struct Security {
     /// privileges (`allowPrivilegeEscalation: true`).
     pub allow_privilege_escalation: bool,
     /// Allow writes to the image's root filesystem (`readOnlyRootFilesystem:
-    /// false`), for images that write outside home, cache and /tmp.
+    /// false`), for images that write outside home, cache and /tmp, and for
+    /// GPU nodes whose NVIDIA container toolkit cannot create a container
+    /// with a read-only root (its CDI hooks fail with `read-only file
+    /// system`; fixed in newer toolkits).
     pub writable_root_filesystem: bool,
     /// Mount the service account's API token into the pods
     /// (`automountServiceAccountToken: true`).
