@@ -149,6 +149,8 @@ fn the_priority_class_prefix_is_the_platforms() {
     let deploy = objects.iter().find(|o| o.id.kind == "Deployment").unwrap();
     assert_eq!(deploy.value["spec"]["template"]["spec"]["priorityClassName"], "acme-online");
     assert!(objects.iter().any(|o| o.id.kind == "PriorityClass" && o.id.name == "acme-online"));
+    let err = compile(&format!("{PLATFORM}priorityClassPrefix: Acme_\n"), &service("a", 1, 1, "")).unwrap_err();
+    assert!(err.contains("prefix \"Acme_\" makes PriorityClass name \"Acme_offline\" invalid"), "{err}");
     // An empty prefix keeps the bare tier names.
     let bare = format!("{PLATFORM}priorityClassPrefix: \"\"\n");
     let objects = compile(&bare, &service("a", 1, 1, "")).unwrap();
