@@ -236,7 +236,7 @@ def derive(doc):
             "node_selector": d["node_selector"],
             "tolerations": d["tolerations"],
         },
-        "replicas": None if autoscaler else replicas,
+        "replicas": replicas,
         "rollout": {
             "max_surge": d["max_surge"],
             "max_unavailable": d["max_unavailable"],

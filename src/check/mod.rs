@@ -55,10 +55,13 @@ pub use network::{
 pub use probes::{LIVENESS_STRICTER_THAN_STARTUP, NO_STARTUP_PROBE, PROBE_NOT_SERVED, STARTUP_BUDGET_TOO_SHORT};
 pub use resources::{CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL};
 pub use scaling::{
-    AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, PDB_BLOCKS_DISRUPTION, REPLICAS_UNDER_AUTOSCALER,
-    ROLLOUT_CANNOT_PROCEED,
+    AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
+    REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
 };
-pub use tenancy::{LIMIT_RANGE_VIOLATION, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED};
+pub use tenancy::{
+    KUEUE_RECLAIM_INVERTS_PRIORITY, LIMIT_RANGE_INJECTS, LIMIT_RANGE_VIOLATION, PRIORITY_CLASS_NOT_OWNED,
+    PRUNABLE_BY_GITOPS, QUOTA_BLOCKS_SCALE_UP, QUOTA_EXCEEDED,
+};
 
 /// The annotation of an InferenceService (copied to its objects) that turns
 /// rules off for that service: a comma-separated list of rule IDs.
@@ -217,6 +220,11 @@ pub const RULES: &[Rule] = registry![
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
+    METRIC_NOT_SCRAPED,
+    LIMIT_RANGE_INJECTS,
+    KUEUE_RECLAIM_INVERTS_PRIORITY,
+    PRUNABLE_BY_GITOPS,
+    PRIORITY_CLASS_NOT_OWNED,
     RUNS_AS_ROOT,
     PRIVILEGE_ESCALATION,
     CAPABILITIES_KEPT,
@@ -544,14 +552,17 @@ mod tests {
 
     #[test]
     fn rule_ids_are_unique_sequential_and_documented() {
-        // Workload rules count up from ISVC001; security rules from ISVC100.
-        let (workload, security): (Vec<&Rule>, Vec<&Rule>) = RULES.iter().partition(|r| r.id < "ISVC100");
-        for (i, r) in workload.iter().enumerate() {
-            assert_eq!(r.id, format!("ISVC{:03}", i + 1));
+        // Workload rules count up from ISVC001, the blocks of later rule
+        // families from ISVC040 and ISVC050, security rules from ISVC100;
+        // each block without gaps.
+        for (start, end) in [(1, 40), (40, 50), (50, 100), (100, 1000)] {
+            let block: Vec<&Rule> =
+                RULES.iter().filter(|r| r.id[4..].parse::<usize>().is_ok_and(|n| (start..end).contains(&n))).collect();
+            for (i, r) in block.iter().enumerate() {
+                assert_eq!(r.id, format!("ISVC{:03}", i + start));
+            }
         }
-        for (i, r) in security.iter().enumerate() {
-            assert_eq!(r.id, format!("ISVC{:03}", i + 100));
-        }
+        assert!(RULES.windows(2).all(|w| w[0].id < w[1].id), "rule IDs are unique and in order");
         for r in RULES {
             assert!(
                 !r.summary.is_empty() && !r.symptom.is_empty() && !r.fix.is_empty() && !r.explain.is_empty(),

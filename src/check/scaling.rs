@@ -41,18 +41,27 @@ pub const AUTOSCALER_ON_ZERO_REPLICAS: Rule =
 pub const REPLICAS_UNDER_AUTOSCALER: Rule = Rule::new(
     "ISVC017",
     Severity::Warning,
-    "a workload that sets spec.replicas fights its autoscaler on every sync",
+    "a workload's spec.replicas outside its autoscaler's bounds is rescaled at once and put back on every sync",
 )
 .symptom(
-    "replica counts flap: the autoscaler scales up under load, the next GitOps sync (or self-heal) resets \
-     spec.replicas to the committed number, pods are killed and created again, and Argo CD shows the \
-     Deployment OutOfSync after every scale",
+    "replica counts flap: the autoscaler moves the count into [minReplicas, maxReplicas] within seconds \
+     (`New size: 1; reason: Current number of replicas above Spec.MaxReplicas`), the next GitOps sync or \
+     `kubectl apply` writes the committed number back, pods are killed and created again",
 )
-.fix("leave spec.replicas out of an autoscaled workload (isvc's templates do), or tell the GitOps engine to ignore it")
+.fix(
+    "keep spec.replicas between the autoscaler's minReplicas and maxReplicas (isvc renders the service's \
+     replicas, which its bounds max(1, replicas/2) to 3 x replicas contain), and let the GitOps engine ignore \
+     the field after creation (isvc's Argo CD and Flux objects do)",
+)
 .explain(
-    "Two owners write spec.replicas: the autoscaler through the scale subresource and the GitOps engine from \
-     the committed manifest. Each undoes the other. Leaving the field out of the manifest makes the \
-     autoscaler its only owner.",
+    "The HorizontalPodAutoscaler rescales a target whose count is outside its bounds without reading any \
+     metric (kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go, reconcileAutoscaler); inside \
+     the bounds it changes the count only when its metric says so. A count inside the bounds is therefore the \
+     count the service starts at, and stays until the metric moves it. Leaving spec.replicas out instead \
+     creates the workload at 1 pod (the API server's default), which an HPA with minReplicas 1 never raises \
+     without a metric. After creation the count belongs to the autoscaler: Argo CD needs ignoreDifferences \
+     on /spec/replicas with RespectIgnoreDifferences=true, Flux a spec.ignore rule, or every sync writes the \
+     committed number back.",
 );
 
 pub const PDB_BLOCKS_DISRUPTION: Rule =
@@ -91,22 +100,52 @@ pub const ROLLOUT_CANNOT_PROCEED: Rule =
      defaults to 25% surge, which rounds up to at least one extra pod.",
         );
 
+pub const METRIC_NOT_SCRAPED: Rule = Rule::new(
+    "ISVC040",
+    Severity::Error,
+    "a KEDA ScaledObject queries Prometheus for a metric nothing scrapes: KEDA reads it as 0 and never scales",
+)
+.symptom(
+    "KEDA without a scrape: the ScaledObject is Ready and its HPA exists, but the query returns no series, KEDA \
+     counts that as 0 waiting requests, and the service never scales up however long the queue grows",
+)
+.fix(
+    "add `monitoring` to the platform file (isvc then renders a ServiceMonitor for every service, whose labels \
+     the default KEDA query selects on), or scrape the pods another way and disable this rule for the service",
+)
+.explain(
+    "KEDA's Prometheus scaler treats an empty query result as the value 0 unless the trigger sets \
+     ignoreNullValues: \"false\" (kedacore/keda pkg/scalers/prometheus_scaler.go, ExecutePromQuery: `if \
+     s.metadata.IgnoreNullValues { return 0, nil }`). A query over vllm:num_requests_waiting is empty until \
+     Prometheus scrapes vLLM's /metrics, which takes a ServiceMonitor or PodMonitor selecting the pods. \
+     isvc looks for one in the workload's namespace: a ServiceMonitor whose selector matches a Service that \
+     selects the pods, or a PodMonitor whose selector matches the pods.",
+);
+
 /// The scaling rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     match o.id.kind.as_str() {
         "HorizontalPodAutoscaler" => autoscaler(cx, o, out),
         "PodDisruptionBudget" => disruption_budget(cx, o, out),
+        "ScaledObject" => scaled_object(cx, o, out),
         _ => {}
     }
     if let Some(w) = cx.workload_of(o) {
         if let (Some(hpa), Some(replicas)) =
             (cx.autoscaler_of(o), o.value.pointer("/spec/replicas").and_then(Value::as_i64))
             && replicas > 0
+            && !(w.min_replicas..=w.max_replicas).contains(&replicas)
         {
             out.push(Finding::new(
                 REPLICAS_UNDER_AUTOSCALER,
                 o,
-                format!("sets spec.replicas: {replicas} while {} scales it", hpa.id),
+                format!(
+                    "sets spec.replicas: {replicas} outside the bounds of {} ({} to {}): it rescales the workload to {} at once",
+                    hpa.id,
+                    w.min_replicas,
+                    w.max_replicas,
+                    replicas.clamp(w.min_replicas, w.max_replicas)
+                ),
             ));
         }
         if crate::model::kinds::runs_pods(&o.id.kind) {
@@ -141,6 +180,51 @@ fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
             AUTOSCALER_ON_ZERO_REPLICAS,
             o,
             "minReplicas is 0, which needs the alpha HPAScaleToZero feature gate; without it the API server rejects it",
+        ));
+    }
+}
+
+/// A ScaledObject with a Prometheus trigger whose target's pods nothing in
+/// the namespace scrapes.
+fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    let triggers = o.value.pointer("/spec/triggers").and_then(Value::as_array).into_iter().flatten();
+    let Some(query) = triggers
+        .filter(|t| t.get("type").and_then(Value::as_str) == Some("prometheus"))
+        .find_map(|t| t.pointer("/metadata/query").and_then(Value::as_str))
+    else {
+        return;
+    };
+    let ns = namespace(o);
+    let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or("Deployment");
+    let name = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+    let Some(w) = cx.object(kind, ns, name).and_then(|t| cx.workload_of(t)) else { return };
+    let pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| super::labels(t, "/metadata/labels")).collect();
+    let selects_pods =
+        |selector: Option<&Value>| selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)));
+    let by_pod_monitor =
+        cx.objects_of_kind(ns, "PodMonitor").iter().any(|m| selects_pods(m.value.pointer("/spec/selector")));
+    let services: Vec<&Object> = cx
+        .objects_of_kind(ns, "Service")
+        .iter()
+        .filter(|svc| {
+            let selector = svc.value.pointer("/spec/selector").map(|m| serde_json::json!({"matchLabels": m}));
+            selects_pods(selector.as_ref())
+        })
+        .copied()
+        .collect();
+    let by_service_monitor = cx.objects_of_kind(ns, "ServiceMonitor").iter().any(|m| {
+        let Some(selector) = m.value.pointer("/spec/selector") else { return false };
+        services.iter().any(|svc| super::selector_matches(selector, super::labels(&svc.value, "/metadata/labels")))
+    });
+    if !by_pod_monitor && !by_service_monitor {
+        out.push(Finding::new(
+            METRIC_NOT_SCRAPED,
+            o,
+            format!(
+                "its Prometheus trigger queries `{query}`, but no ServiceMonitor or PodMonitor scrapes the pods of {}: \
+                 KEDA reads the empty result as 0 and never scales up",
+                w.object.id
+            ),
         ));
     }
 }
@@ -224,7 +308,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    let replicas = w.min_replicas;
+    let replicas = w.start_replicas;
     let Some(extra) = scaled(Some(&surge), replicas, true).filter(|s| *s > 0 && replicas > 0) else { return };
     for quota in cx.objects_of_kind(namespace(o), "ResourceQuota") {
         if let Some((resource, needed, hard)) = crate::k8s::admission::surge_excess(cx, quota, w, extra) {

@@ -60,14 +60,26 @@ pub const NO_SECCOMP_PROFILE: Rule = Rule::new(
 );
 pub const WRITABLE_ROOT_FILESYSTEM: Rule =
     Rule::new("ISVC104", Severity::Error, "a writable root filesystem lets a compromised server change its own code")
-        .symptom("an attacker who gets code execution can persist it in the container's filesystem")
+        .symptom(
+            "an attacker who gets code execution can persist it in the container's filesystem. (The opposite \
+     failure, a GPU pod that never starts with `createContainer hook ... exit status 1 ... read-only file \
+     system` in its events, comes from the node's NVIDIA container toolkit; see the fix.)",
+        )
         .fix(
-            "use readOnlyRootFilesystem: true with volumes for what the server writes, or allow writableRootFilesystem",
+            "use readOnlyRootFilesystem: true with volumes for what the server writes. Where the GPU nodes' NVIDIA \
+     container toolkit cannot create a container with a read-only root (CDI hooks, see below), allow it for \
+     every service with one line in the platform file, `defaults.security.writableRootFilesystem: true`, or \
+     for some namespaces with a securityExceptions entry",
         )
         .explain(
             "isvc mounts emptyDir volumes for everything vLLM writes (home, the Hugging Face and vLLM caches, /tmp; \
      /dev/shm stays memory-backed) and points HOME, XDG_*, HF_HOME, VLLM_CACHE_ROOT and TMPDIR at them, so \
-     the root filesystem can be read-only.",
+     the root filesystem can be read-only. On GPU nodes whose container toolkit injects the GPUs with CDI, \
+     the toolkit's hooks write into the container's root filesystem at creation: KServe turned \
+     readOnlyRootFilesystem off for its LLM containers because the nvidia-cdi-hook failed with exit code 1 on \
+     a read-only root (kserve/kserve PR #5711), and NVIDIA/nvidia-container-toolkit issue #2026 (fixed by PR \
+     #2028) is the same failure of the update-application-profile hook of toolkit v1.20.0. Newer toolkits \
+     tolerate a read-only root; isvc keeps it read-only by default and the platform switch relaxes it.",
         );
 pub const SERVICE_ACCOUNT_TOKEN: Rule = Rule::new(
     "ISVC105",
@@ -174,7 +186,14 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
             push(NO_SECCOMP_PROFILE, format!("{name} runs with {what}"));
         }
         if !allowed(&Grant::WritableRootFilesystem) && !is("readOnlyRootFilesystem", true) {
-            push(WRITABLE_ROOT_FILESYSTEM, format!("{name} does not set readOnlyRootFilesystem: true"));
+            push(
+                WRITABLE_ROOT_FILESYSTEM,
+                format!(
+                    "{name} does not set readOnlyRootFilesystem: true (if the GPU nodes' container toolkit cannot \
+                     start containers with a read-only root, allow it with `defaults.security.writableRootFilesystem: \
+                     true` in the platform file)"
+                ),
+            );
         }
         if c.pointer("/resources/limits/memory").is_none() {
             push(NO_MEMORY_LIMIT, format!("{name} has no memory limit"));
@@ -353,7 +372,7 @@ mod tests {
             ),
             "{messages:#?}"
         );
-        assert!(messages.contains(&"ISVC104 container \"vllm\" does not set readOnlyRootFilesystem: true".to_string()));
+        assert!(messages.iter().any(|m| m.starts_with("ISVC104 container \"vllm\" does not set readOnlyRootFilesystem: true (if the GPU nodes' container toolkit cannot start containers with a read-only root, allow it with `defaults.security.writableRootFilesystem: true` in the platform file)")), "{messages:?}");
         assert!(messages.contains(&"ISVC100 container \"fetch\" may run as root: it runs as UID 0".to_string()));
         assert!(!messages.iter().any(|m| m.contains("IPC_LOCK")));
     }

@@ -34,7 +34,8 @@ pub const QUOTA_EXCEEDED: Rule = Rule::new(
 .explain(
     "A ResourceQuota is checked when each pod is created, not when the Deployment is applied, so a GitOps \
      sync succeeds and the pods are refused one by one. isvc adds up what the rendered workloads of the \
-     namespace ask for at steady state (spec.replicas within the autoscaler's bounds, the autoscaler's minimum where it leaves replicas out), after \
+     namespace ask for at the replica count they are created with (spec.replicas, within the autoscaler's \
+     bounds), after \
      LimitRange defaults, and compares it with each quota's hard limits (pods, requests.*, limits.*, \
      count/*). A quota on cpu, memory, requests.* or limits.* of CPU and memory also requires every container \
      to state that value. Other workloads in the namespace count too, so this is a lower bound.",
@@ -71,14 +72,124 @@ pub const LIMIT_RANGE_VIOLATION: Rule =
      invalid. As with quotas, the check happens when pods are created, so the GitOps sync looks fine.",
         );
 
+pub const LIMIT_RANGE_INJECTS: Rule = Rule::new(
+    "ISVC041",
+    Severity::Error,
+    "a LimitRange gives a container that sets no resources GPUs (or other extended resources), or rejects it",
+)
+.symptom(
+    "a sidecar, an init container that downloads a model, an endpoint picker or a `kubectl debug` pod in the \
+     namespace asks for the LimitRange's maximum of GPUs: it stays Pending (`Insufficient nvidia.com/gpu`) or \
+     takes GPUs from the inference servers; the pod's `kubernetes.io/limit-ranger` annotation says \
+     `LimitRanger plugin set: nvidia.com/gpu request for container ...; nvidia.com/gpu limit for container ...`",
+)
+.fix(
+    "give every extended resource in a LimitRange's max a default and defaultRequest of 0 (isvc's tenant \
+     LimitRange does), or bound GPUs with the ResourceQuota and Kueue only",
+)
+.explain(
+    "When a LimitRange is stored, the API server completes each Container item: a resource in max without a \
+     default gets the max as its default limit, and a default limit without a defaultRequest becomes the \
+     default request (kubernetes/kubernetes pkg/apis/core/v1/defaults.go, SetDefaults_LimitRangeItem). The \
+     LimitRanger admission plugin then fills in the defaults for every container and init container of \
+     every pod in the namespace that leaves a resource out (plugin/pkg/admission/limitranger/admission.go). \
+     So `max: {nvidia.com/gpu: 8}` alone makes every container without a GPU limit ask for 8 GPUs. isvc \
+     simulates LimitRanger for a plain container, one without requests or limits, in each namespace with a \
+     LimitRange, and reports the extended resources it would be given and the bounds it would fail.",
+);
+
+pub const KUEUE_RECLAIM_INVERTS_PRIORITY: Rule = Rule::new(
+    "ISVC042",
+    Severity::Error,
+    "a Kueue ClusterQueue's reclaimWithinCohort: Any lets lower-priority work evict higher-priority work in its cohort",
+)
+.symptom(
+    "online serving pods that borrowed idle GPUs are evicted (Workload condition `Evicted`, reason `Preempted`, \
+     `InCohortReclamation`) as soon as offline or batch work of a lower priority is submitted to the queue it \
+     borrowed from; at peak the online service loses replicas to a nightly job",
+)
+.fix(
+    "give queues of a tier that does not preempt reclaimWithinCohort: Never (isvc does for tiers with preempt: \
+     false) or LowerPriority, and keep Any for the highest tier of the cohort",
+)
+.explain(
+    "In Kueue's Classic Preemption, a workload may preempt workloads of other ClusterQueues in its cohort that \
+     are borrowing, as the preemptor's ClusterQueue allows: reclaimWithinCohort: Any preempts them \
+     \"irrespective of priority\" when the preemptor fits in its own nominal quota (kubernetes-sigs/kueue \
+     apis/kueue/v1beta2/clusterqueue_types.go, ClusterQueuePreemption; site/content/en/docs/concepts/\
+     preemption.md). A queue cannot protect its borrowing workloads; only the other queues' policies can. isvc \
+     works out each ClusterQueue's lowest workload priority (from the kueue.x-k8s.io/priority-class label's \
+     WorkloadPriorityClass, else the pods' PriorityClass) and flags a queue with Any whose cohort has a queue \
+     with workloads of higher priority.",
+);
+
+pub const PRUNABLE_BY_GITOPS: Rule = Rule::new(
+    "ISVC043",
+    Severity::Error,
+    "a Namespace or CustomResourceDefinition that Argo CD or Flux may delete, and everything in it with it",
+)
+.symptom(
+    "removing a tenant from the platform file deletes its namespace with the Secrets, model caches and \
+     PersistentVolumeClaims made by hand; deleting the Argo CD Application (its resources finalizer) or the \
+     Flux Kustomization deletes the CRD, and with it every InferenceService in the cluster",
+)
+.fix(
+    "annotate the object with argocd.argoproj.io/sync-options: Prune=false,Delete=false and \
+     kustomize.toolkit.fluxcd.io/prune: disabled (isvc does for its Namespaces and the CRD); delete a \
+     retired tenant's namespace by hand",
+)
+.explain(
+    "Argo CD with automated prune deletes objects that leave the rendered tree, and with the \
+     resources-finalizer deletes all of an Application's objects when the Application is deleted; Flux with \
+     prune: true does both for a Kustomization. Deleting a Namespace deletes every object in it, including \
+     those no engine manages; deleting a CRD deletes all its custom resources. Argo CD keeps an object \
+     annotated Prune=false (the Application then shows it OutOfSync) and, with Delete=false, keeps it when \
+     the Application is deleted (argoproj/argo-cd docs/user-guide/sync-options.md); Flux skips pruning and \
+     garbage collection of an object annotated kustomize.toolkit.fluxcd.io/prune: disabled \
+     (fluxcd/kustomize-controller docs/spec/v1/kustomizations.md).",
+);
+
+pub const PRIORITY_CLASS_NOT_OWNED: Rule = Rule::new(
+    "ISVC044",
+    Severity::Warning,
+    "pods name a PriorityClass the output does not define: missing, or another owner's cluster-wide class",
+)
+.symptom(
+    "the ReplicaSet cannot create pods: FailedCreate with `pods \"...\" is forbidden: no PriorityClass with name \
+     online was found`; or the pods get another team's `online` class, with its value and preemption policy",
+)
+.fix(
+    "let the platform define the tiers (isvc renders a PriorityClass per tier, named with \
+     `priorityClassPrefix`, `isvc-` by default) and name those, or create the class before the pods",
+)
+.explain(
+    "PriorityClasses are cluster-scoped: one `online` class serves every namespace, and its preemption policy \
+     lets its pods preempt every lower-priority pod of every team on a node (pods without a class have \
+     priority 0, or the globalDefault class's). The Priority admission plugin rejects a pod whose class does \
+     not exist (kubernetes/kubernetes plugin/pkg/admission/priority/admission.go: `no PriorityClass with name \
+     %v was found`). A class name shared with another owner means whoever applies last decides its value. \
+     isvc checks that every class a rendered pod names is rendered too (system-node-critical and \
+     system-cluster-critical excepted).",
+);
+
 /// The tenancy rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "ResourceQuota" {
         quota_totals(cx, o, out);
     }
+    if o.id.kind == "LimitRange" {
+        plain_container(cx, o, out);
+    }
+    if o.id.kind == "ClusterQueue" {
+        reclaim_inverts_priority(cx, o, out);
+    }
+    if matches!(o.id.kind.as_str(), "Namespace" | "CustomResourceDefinition") {
+        prunable(o, out);
+    }
     if let Some(w) = cx.workload_of(o) {
         quota_fields(cx, w, out);
         limit_ranges(cx, w, out);
+        priority_class_defined(cx, w, out);
     }
 }
 
@@ -180,6 +291,169 @@ fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems
                 "{what} must set both a {r} request and limit: LimitRange {lr} bounds their ratio"
             )),
         }
+    }
+}
+
+/// Whether `resource` is an extended resource (`nvidia.com/gpu`): a name
+/// with a domain, outside the `kubernetes.io` ones.
+fn extended(resource: &str) -> bool {
+    resource.split_once('/').is_some_and(|(domain, _)| !domain.ends_with("kubernetes.io"))
+}
+
+/// What LimitRange `lr` (with the others of its namespace) does to a
+/// container that sets no requests or limits: extended resources it gives
+/// the container, and the bounds the container then fails.
+fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
+    let ns = namespace(lr);
+    let lrs = cx.objects_of_kind(ns, "LimitRange");
+    let name = format!("{ns}/{}", lr.id.name);
+    let plain = serde_json::json!({"name": "plain"});
+    let e = effective(&plain, lrs);
+    let what = "a container that sets no resources";
+    for (r, by) in e.defaulted_limits.iter().filter(|(r, by)| extended(r) && **by == name) {
+        let Some(limit) = e.limits.get(r).filter(|l| **l > Quantity::zero()) else { continue };
+        let request = e.requests.get(r).map_or_else(|| limit.to_string(), Quantity::to_string);
+        let explicit = items(lr, "Container").any(|i| i.pointer("/default").and_then(|d| d.get(r)).is_some());
+        let why = if explicit { "its default" } else { "a max without a default becomes the default" };
+        out.push(Finding::new(
+            LIMIT_RANGE_INJECTS,
+            lr,
+            format!(
+                "{what} (a sidecar, an init container, `kubectl debug`) in namespace {ns} is given {r}: {limit} as \
+                 its limit and {request} as its request by LimitRange {by}: {why}"
+            ),
+        ));
+    }
+    let mut problems = Vec::new();
+    for item in items(lr, "Container") {
+        bounds(item, what, &e, &name, "Container", &mut problems);
+    }
+    let pod = pod_resources(&serde_json::json!({"spec": {"containers": [plain]}}), lrs);
+    for item in items(lr, "Pod") {
+        bounds(item, "a pod of such containers", &pod, &name, "Pod", &mut problems);
+    }
+    problems.dedup();
+    for p in problems {
+        out.push(Finding::new(LIMIT_RANGE_INJECTS, lr, format!("{p}: LimitRanger rejects it")));
+    }
+}
+
+/// Pods naming a PriorityClass the run does not render.
+fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
+    let mut named: Vec<&str> = w
+        .templates
+        .iter()
+        .filter_map(|(t, _)| t.pointer("/spec/priorityClassName").and_then(Value::as_str))
+        .filter(|c| !matches!(*c, "system-node-critical" | "system-cluster-critical"))
+        .filter(|c| cx.object("PriorityClass", "", c).is_none())
+        .collect();
+    named.dedup();
+    for class in named {
+        out.push(Finding::new(
+            PRIORITY_CLASS_NOT_OWNED,
+            w.object,
+            format!(
+                "its pods name PriorityClass {class}, which the output does not define: the API server refuses \
+                 them if it does not exist, and another owner's class of that name applies cluster-wide"
+            ),
+        ));
+    }
+}
+
+/// A Namespace or CRD without the annotations that keep Argo CD and Flux
+/// from deleting it.
+fn prunable(o: &Object, out: &mut Vec<Finding>) {
+    let annotations = o.value.pointer("/metadata/annotations");
+    let get = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default();
+    let argo: Vec<&str> = get(crate::model::labels::ARGOCD_SYNC_OPTIONS).split(',').map(str::trim).collect();
+    let mut missing = Vec::new();
+    if !argo.contains(&"Prune=false") {
+        missing.push("Argo CD prunes it (no Prune=false)");
+    }
+    if !argo.contains(&"Delete=false") {
+        missing.push("deleting the Argo CD Application deletes it (no Delete=false)");
+    }
+    // Flux compares case-insensitively in current releases, exactly in older ones.
+    let flux = o.value.pointer("/metadata/labels").and_then(|l| l.get("kustomize.toolkit.fluxcd.io/prune"));
+    if get("kustomize.toolkit.fluxcd.io/prune") != "disabled" && flux.and_then(Value::as_str) != Some("disabled") {
+        missing.push("Flux prunes it (no kustomize.toolkit.fluxcd.io/prune: disabled)");
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let what = if o.id.kind == "Namespace" {
+        "deleting it deletes everything in the namespace"
+    } else {
+        "deleting it deletes every custom resource of the kind"
+    };
+    out.push(Finding::new(PRUNABLE_BY_GITOPS, o, format!("{}: {what}", missing.join("; "))));
+}
+
+/// The priority of a workload's pods as Kueue sees it: the
+/// WorkloadPriorityClass its `kueue.x-k8s.io/priority-class` label names,
+/// else the pods' PriorityClass, else 0.
+fn kueue_priority(cx: &Context<'_>, w: &Workload<'_>) -> i64 {
+    let value = |kind: &str, name: &str| {
+        cx.object(kind, "", name).and_then(|c| c.value.get("value")).and_then(Value::as_i64).unwrap_or(0)
+    };
+    let label = w.object.value.pointer("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
+    if let Some(name) = label.and_then(Value::as_str) {
+        return value("WorkloadPriorityClass", name);
+    }
+    let class = w.templates.first().and_then(|(t, _)| t.pointer("/spec/priorityClassName")).and_then(Value::as_str);
+    class.map_or(0, |c| value("PriorityClass", c))
+}
+
+/// The ClusterQueue a workload is queued in, through its LocalQueue.
+fn cluster_queue_of<'a>(cx: &Context<'a>, w: &Workload<'a>) -> Option<&'a str> {
+    let labels = w.object.value.pointer("/metadata/labels")?;
+    let queue = labels.get(crate::model::labels::QUEUE_LABEL)?.as_str()?;
+    cx.object("LocalQueue", namespace(w.object), queue)?.value.pointer("/spec/clusterQueue")?.as_str()
+}
+
+/// A ClusterQueue with `reclaimWithinCohort: Any` whose workloads rank below
+/// workloads of another ClusterQueue of its cohort.
+fn reclaim_inverts_priority(cx: &Context<'_>, cq: &Object, out: &mut Vec<Finding>) {
+    if cq.value.pointer("/spec/preemption/reclaimWithinCohort").and_then(Value::as_str) != Some("Any") {
+        return;
+    }
+    let cohort_of = |name: &str| {
+        cx.object("ClusterQueue", "", name)
+            .and_then(|q| q.value.pointer("/spec/cohortName").or_else(|| q.value.pointer("/spec/cohort")))
+            .and_then(Value::as_str)
+    };
+    let Some(cohort) = cohort_of(&cq.id.name) else { return };
+    // (ClusterQueue, priority, workload) of every queued workload in the cohort.
+    let mut queued: Vec<(&str, i64, String)> = cx
+        .all_workloads()
+        .filter_map(|w| {
+            let q = cluster_queue_of(cx, w)?;
+            (cohort_of(q) == Some(cohort))
+                .then(|| (q, kueue_priority(cx, w), format!("{}/{}", namespace(w.object), w.object.id.name)))
+        })
+        .collect();
+    queued.sort();
+    let Some((_, lowest, low_name)) =
+        queued.iter().filter(|(q, _, _)| *q == cq.id.name).min_by_key(|(_, p, _)| *p).cloned()
+    else {
+        return;
+    };
+    // One finding per other queue, naming its highest-priority workload.
+    let mut top: BTreeMap<&str, (i64, &str)> = BTreeMap::new();
+    for (q, p, name) in queued.iter().filter(|(q, p, _)| *q != cq.id.name && *p > lowest) {
+        if top.get(q).is_none_or(|(best, _)| p > best) {
+            top.insert(q, (*p, name));
+        }
+    }
+    for (q, (p, name)) in top {
+        out.push(Finding::new(
+            KUEUE_RECLAIM_INVERTS_PRIORITY,
+            cq,
+            format!(
+                "reclaimWithinCohort: Any lets its workloads ({low_name}, priority {lowest}) evict those of \
+                 ClusterQueue {q} in cohort {cohort} that borrowed ({name}, priority {p}), irrespective of priority"
+            ),
+        ));
     }
 }
 

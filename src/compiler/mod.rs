@@ -321,13 +321,10 @@ fn compile_all(
         let clusters: Vec<Option<&platform::Cluster>> =
             if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
         for c in clusters {
-            let namespaces = compiled
-                .objects
-                .iter()
-                .filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()))
-                .filter_map(|o| o.id.namespace.clone())
-                .collect();
-            targets.push(gitops::Target { cluster: c, namespaces });
+            let mine = compiled.objects.iter().filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()));
+            let namespaces = mine.clone().filter_map(|o| o.id.namespace.clone()).collect();
+            let autoscaled = gitops::autoscaled(mine);
+            targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
         }
         let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
         compiled.objects.extend(extra);

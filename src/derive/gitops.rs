@@ -40,7 +40,7 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
             notes.push(("argocd.argoproj.io/sync-wave", PREREQUISITE_WAVE));
         }
         if o.id.group() == "kueue.x-k8s.io" {
-            notes.push(("argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true"));
+            notes.push((crate::model::labels::ARGOCD_SYNC_OPTIONS, "SkipDryRunOnMissingResource=true"));
         }
         if notes.is_empty() {
             continue;
@@ -49,7 +49,14 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(map) = annotations.as_object_mut() {
             for (k, v) in notes {
-                map.insert(k.to_string(), json!(v));
+                // Sync options add up: keep those the object has (prune protection).
+                let value = match map.get(k).and_then(Value::as_str) {
+                    Some(old) if k == crate::model::labels::ARGOCD_SYNC_OPTIONS && !old.is_empty() => {
+                        format!("{old},{v}")
+                    }
+                    _ => v.to_string(),
+                };
+                map.insert(k.to_string(), json!(value));
             }
         }
     }
@@ -110,10 +117,38 @@ fn kustomization(resources: &[String]) -> String {
 }
 
 /// One tree the engine must apply: its cluster (if the platform lists
-/// clusters) and the namespaces it holds.
+/// clusters), the namespaces it holds, and its workloads whose
+/// `spec.replicas` an autoscaler owns once they exist.
 pub struct Target<'a> {
     pub cluster: Option<&'a crate::model::platform::Cluster>,
     pub namespaces: BTreeSet<String>,
+    pub autoscaled: BTreeSet<ObjectId>,
+}
+
+/// The JSON pointer of the replica count an autoscaler owns.
+pub const REPLICAS_POINTER: &str = "/spec/replicas";
+
+/// The workloads among `objects` that carry `spec.replicas` and that a
+/// HorizontalPodAutoscaler or a KEDA ScaledObject scales: the rendered count
+/// is what they start with, and after that the autoscaler's.
+pub fn autoscaled<'a>(objects: impl Iterator<Item = &'a Object>) -> BTreeSet<ObjectId> {
+    let mut with_replicas = BTreeSet::new();
+    let mut targets = Vec::new();
+    for o in objects {
+        if o.value.pointer(REPLICAS_POINTER).is_some() {
+            with_replicas.insert(&o.id);
+        }
+        if !matches!(o.id.kind.as_str(), "HorizontalPodAutoscaler" | "ScaledObject") {
+            continue;
+        }
+        let target = |k: &str| o.value.pointer(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
+        if let Some(name) = target("name") {
+            let api_version = target("apiVersion").unwrap_or("apps/v1");
+            let kind = target("kind").unwrap_or("Deployment");
+            targets.push(ObjectId::new(api_version, kind, o.id.namespace.as_deref(), name));
+        }
+    }
+    targets.into_iter().filter(|id| with_replicas.contains(id)).collect()
 }
 
 /// The engine's own objects: an Argo CD Application (an ApplicationSet for
@@ -156,15 +191,55 @@ fn engine_name(engine: Engine) -> &'static str {
 type MakeObject<'a> = dyn Fn(&str, &str, &str, &str, Value) -> Object + 'a;
 
 /// Automated sync with prune (cascading delete) and self-heal, retries with
-/// exponential backoff, server-side apply. No `ignoreDifferences` on
-/// replicas: isvc renders `spec.replicas` only for services without an
-/// autoscaler, where the rendered value must win.
-fn sync_policy() -> Value {
+/// exponential backoff, server-side apply. With autoscaled workloads, also
+/// `RespectIgnoreDifferences=true`: without it `ignoreDifferences` only hides
+/// the diff and the next sync still applies the committed replica count
+/// (argoproj/argo-cd `docs/user-guide/sync-options.md`, "Respect ignore
+/// differences configs").
+fn sync_policy(respect_ignore_differences: bool) -> Value {
+    let mut options = vec!["ServerSideApply=true", "PruneLast=true"];
+    if respect_ignore_differences {
+        options.push("RespectIgnoreDifferences=true");
+    }
     json!({
         "automated": {"prune": true, "selfHeal": true},
-        "syncOptions": ["ServerSideApply=true", "PruneLast=true"],
+        "syncOptions": options,
         "retry": {"limit": 10, "backoff": {"duration": "10s", "factor": 2, "maxDuration": "10m"}},
     })
+}
+
+/// Argo CD `ignoreDifferences` on `spec.replicas` of each autoscaled
+/// workload (argoproj/argo-cd `docs/user-guide/diffing.md`). By name, so a
+/// service scaled to zero (no autoscaler) still gets its count from git.
+/// RespectIgnoreDifferences only acts on objects that exist: the first sync
+/// creates each workload with the rendered count.
+fn ignore_differences<'a>(workloads: impl Iterator<Item = &'a ObjectId>) -> Vec<Value> {
+    let unique: BTreeSet<&ObjectId> = workloads.collect();
+    unique
+        .into_iter()
+        .map(|id| {
+            json!({
+                "group": id.group(), "kind": id.kind, "namespace": id.namespace, "name": id.name,
+                "jsonPointers": [REPLICAS_POINTER],
+            })
+        })
+        .collect()
+}
+
+/// A Flux Kustomization `spec.ignore` rule for `spec.replicas` of each
+/// autoscaled workload (fluxcd/kustomize-controller
+/// `docs/spec/v1/kustomizations.md`, "Ignore Rules"; the field exists from
+/// kustomize-controller v1.9.0). Target fields are regular expressions, so
+/// the name is anchored and its dots escaped.
+fn flux_ignore<'a>(workloads: impl Iterator<Item = &'a ObjectId>) -> Vec<Value> {
+    workloads
+        .map(|id| {
+            json!({
+                "paths": [REPLICAS_POINTER],
+                "target": {"group": id.group(), "kind": id.kind, "name": format!("^{}$", id.name.replace('.', "\\."))},
+            })
+        })
+        .collect()
 }
 
 fn argocd(
@@ -176,21 +251,29 @@ fn argocd(
     let a = &g.argocd;
     let finalizers = json!(["resources-finalizer.argocd.argoproj.io"]);
     let metadata = json!({"name": g.name, "namespace": a.namespace, "finalizers": finalizers});
+    let ignored = ignore_differences(targets.iter().flat_map(|t| t.autoscaled.iter()));
+    let mut spec_extra = serde_json::Map::new();
+    if !ignored.is_empty() {
+        spec_extra.insert("ignoreDifferences".to_string(), json!(ignored));
+    }
     if platform.clusters.is_empty() {
         let Some(server) = &a.server else {
             return Err(Diagnostic::error("gitops.argocd.server is not set: which cluster should Argo CD deploy to?")
                 .help("use https://kubernetes.default.svc for the cluster Argo CD runs in"));
         };
-        let app = json!({
+        let mut app = json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
             "metadata": metadata,
             "spec": {
                 "project": a.project,
                 "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": g.path},
                 "destination": {"server": server},
-                "syncPolicy": sync_policy(),
+                "syncPolicy": sync_policy(!ignored.is_empty()),
             },
         });
+        if let Some(spec) = app["spec"].as_object_mut() {
+            spec.extend(spec_extra);
+        }
         return Ok(vec![object("argoproj.io/v1alpha1", "Application", &a.namespace, &g.name, app)]);
     }
     let mut elements = Vec::new();
@@ -204,7 +287,7 @@ fn argocd(
         };
         elements.push(json!({"cluster": c.name, "server": server, "path": format!("{}/{}", g.path.trim_end_matches('/'), c.name)}));
     }
-    let set = json!({
+    let mut set = json!({
         "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
         "metadata": {"name": g.name, "namespace": a.namespace},
         "spec": {
@@ -217,11 +300,14 @@ fn argocd(
                     "project": a.project,
                     "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": "{{.path}}"},
                     "destination": {"server": "{{.server}}"},
-                    "syncPolicy": sync_policy(),
+                    "syncPolicy": sync_policy(!ignored.is_empty()),
                 },
             },
         },
     });
+    if let Some(spec) = set.pointer_mut("/spec/template/spec").and_then(Value::as_object_mut) {
+        spec.extend(spec_extra);
+    }
     Ok(vec![object("argoproj.io/v1alpha1", "ApplicationSet", &a.namespace, &g.name, set)])
 }
 
@@ -250,7 +336,7 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
             Some(c) => format!("./{}/{}", g.path.trim_matches('/'), c.name),
             None => format!("./{}", g.path.trim_matches('/')),
         };
-        let kustomization = |name: &str, path: String, depends: Option<&str>| {
+        let kustomization = |name: &str, path: String, depends: Option<&str>, ns: Option<&str>| {
             let mut spec = json!({
                 "interval": f.interval,
                 "sourceRef": {"kind": "GitRepository", "name": g.name},
@@ -262,6 +348,10 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
             });
             if let Some(d) = depends {
                 spec["dependsOn"] = json!([{"name": d}]);
+            }
+            let ignore = flux_ignore(t.autoscaled.iter().filter(|id| id.namespace.as_deref() == ns && ns.is_some()));
+            if !ignore.is_empty() {
+                spec["ignore"] = json!(ignore);
             }
             if let Some(secret) = t.cluster.and_then(|c| c.kube_config_secret.as_ref()) {
                 spec["kubeConfig"] = json!({"secretRef": {"name": secret}});
@@ -279,9 +369,14 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
             )
         };
         let prerequisites = format!("{prefix}-cluster");
-        out.push(kustomization(&prerequisites, format!("{base}/{CLUSTER_DIR}"), None));
+        out.push(kustomization(&prerequisites, format!("{base}/{CLUSTER_DIR}"), None, None));
         for ns in &t.namespaces {
-            out.push(kustomization(&format!("{prefix}-{ns}"), format!("{base}/{ns}"), Some(&prerequisites)));
+            out.push(kustomization(
+                &format!("{prefix}-{ns}"),
+                format!("{base}/{ns}"),
+                Some(&prerequisites),
+                Some(ns.as_str()),
+            ));
         }
     }
     out
@@ -290,6 +385,55 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn object(value: Value) -> Object {
+        Object { id: ObjectId::of(&value).unwrap(), value, owner: None, source: None, cluster: None, bootstrap: false }
+    }
+
+    #[test]
+    fn autoscaled_workloads_are_those_with_replicas_and_an_autoscaler() {
+        let objects = [
+            object(
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "namespace": "ml"}, "spec": {"replicas": 3}}),
+            ),
+            object(
+                json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "a", "namespace": "ml"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a"}}}),
+            ),
+            object(
+                json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "big", "namespace": "ml"}, "spec": {"replicas": 2}}),
+            ),
+            object(
+                json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "big", "namespace": "ml"},
+                "spec": {"scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "big"}}}),
+            ),
+            // Scaled to zero: no autoscaler, git keeps the count.
+            object(
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "zero", "namespace": "ml"}, "spec": {"replicas": 0}}),
+            ),
+        ];
+        let ids = autoscaled(objects.iter());
+        let names: Vec<&str> = ids.iter().map(|id| id.name.as_str()).collect();
+        assert_eq!(names, ["a", "big"]);
+        let argo = ignore_differences(ids.iter());
+        assert_eq!(
+            argo[1],
+            json!({"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet", "namespace": "ml", "name": "big", "jsonPointers": ["/spec/replicas"]})
+        );
+        let flux = flux_ignore(ids.iter());
+        assert_eq!(flux[0]["target"], json!({"group": "apps", "kind": "Deployment", "name": "^a$"}));
+    }
+
+    #[test]
+    fn argocd_sync_options_add_to_the_prune_protection() {
+        let mut objects = [object(json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": "h100", "annotations": {"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"}}}))];
+        annotate(&mut objects, Engine::Argocd);
+        assert_eq!(
+            objects[0].value["metadata"]["annotations"]["argocd.argoproj.io/sync-options"],
+            "Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
+        );
+    }
 
     #[test]
     fn kustomizations_list_exactly_the_files() {

@@ -53,7 +53,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         &kueue.flavor.name,
         json!({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": kueue.flavor.name, "labels": labels}, "spec": flavor_spec}),
     ));
-    for (name, tier) in platform.tiers() {
+    for (tier_name, tier) in platform.tiers() {
+        let name = platform.priority_class(&tier_name);
         let mut value = json!({
             "apiVersion": API_VERSION, "kind": "WorkloadPriorityClass",
             "metadata": {"name": name, "labels": labels},
@@ -92,11 +93,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
                         "cohortName": tenant.cohort_name(),
                         "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
                         "queueingStrategy": "BestEffortFIFO",
-                        "preemption": {
-                            "reclaimWithinCohort": "Any",
-                            "withinClusterQueue": "LowerPriority",
-                            "borrowWithinCohort": {"policy": "LowerPriority"},
-                        },
+                        "preemption": preemption(platform, tenant, queue),
                         "resourceGroups": [{
                             "coveredResources": queue.nominal_quota.keys().collect::<Vec<_>>(),
                             "flavors": [{"name": kueue.flavor.name, "resources": resources}],
@@ -119,4 +116,49 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         }
     }
     out
+}
+
+/// A ClusterQueue's preemption policy, from the tier of its queue (Classic
+/// Preemption; kubernetes-sigs/kueue `apis/kueue/v1beta2/clusterqueue_types.go`
+/// and `site/content/en/docs/concepts/preemption.md`). Kueue lets a
+/// workload preempt in another ClusterQueue of the cohort only workloads of
+/// a queue that is borrowing, by the *preemptor's* policies, so each queue's
+/// own policy decides whom it may evict:
+///
+/// - a tier that preempts (`online`) takes back its nominal quota from any
+///   borrower (`reclaimWithinCohort: Any`) when no tier in its cohort ranks
+///   above it (else only from lower priorities), and while borrowing at peak
+///   preempts lower-priority borrowers up to the highest lower tier's value
+///   (`borrowWithinCohort`); within its queue, lower priorities;
+/// - a tier that never preempts (`offline`) preempts nothing: it runs on
+///   idle quota and waits (`Never` throughout), so it never evicts online
+///   serving that borrowed;
+/// - a queue without a tier preempts only lower priorities.
+pub fn preemption(platform: &Platform, tenant: &Tenant, queue: &Queue) -> Value {
+    let tiers = platform.tiers();
+    let Some(tier) = queue.priority.as_ref().and_then(|p| tiers.get(p)) else {
+        return json!({"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "LowerPriority"});
+    };
+    if !tier.preempt {
+        return json!({"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"});
+    }
+    let cohort = tenant.cohort_name();
+    let cohort_values: Vec<i32> = platform
+        .tenants
+        .iter()
+        .filter(|t| t.cohort_name() == cohort)
+        .flat_map(|t| t.queues.iter())
+        .filter_map(|q| q.priority.as_ref().and_then(|p| tiers.get(p)))
+        .map(|t| t.value)
+        .collect();
+    let highest = cohort_values.iter().all(|v| *v <= tier.value);
+    let mut borrow = json!({"policy": "LowerPriority"});
+    if let Some(below) = tiers.values().map(|t| t.value).filter(|v| *v < tier.value).max() {
+        borrow["maxPriorityThreshold"] = json!(below);
+    }
+    json!({
+        "reclaimWithinCohort": if highest { "Any" } else { "LowerPriority" },
+        "withinClusterQueue": "LowerPriority",
+        "borrowWithinCohort": borrow,
+    })
 }

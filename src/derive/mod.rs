@@ -49,8 +49,15 @@ pub struct DesiredService {
     pub workload_labels: BTreeMap<String, String>,
     pub model: String,
     pub container: Container,
-    /// Deployment replicas; `None` when the autoscaler owns the count (so a
-    /// GitOps engine never fights it over `spec.replicas`).
+    /// The workload's `spec.replicas`: the count written, also under an
+    /// autoscaler. Left out, the API server would create the workload at 1
+    /// pod and an HPA whose minimum is 1 would keep it there until its
+    /// metric arrives (kubernetes/kubernetes
+    /// `pkg/apis/apps/v1/defaults.go` `SetDefaults_Deployment`;
+    /// `pkg/controller/podautoscaler/horizontal.go` only rescales a count
+    /// outside [minReplicas, maxReplicas] without metrics). The GitOps
+    /// engine objects ignore the field afterwards, so the autoscaler owns it
+    /// (see [`crate::derive::gitops`]).
     pub replicas: Option<i32>,
     pub rollout: RolloutPlan,
     /// The autoscaler; `None` for a service scaled to zero.
@@ -59,8 +66,11 @@ pub struct DesiredService {
     pub spec_replicas: i32,
     /// Tenant owning the namespace, if the platform declares tenants.
     pub tenant: Option<String>,
-    /// Priority tier, which is also the PriorityClass name.
+    /// Priority tier.
     pub priority: Option<String>,
+    /// The tier's PriorityClass (and Kueue WorkloadPriorityClass) name: the
+    /// platform's prefix and the tier (`isvc-online`).
+    pub priority_class: Option<String>,
     /// Kueue LocalQueue admitting the pods.
     pub queue: Option<String>,
     /// PodDisruptionBudget for tiers that ask for one.
@@ -372,10 +382,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         objects.push(SERVICE_MONITOR);
     }
     let priority = placement.tier.map(|(name, _)| name);
+    let priority_class = priority.as_deref().map(|p| platform.priority_class(p));
     let mut workload_labels = labels.clone();
     if let Some(q) = &placement.queue {
         workload_labels.insert(crate::model::labels::QUEUE_LABEL.to_string(), q.clone());
-        if let Some(p) = &priority {
+        if let Some(p) = &priority_class {
             workload_labels.insert(crate::model::labels::PRIORITY_LABEL.to_string(), p.clone());
         }
     }
@@ -418,7 +429,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             tolerations: d.tolerations.clone(),
             volume_mounts,
         },
-        replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
+        replicas: Some(spec_replicas),
         rollout: RolloutPlan {
             max_surge: d.rollout.max_surge,
             max_unavailable: d.rollout.max_unavailable,
@@ -428,6 +439,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         spec_replicas,
         tenant: placement.tenant,
         priority,
+        priority_class,
         queue: placement.queue,
         disruption_budget,
         security,
@@ -495,9 +507,12 @@ mod tests {
     }
 
     #[test]
-    fn autoscaled_services_leave_replicas_to_the_autoscaler() {
+    fn autoscaled_services_start_at_their_replicas() {
+        // `replicas: 3` runs 3 pods from the first sync; the HPA's bounds
+        // (1 to 9) contain it, so it is not rescaled without a metric.
         let d = derive(&service(3, 1), &Platform::default()).unwrap();
-        assert_eq!(d.replicas, None);
+        assert_eq!(d.replicas, Some(3));
+        assert_eq!(d.autoscaler.as_ref().map(|a| (a.min_replicas, a.max_replicas)), Some((1, 9)));
         assert_eq!(d.objects, vec![SERVICE, DEPLOYMENT, AUTOSCALER]);
         let zero = derive(&service(0, 1), &Platform::default()).unwrap();
         assert_eq!(zero.replicas, Some(0));

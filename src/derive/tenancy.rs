@@ -120,7 +120,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         cluster: None,
         bootstrap: false,
     };
-    for (name, tier) in platform.tiers() {
+    for (tier_name, tier) in platform.tiers() {
+        let name = platform.priority_class(&tier_name);
         let mut value = json!({
             "apiVersion": "scheduling.k8s.io/v1",
             "kind": "PriorityClass",
@@ -145,7 +146,11 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
                 "Namespace",
                 None,
                 &ns,
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels.clone()}}),
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+                    "name": ns, "labels": labels.clone(),
+                    // Removing a tenant must not delete its Secrets and caches.
+                    "annotations": PRUNE_PROTECTION.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+                }}),
             ));
             if !tenant.quota.is_empty() {
                 out.push(object(
@@ -162,11 +167,10 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
             }
             let mut limit = serde_json::Map::new();
             limit.insert("type".into(), json!("Container"));
-            for (key, map) in [
-                ("default", &tenant.limits.default_limit),
-                ("defaultRequest", &tenant.limits.default_request),
-                ("max", &tenant.limits.max),
-            ] {
+            let (default_limit, default_request) = limit_defaults(&tenant.limits);
+            for (key, map) in
+                [("default", &default_limit), ("defaultRequest", &default_request), ("max", &tenant.limits.max)]
+            {
                 if !map.is_empty() {
                     limit.insert(key.into(), quantities(map));
                 }
@@ -196,6 +200,27 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         }
     }
     out
+}
+
+/// The default limits and requests of a tenant's LimitRange: as declared,
+/// plus 0 for every extended resource (`nvidia.com/gpu`) in `max` that has
+/// none. Without a default, the API server makes the max the default limit
+/// and request (kubernetes/kubernetes `pkg/apis/core/v1/defaults.go`,
+/// `SetDefaults_LimitRangeItem`), and LimitRanger gives every container that
+/// sets no GPU limit (a sidecar, a debug pod) the maximum of GPUs.
+pub fn limit_defaults(
+    limits: &crate::model::platform::ContainerLimits,
+) -> (BTreeMap<String, crate::model::platform::QuantityText>, BTreeMap<String, crate::model::platform::QuantityText>) {
+    let mut default_limit = limits.default_limit.clone();
+    let mut default_request = limits.default_request.clone();
+    let extended = |r: &str| r.split_once('/').is_some_and(|(domain, _)| !domain.ends_with("kubernetes.io"));
+    for r in limits.max.keys().filter(|r| extended(r)) {
+        if !default_limit.contains_key(r) {
+            default_limit.insert(r.clone(), "0".into());
+            default_request.entry(r.clone()).or_insert_with(|| "0".into());
+        }
+    }
+    (default_limit, default_request)
 }
 
 /// Ingress only from the tenant's own namespaces, and from the platform's

@@ -16,8 +16,9 @@
 //!   number or name whether written as integer or string;
 //! - list items with a name (containers, ports, volumes) are matched by it,
 //!   so extra items others add are left alone;
-//! - `spec.replicas` of an autoscaled Deployment belongs to the autoscaler:
-//!   it causes an update only when it is below the autoscaler's (new)
+//! - `spec.replicas` of an autoscaled Deployment belongs to the autoscaler
+//!   once the Deployment exists (the rendered count is what it is created
+//!   with): it causes an update only when it is below the autoscaler's (new)
 //!   minimum, and is then raised to that minimum. Above the maximum the
 //!   autoscaler scales down at its own pace.
 //!
@@ -262,8 +263,19 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
             continue;
         }
         let mut fields = Vec::new();
-        compare(&o.value, l, &mut Vec::new(), &mut fields);
-        fields.extend(replicas_below_minimum(o, l, &owned));
+        match autoscaler_of(o, &owned) {
+            Some(hpa) => {
+                // The rendered count is the starting count; afterwards the
+                // autoscaler owns it.
+                let mut desired = o.value.clone();
+                if let Some(spec) = desired.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.remove("replicas");
+                }
+                compare(&desired, l, &mut Vec::new(), &mut fields);
+                fields.extend(replicas_below_minimum(hpa, l));
+            }
+            None => compare(&o.value, l, &mut Vec::new(), &mut fields),
+        }
         if fields.is_empty() {
             plan.unchanged += 1;
         } else {
@@ -299,19 +311,23 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
     plan
 }
 
-/// An autoscaled Deployment (no `spec.replicas` desired) whose live count
-/// is below its autoscaler's minimum is raised to it; any other live count
-/// is the autoscaler's business.
-fn replicas_below_minimum(o: &Object, live: &Value, desired: &[&Object]) -> Option<FieldChange> {
-    if o.id.kind != "Deployment" || o.value.pointer("/spec/replicas").is_some() {
+/// The HorizontalPodAutoscaler among `desired` that scales Deployment `o`.
+fn autoscaler_of<'a>(o: &Object, desired: &[&'a Object]) -> Option<&'a Object> {
+    if o.id.kind != "Deployment" {
         return None;
     }
-    let hpa = desired.iter().find(|h| {
+    desired.iter().copied().find(|h| {
         h.id.kind == "HorizontalPodAutoscaler"
             && h.id.namespace == o.id.namespace
             && h.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str) == Some("Deployment")
             && h.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
-    })?;
+    })
+}
+
+/// An autoscaled Deployment whose live count is below its autoscaler's
+/// minimum is raised to it; any other live count is the autoscaler's
+/// business.
+fn replicas_below_minimum(hpa: &Object, live: &Value) -> Option<FieldChange> {
     let min = hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
     // Objects read from a cluster always carry the count the API server
     // defaulted or the HPA chose; without one there is nothing to raise.
@@ -483,9 +499,11 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
                 int(Some(&h.value), "/spec/maxReplicas").unwrap_or(1),
             )
         });
-        let wanted = match (deployment.and_then(|d| int(Some(&d.value), "/spec/replicas")), hpa_min) {
-            (Some(n), _) => n,
-            (None, min) => int(live_deploy, "/spec/replicas").unwrap_or(1).max(min.unwrap_or(1)),
+        let desired_replicas = deployment.and_then(|d| int(Some(&d.value), "/spec/replicas"));
+        let wanted = match (desired_replicas, hpa_min) {
+            (n, Some(min)) => int(live_deploy, "/spec/replicas").or(n).unwrap_or(1).max(min),
+            (Some(n), None) => n,
+            (None, None) => int(live_deploy, "/spec/replicas").unwrap_or(1),
         };
         let seen = int(live_deploy, "/status/observedGeneration") >= int(live_deploy, "/metadata/generation");
         let pending = plan.pending_for(ns, name);

@@ -392,7 +392,7 @@ pub(crate) fn surge_excess(
 /// left out: online work preempts them at peak.
 pub(crate) fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bound: Bound) -> i64 {
     match bound {
-        Bound::Min => w.min_replicas,
+        Bound::Min => w.start_replicas,
         Bound::Max if preemptible(cx, template) => 0,
         Bound::Max => w.max_replicas,
     }

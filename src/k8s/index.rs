@@ -38,11 +38,15 @@ pub(crate) struct Workload<'a> {
     pub object: &'a Object,
     /// Pod templates, each with the pods one replica runs from it.
     pub templates: Vec<(&'a Value, i64)>,
-    /// Replicas at steady state (`spec.replicas` within the autoscaler's
-    /// bounds; the autoscaler's minimum where the object leaves it out)
-    /// and at the high end (the autoscaler's maximum).
+    /// Replicas at the low end (the autoscaler's minimum, else
+    /// `spec.replicas`) and the high end (the autoscaler's maximum).
     pub min_replicas: i64,
     pub max_replicas: i64,
+    /// Replicas the workload is created with, its steady state:
+    /// `spec.replicas` (1 when left out, as the API server defaults it),
+    /// raised or lowered into the autoscaler's bounds, as the autoscaler does
+    /// without reading a metric.
+    pub start_replicas: i64,
 }
 
 impl Workload<'_> {
@@ -133,12 +137,17 @@ impl<'a> Context<'a> {
                         .unwrap_or(default)
                 };
                 let low = bound("minReplicas", "minReplicaCount", 1);
-                let high = bound("maxReplicas", "maxReplicaCount", own.unwrap_or(1)).max(low);
-                (own.unwrap_or(low).clamp(low, high), high)
+                (low, bound("maxReplicas", "maxReplicaCount", own.unwrap_or(1)).max(low))
             }
             None => (own.unwrap_or(1), own.unwrap_or(1)),
         };
-        Some(Workload { object: o, templates, min_replicas: min, max_replicas: max.max(min) })
+        Some(Workload {
+            object: o,
+            templates,
+            min_replicas: min,
+            max_replicas: max,
+            start_replicas: own.unwrap_or(1).clamp(min, max),
+        })
     }
 
     /// Pod templates in `ns` whose labels include every pair of `selector`.
@@ -174,6 +183,11 @@ impl<'a> Context<'a> {
 
     pub fn workloads_in(&self, ns: &str) -> &[Workload<'a>] {
         self.workloads.get(ns).map_or(&[], Vec::as_slice)
+    }
+
+    /// Every workload of the run, in every namespace.
+    pub fn all_workloads(&self) -> impl Iterator<Item = &Workload<'a>> {
+        self.workloads.values().flatten()
     }
 
     pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {

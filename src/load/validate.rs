@@ -368,6 +368,19 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
             ));
         }
     }
+    // The PriorityClass names: the prefix and each tier.
+    if let Some(prefix) = &platform.priority_class_prefix {
+        for tier in tiers.keys() {
+            let class = platform.priority_class(tier);
+            if let Err(e) = crate::base::names::dns1123_subdomain(&class) {
+                out.push(Problem::new(
+                    vec![key("priorityClassPrefix")],
+                    format!("prefix \"{prefix}\" makes PriorityClass name \"{class}\" invalid: {e}"),
+                ));
+                break;
+            }
+        }
+    }
     for (i, ns) in platform.network.allow_from.iter().enumerate() {
         if let Err(e) = crate::base::names::dns1123_label(ns) {
             out.push(Problem::new(

@@ -32,6 +32,11 @@ pub fn crd() -> Value {
     if let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) {
         spec.insert("conversion".into(), json!({"strategy": "None"}));
     }
+    // Deleting the CRD deletes every InferenceService: no GitOps engine may.
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        let protection = crate::model::labels::PRUNE_PROTECTION.iter().map(|(k, v)| (k.to_string(), json!(v)));
+        meta.insert("annotations".into(), Value::Object(protection.collect()));
+    }
     for version in value.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
         if version["name"] == crate::model::v1alpha2::VERSION {
             if let Some(spec) = version.pointer_mut("/schema/openAPIV3Schema/properties/spec") {

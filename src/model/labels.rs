@@ -26,3 +26,18 @@ pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 /// Label Kueue reads for the WorkloadPriorityClass of a workload.
 pub const PRIORITY_LABEL: &str = "kueue.x-k8s.io/priority-class";
+
+/// Annotations that keep Argo CD and Flux from deleting an object when it
+/// leaves the rendered tree (prune) or when the Application or
+/// Kustomization is deleted: on Namespaces (tenants' hand-made Secrets and
+/// caches live there) and the CRD (deleting it deletes every
+/// InferenceService). Both are inert without the other engine, so both are
+/// always set. Argo CD: argoproj/argo-cd `docs/user-guide/sync-options.md`
+/// ("No Prune Resources", "No Resource Deletion"); Flux:
+/// fluxcd/kustomize-controller `docs/spec/v1/kustomizations.md` ("Prune",
+/// lowercase `disabled`).
+pub const PRUNE_PROTECTION: [(&str, &str); 2] =
+    [(ARGOCD_SYNC_OPTIONS, "Prune=false,Delete=false"), ("kustomize.toolkit.fluxcd.io/prune", "disabled")];
+
+/// Argo CD's per-object sync options annotation (comma-separated).
+pub const ARGOCD_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";

@@ -34,11 +34,17 @@ pub struct Platform {
     /// Values every service gets unless the platform overrides them.
     #[serde(default)]
     pub defaults: Defaults,
-    /// Priority tiers, by name (the PriorityClass name). Left out, a platform
-    /// with tenants gets `online` (high, preempts, disruption budget) and
-    /// `offline` (low, never preempts, preemptible).
+    /// Priority tiers, by name. Left out, a platform with tenants gets
+    /// `online` (high, preempts, disruption budget) and `offline` (low, never
+    /// preempts, preemptible).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub priorities: BTreeMap<String, PriorityTier>,
+    /// Prefix of the PriorityClass and Kueue WorkloadPriorityClass of each
+    /// tier (`isvc-online`). Both are cluster-wide: the prefix keeps their
+    /// names apart from other owners' classes of the same name. `isvc-`
+    /// when left out; `""` keeps the bare tier names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_prefix: Option<String>,
     /// Namespaces allowed to reach the serving port of every tenant.
     #[serde(default)]
     pub network: Network,
@@ -82,6 +88,9 @@ fn api_version() -> String {
 fn kind() -> String {
     KIND.to_string()
 }
+
+/// The prefix of PriorityClass names when the platform gives none.
+pub const DEFAULT_PRIORITY_CLASS_PREFIX: &str = "isvc-";
 
 /// Values every service is rendered with.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -308,7 +317,10 @@ pub struct Security {
     /// privileges (`allowPrivilegeEscalation: true`).
     pub allow_privilege_escalation: bool,
     /// Allow writes to the image's root filesystem (`readOnlyRootFilesystem:
-    /// false`), for images that write outside home, cache and /tmp.
+    /// false`), for images that write outside home, cache and /tmp, and for
+    /// GPU nodes whose NVIDIA container toolkit cannot create a container
+    /// with a read-only root (its CDI hooks fail with `read-only file
+    /// system`; fixed in newer toolkits).
     pub writable_root_filesystem: bool,
     /// Mount the service account's API token into the pods
     /// (`automountServiceAccountToken: true`).
@@ -556,7 +568,10 @@ pub struct ContainerLimits {
     pub default_request: BTreeMap<String, QuantityText>,
     /// Limits given to containers that set none.
     pub default_limit: BTreeMap<String, QuantityText>,
-    /// The most one container may ask for.
+    /// The most one container may ask for. An extended resource here
+    /// (`nvidia.com/gpu`) gets a default limit and request of 0 unless
+    /// `defaultLimit` names it: the API server would otherwise make the max
+    /// the default, and every container without a GPU limit would ask for it.
     pub max: BTreeMap<String, QuantityText>,
 }
 
@@ -597,6 +612,11 @@ impl Platform {
     /// The priority tiers in force: the declared ones, or the defaults.
     pub fn tiers(&self) -> BTreeMap<String, PriorityTier> {
         if self.priorities.is_empty() { default_priorities() } else { self.priorities.clone() }
+    }
+
+    /// The name of tier `tier`'s PriorityClass and WorkloadPriorityClass.
+    pub fn priority_class(&self, tier: &str) -> String {
+        format!("{}{tier}", self.priority_class_prefix.as_deref().unwrap_or(DEFAULT_PRIORITY_CLASS_PREFIX))
     }
 
     /// The tenant that owns `namespace`, if any.

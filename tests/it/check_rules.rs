@@ -335,7 +335,7 @@ fn isvc015_memory_below_the_loading_peak() {
 
 #[test]
 fn isvc016_autoscaler_on_zero_replicas() {
-    let zero = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 0 }}");
+    let zero = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: 0");
     fires(&render_with(&qwen3(), None, &[zero]), "ISVC016", "its target Deployment ml/qwen3 has spec.replicas: 0");
     let mut objects = render(&qwen3());
     find(&mut objects, "HorizontalPodAutoscaler")["spec"]["minReplicas"] = json!(0);
@@ -345,15 +345,40 @@ fn isvc016_autoscaler_on_zero_replicas() {
 }
 
 #[test]
-fn isvc017_replicas_under_an_autoscaler() {
-    let pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 3 }}");
+fn isvc017_replicas_outside_the_autoscaler_bounds() {
+    // replicas: 3 renders spec.replicas: 3 inside the HPA's 1 to 9: the
+    // count the service starts at, not a fight.
+    quiet(&render(&qwen3()), "ISVC017");
+    let pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: 12");
     fires(
         &render_with(&qwen3(), None, &[pinned]),
         "ISVC017",
-        "sets spec.replicas: 3 while HorizontalPodAutoscaler ml/qwen3 scales it",
+        "sets spec.replicas: 12 outside the bounds of HorizontalPodAutoscaler ml/qwen3 (1 to 9): it rescales the workload to 9 at once",
     );
     let zero_pinned = template("deployment.yaml", "replicas: {{ replicas }}", "replicas: {{ replicas or 3 }}");
     quiet(&render_with(&service("zero", "x/M-1B", 0, 1), None, &[zero_pinned]), "ISVC017");
+}
+
+#[test]
+fn isvc040_keda_without_a_scrape() {
+    let llama = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+                 spec: {baseModel: meta-llama/Llama-3.1-8B-Instruct, autoscaling: {min: 2, max: 8, targetQueueLength: 4}}\n";
+    let keda = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nkeda: {serverAddress: http://prometheus:9090}\n";
+    fires(
+        &render_with(llama, Some(keda), &[]),
+        "ISVC040",
+        "its Prometheus trigger queries `sum(vllm:num_requests_waiting{namespace=\"ml\",service=\"llama\"})`, but no \
+         ServiceMonitor or PodMonitor scrapes the pods of Deployment ml/llama: KEDA reads the empty result as 0 and never \
+         scales up",
+    );
+    // With `monitoring`, isvc renders the ServiceMonitor the query needs.
+    quiet(&render_with(llama, Some(&format!("{keda}monitoring: {{}}\n")), &[]), "ISVC040");
+    // A PodMonitor selecting the pods does as well.
+    let pod_monitor = "apiVersion: monitoring.coreos.com/v1\nkind: PodMonitor\nmetadata: {name: vllm, namespace: ml}\n\
+                       spec:\n  selector: {matchLabels: {app.kubernetes.io/name: llama}}\n  podMetricsEndpoints: [{port: http}]\n";
+    quiet(&with(render_with(llama, Some(keda), &[]), &[pod_monitor]), "ISVC040");
+    // An HPA without a metrics pipeline still starts at `replicas`: not this rule.
+    quiet(&render(&qwen3()), "ISVC040");
 }
 
 const PDB: &str = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: qwen3, namespace: ml}\nspec:\n  selector: {matchLabels: {app.kubernetes.io/name: qwen3}}\n";
@@ -388,16 +413,16 @@ fn isvc019_rollout_cannot_proceed() {
     find(&mut objects, "Deployment")["spec"]["strategy"]["rollingUpdate"] =
         json!({"maxSurge": 0, "maxUnavailable": "0%"});
     fires(&objects, "ISVC019", "maxSurge and maxUnavailable are both 0");
-    // A surge pod needs a GPU the quota does not have (1 pod at the minimum, quota 1).
+    // A surge pod needs a GPU the quota does not have (3 pods at the start, quota 3).
     let surge = platform("  rollout: {maxSurge: 1, maxUnavailable: 0}\n");
     fires(
-        &with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("1")]),
+        &with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("3")]),
         "ISVC019",
-        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 2 needed, 1 allowed",
+        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 4 needed, 3 allowed",
     );
-    quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("2")]), "ISVC019");
+    quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("4")]), "ISVC019");
     // isvc's default rollout needs no spare quota.
-    quiet(&with(render(&qwen3()), &[&gpu_quota("1")]), "ISVC019");
+    quiet(&with(render(&qwen3()), &[&gpu_quota("3")]), "ISVC019");
 }
 
 #[test]
@@ -413,20 +438,21 @@ fn isvc020_mutable_image() {
 
 #[test]
 fn isvc021_quota_exceeded_or_unspecified() {
-    // replicas 6: an autoscaler minimum of 3 pods, 3 GPUs.
+    // replicas 6: the Deployment is created with 6 pods, 6 GPUs (the
+    // autoscaler's minimum of 3 is where it may go later).
     let six = service("qwen3", "Qwen/Qwen3-0.6B", 6, 1);
     fires(
-        &with(render(&six), &[&gpu_quota("2")]),
+        &with(render(&six), &[&gpu_quota("5")]),
         "ISVC021",
-        "at steady state, requests.nvidia.com/gpu would be 3, above the hard limit of 2 (qwen3: 3)",
+        "at steady state, requests.nvidia.com/gpu would be 6, above the hard limit of 5 (qwen3: 6)",
     );
-    quiet(&with(render(&six), &[&gpu_quota("3")]), "ISVC021");
+    quiet(&with(render(&six), &[&gpu_quota("6")]), "ISVC021");
     // Two services share the namespace's quota.
     let two = format!("{six}---\n{}", service("embed", "Qwen/Qwen3-Embedding-0.6B", 2, 1));
     fires(
-        &with(render(&two), &[&gpu_quota("3")]),
+        &with(render(&two), &[&gpu_quota("7")]),
         "ISVC021",
-        "would be 4, above the hard limit of 3 (embed: 1, qwen3: 3)",
+        "would be 8, above the hard limit of 7 (embed: 2, qwen3: 6)",
     );
     // A quota on limits.cpu needs a CPU limit on every container...
     let cpu = "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: compute, namespace: ml}\nspec:\n  hard: {limits.cpu: \"64\"}\n";
@@ -454,7 +480,7 @@ fn isvc021_quota_scopes_select_pods_by_priority_class() {
     fires(
         &with(render(&qwen3()), &[scoped, class]),
         "ISVC021",
-        "requests.nvidia.com/gpu would be 1, above the hard limit of 0",
+        "requests.nvidia.com/gpu would be 3, above the hard limit of 0",
     );
 }
 
@@ -493,6 +519,130 @@ fn isvc023_limit_range_violation() {
     let objects =
         with(render(&qwen3()), &[&lr("{type: Container, max: {cpu: \"8\", memory: 64Gi}, min: {memory: 1Gi}}")]);
     quiet(&objects, "ISVC023");
+}
+
+#[test]
+fn isvc041_limit_range_gives_a_plain_container_gpus() {
+    let lr = |item: &str| {
+        format!("apiVersion: v1\nkind: LimitRange\nmetadata: {{name: lr, namespace: ml}}\nspec:\n  limits: [{item}]\n")
+    };
+    // A max alone becomes the default limit and request of every container
+    // that sets none.
+    fires(
+        &with(render(&qwen3()), &[&lr("{type: Container, max: {nvidia.com/gpu: \"8\"}}")]),
+        "ISVC041",
+        "a container that sets no resources (a sidecar, an init container, `kubectl debug`) in namespace ml is given \
+         nvidia.com/gpu: 8 as its limit and 8 as its request by LimitRange ml/lr: a max without a default becomes the default",
+    );
+    // A default of 0 keeps the maximum without handing out GPUs.
+    quiet(
+        &with(
+            render(&qwen3()),
+            &[&lr(
+                "{type: Container, max: {nvidia.com/gpu: \"8\"}, default: {nvidia.com/gpu: \"0\"}, defaultRequest: {nvidia.com/gpu: \"0\"}}",
+            )],
+        ),
+        "ISVC041",
+    );
+    // CPU and memory defaults are what a LimitRange is for.
+    quiet(&with(render(&qwen3()), &[&lr("{type: Container, max: {cpu: \"8\"}}")]), "ISVC041");
+    // A Pod maximum has no default: a pod without a GPU limit is rejected.
+    fires(
+        &with(render(&qwen3()), &[&lr("{type: Pod, max: {nvidia.com/gpu: \"8\"}}")]),
+        "ISVC041",
+        "a pod of such containers sets no nvidia.com/gpu limit, but LimitRange ml/lr caps it at 8 per Pod: LimitRanger rejects it",
+    );
+}
+
+#[test]
+fn tenant_limit_ranges_never_hand_out_gpus() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n    limits:\n      max: {nvidia.com/gpu: 8}\n";
+    quiet(&render_with(&qwen3(), Some(platform), &[]), "ISVC041");
+}
+
+#[test]
+fn isvc042_lower_tier_reclaims_from_a_higher_one() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n    queues:\n      \
+                    - {name: online, priority: online, nominalQuota: {nvidia.com/gpu: 16, cpu: 128, memory: 1Ti}}\n      \
+                    - {name: offline, priority: offline, nominalQuota: {nvidia.com/gpu: 0, cpu: 0, memory: 0}}\n";
+    let services = format!(
+        "{}---\n{}",
+        qwen3(),
+        service("eval", "Qwen/Qwen3-0.6B", 1, 1).replace("gpusPerReplica: 1}", "gpusPerReplica: 1, priority: offline}")
+    );
+    // isvc derives the policies from the tiers: online may reclaim from any
+    // borrower, offline never preempts.
+    let mut objects = render_with(&services, Some(platform), &[]);
+    quiet(&objects, "ISVC042");
+    let online = objects.iter().find(|o| o.id.kind == "ClusterQueue" && o.id.name == "ml-online").unwrap();
+    assert_eq!(
+        online.value["spec"]["preemption"],
+        json!({"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority",
+               "borrowWithinCohort": {"policy": "LowerPriority", "maxPriorityThreshold": 1000}})
+    );
+    let offline = objects.iter_mut().find(|o| o.id.kind == "ClusterQueue" && o.id.name == "ml-offline").unwrap();
+    assert_eq!(
+        offline.value["spec"]["preemption"],
+        json!({"reclaimWithinCohort": "Never", "withinClusterQueue": "Never"})
+    );
+    // The policy every queue used to get: offline reclaiming evicts online.
+    offline.value["spec"]["preemption"]["reclaimWithinCohort"] = json!("Any");
+    fires(
+        &objects,
+        "ISVC042",
+        "reclaimWithinCohort: Any lets its workloads (ml/eval, priority 1000) evict those of ClusterQueue ml-online in \
+         cohort ml that borrowed (ml/qwen3, priority 100000), irrespective of priority",
+    );
+}
+
+#[test]
+fn isvc043_namespaces_and_the_crd_are_never_pruned() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n";
+    let mut objects = render_with(&qwen3(), Some(platform), &[]);
+    // isvc protects its Namespaces and the CRD for both engines.
+    quiet(&objects, "ISVC043");
+    for kind in ["Namespace", "CustomResourceDefinition"] {
+        assert_eq!(
+            find(&mut objects, kind)["metadata"]["annotations"],
+            json!({"argocd.argoproj.io/sync-options": "Prune=false,Delete=false", "kustomize.toolkit.fluxcd.io/prune": "disabled"}),
+            "{kind}"
+        );
+    }
+    let namespace = find(&mut objects, "Namespace");
+    namespace["metadata"]["annotations"] = json!({"argocd.argoproj.io/sync-options": "Prune=false"});
+    fires(
+        &objects,
+        "ISVC043",
+        "deleting the Argo CD Application deletes it (no Delete=false); Flux prunes it (no \
+         kustomize.toolkit.fluxcd.io/prune: disabled): deleting it deletes everything in the namespace",
+    );
+    find(&mut objects, "CustomResourceDefinition")["metadata"].as_object_mut().unwrap().remove("annotations");
+    fires(&objects, "ISVC043", "Argo CD prunes it (no Prune=false); deleting the Argo CD Application deletes it");
+    // A Flux label does as well as the annotation.
+    find(&mut objects, "Namespace")["metadata"]["annotations"] =
+        json!({"argocd.argoproj.io/sync-options": "Prune=false,Delete=false"});
+    find(&mut objects, "Namespace")["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/prune"] = json!("disabled");
+    assert!(of_rule(&objects, "ISVC043").iter().all(|f| f.object.starts_with("CustomResourceDefinition")));
+}
+
+#[test]
+fn isvc044_pods_name_a_priority_class_nobody_renders() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: ml\n";
+    // The pods name the class isvc renders for their tier.
+    quiet(&render_with(&qwen3(), Some(platform), &[]), "ISVC044");
+    let bare = template("deployment.yaml", "priorityClassName: {{ priority_class }}", "priorityClassName: online");
+    fires(
+        &render_with(&qwen3(), Some(platform), &[bare]),
+        "ISVC044",
+        "its pods name PriorityClass online, which the output does not define: the API server refuses them if it does \
+         not exist, and another owner's class of that name applies cluster-wide",
+    );
+    let system = template(
+        "deployment.yaml",
+        "priorityClassName: {{ priority_class }}",
+        "priorityClassName: system-cluster-critical",
+    );
+    quiet(&render_with(&qwen3(), None, &[system]), "ISVC044");
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn five_lines_render_a_deployment_service_autoscaler_and_the_crd() {
     assert!(hpa.contains("minReplicas: 1\n") && hpa.contains("maxReplicas: 9\n"), "{hpa}");
     assert!(hpa.contains("name: num_requests_waiting"));
     let deploy = std::fs::read_to_string(dir.path().join("rendered/default/qwen3/deployment.yaml")).unwrap();
-    assert!(!deploy.contains("\n  replicas:"), "an autoscaled Deployment leaves replicas to the HPA:\n{deploy}");
+    assert!(deploy.contains("\n  replicas: 3\n"), "replicas: 3 runs 3 pods from the first apply:\n{deploy}");
     assert!(deploy.contains("nvidia.com/gpu: \"1\""));
 }
 
@@ -82,7 +82,7 @@ fn scaling_to_zero_removes_the_autoscaler() {
 }
 
 #[test]
-fn doubling_replicas_changes_only_the_autoscaler_bounds() {
+fn doubling_replicas_changes_only_scaling() {
     let dir = setup(QWEN3);
     render(dir.path());
     std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 6")).unwrap();
@@ -90,11 +90,16 @@ fn doubling_replicas_changes_only_the_autoscaler_bounds() {
     assert_eq!(code, 1);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let objects = report["objects"].as_array().unwrap();
-    assert_eq!(objects.len(), 1, "{out}");
-    assert_eq!(objects[0]["kind"], "HorizontalPodAutoscaler");
-    assert_eq!(objects[0]["impact"], "scaling-only");
-    assert_eq!(objects[0]["fields"], serde_json::json!(["spec.maxReplicas", "spec.minReplicas"]));
-    assert!(objects[0]["diff"].as_str().unwrap().contains("+  minReplicas: 3"));
+    assert_eq!(objects.len(), 2, "{out}");
+    let of = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap();
+    let hpa = of("HorizontalPodAutoscaler");
+    assert_eq!(hpa["impact"], "scaling-only");
+    assert_eq!(hpa["fields"], serde_json::json!(["spec.maxReplicas", "spec.minReplicas"]));
+    assert!(hpa["diff"].as_str().unwrap().contains("+  minReplicas: 3"));
+    // The starting count, which a GitOps engine ignores once the Deployment exists.
+    let deploy = of("Deployment");
+    assert_eq!(deploy["impact"], "scaling-only");
+    assert_eq!(deploy["fields"], serde_json::json!(["spec.replicas"]));
 }
 
 #[test]

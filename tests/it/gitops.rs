@@ -85,3 +85,44 @@ fn flux_layers_prerequisites_before_namespaces() {
     let root = std::fs::read_to_string(dir.path().join("rendered/kustomization.yaml")).unwrap();
     assert!(root.ends_with("resources:\n- _cluster\n- search\n"), "{root}");
 }
+
+#[test]
+fn argocd_leaves_an_autoscaled_replica_count_to_the_autoscaler() {
+    let dir = copy_example("gitops");
+    let set = std::fs::read_to_string(dir.path().join("rendered/_gitops/applicationset-inference.yaml")).unwrap();
+    // Without RespectIgnoreDifferences, ignoreDifferences only hides the diff
+    // and the next sync writes the committed count back.
+    assert!(set.contains("        - RespectIgnoreDifferences=true\n"), "{set}");
+    assert!(
+        set.contains(
+            "      - group: apps\n        kind: Deployment\n        namespace: default\n        name: qwen3\n        jsonPointers:\n        - /spec/replicas\n"
+        ),
+        "{set}"
+    );
+    // The Deployment itself starts at the service's replicas.
+    let deploy = std::fs::read_to_string(dir.path().join("rendered/prod-us/default/qwen3/deployment.yaml")).unwrap();
+    assert!(deploy.contains("\n  replicas: 4\n"), "{deploy}");
+}
+
+#[test]
+fn flux_ignores_an_autoscaled_replica_count() {
+    let dir = copy_example("gitops-flux");
+    let k = std::fs::read_to_string(dir.path().join("rendered/_gitops/kustomization-inference-search.yaml")).unwrap();
+    assert!(
+        k.ends_with(
+            "  ignore:\n  - paths:\n    - /spec/replicas\n    target:\n      group: apps\n      kind: Deployment\n      name: ^reranker$\n"
+        ),
+        "{k}"
+    );
+    let cluster =
+        std::fs::read_to_string(dir.path().join("rendered/_gitops/kustomization-inference-cluster.yaml")).unwrap();
+    assert!(!cluster.contains("ignore:"), "{cluster}");
+}
+
+#[test]
+fn namespaces_carry_prune_protection_for_both_engines() {
+    let dir = copy_example("gitops-flux");
+    let ns = std::fs::read_to_string(dir.path().join("rendered/_cluster/namespace-search.yaml")).unwrap();
+    assert!(ns.contains("    kustomize.toolkit.fluxcd.io/prune: disabled\n"), "{ns}");
+    assert!(ns.contains("    argocd.argoproj.io/sync-options: Prune=false,Delete=false\n"), "{ns}");
+}

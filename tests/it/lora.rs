@@ -141,7 +141,8 @@ fn keda_scales_services_with_autoscaling_and_never_alongside_an_hpa() {
             "threshold": "4",
         })
     );
-    assert!(find(&objects, "Deployment", "llama").unwrap()["spec"].get("replicas").is_none(), "KEDA owns replicas");
+    // The Deployment starts at the minimum; after that KEDA's HPA owns the count.
+    assert_eq!(find(&objects, "Deployment", "llama").unwrap()["spec"]["replicas"], json!(2));
     // A fixed replica count keeps the reference HPA, KEDA or not.
     let hpa = find(&objects, "HorizontalPodAutoscaler", "fixed").unwrap();
     assert_eq!((&hpa["spec"]["minReplicas"], &hpa["spec"]["maxReplicas"]), (&json!(2), &json!(12)));

@@ -381,3 +381,22 @@ fn the_scanner_passes_rendered_services_beyond_the_examples() {
         );
     }
 }
+
+#[test]
+fn a_writable_root_points_at_the_one_line_platform_switch() {
+    // GPU nodes whose container toolkit cannot create a container with a
+    // read-only root (CDI hooks) need the platform switch, which the message names.
+    let dropped = builtin_without(&["securityContext: {{ security.container }}"]);
+    let errors = deployments("", &[("deployment.yaml", &dropped)]).unwrap_err();
+    assert!(
+        errors.iter().any(|e| e.contains(
+            "[ISVC104]: container \"vllm\" does not set readOnlyRootFilesystem: true (if the GPU nodes' container toolkit \
+             cannot start containers with a read-only root, allow it with `defaults.security.writableRootFilesystem: \
+             true` in the platform file)"
+        )),
+        "{errors:#?}"
+    );
+    // The switch: readOnlyRootFilesystem false on every service, no finding.
+    let c = deployment("defaults:\n  security: {writableRootFilesystem: true}\n", "team-b/legacy");
+    assert_eq!(c["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"], false);
+}

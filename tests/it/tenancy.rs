@@ -32,14 +32,13 @@ fn service(name: &str, replicas: i32, gpus: i32, extra: &str) -> String {
 fn steady_state_over_quota_names_the_services_that_use_it() {
     let services = service("a", 2, 2, "") + &service("b", 3, 2, ", priority: offline");
     let err = compile(PLATFORM, &services).unwrap_err();
-    // The Deployments leave spec.replicas to their autoscalers, which start
-    // at their minimum (1 each): 4 GPUs fit; a alone at its maximum (6 x 2)
-    // does not, and b is offline (preemptible) so it is left out at peak.
+    // The Deployments start at their replicas: a 2 x 2 GPUs, b 3 x 2.
     assert!(
-        err.contains("error: exceeded quota: team-a, requested: requests.nvidia.com/gpu=12, used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=8 (namespace team-a, at the autoscalers' maximum)"),
+        err.contains("error: exceeded quota: team-a, requested: requests.nvidia.com/gpu=6, used: requests.nvidia.com/gpu=4, limited: requests.nvidia.com/gpu=8 (namespace team-a, at steady state)"),
         "{err}"
     );
-    assert!(err.contains("namespace team-a needs requests.nvidia.com/gpu=12"), "requested + used = needed: {err}");
+    assert!(err.contains("(a uses requests.nvidia.com/gpu=4)"), "{err}");
+    assert!(err.contains("namespace team-a needs requests.nvidia.com/gpu=10"), "requested + used = needed: {err}");
 }
 
 #[test]
@@ -77,6 +76,27 @@ fn requests_above_the_limit_range_maximum_are_rejected() {
 }
 
 #[test]
+fn a_gpu_maximum_comes_with_a_default_of_zero() {
+    // Without a default, the API server makes the max the default limit and
+    // request, and every container without a GPU limit asks for 4 GPUs.
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    limits:\n      max: {nvidia.com/gpu: 4, cpu: 32}\n";
+    let objects = compile(platform, &service("a", 1, 1, "")).unwrap();
+    let lr = &objects.iter().find(|o| o.id.kind == "LimitRange").unwrap().value["spec"]["limits"][0];
+    assert_eq!(lr["default"]["nvidia.com/gpu"], "0");
+    assert_eq!(lr["defaultRequest"]["nvidia.com/gpu"], "0");
+    assert_eq!(lr["max"]["nvidia.com/gpu"], "4");
+    // CPU is not an extended resource: its max stays the default limit.
+    assert!(lr["default"].get("cpu").is_none());
+    // A GPU default the platform gives is kept, and ISVC041 refuses it.
+    let given = platform.replace("max:", "defaultLimit: {memory: 1Gi, nvidia.com/gpu: 1}\n      max:");
+    let err = compile(&given, &service("a", 1, 1, "")).unwrap_err();
+    assert!(
+        err.contains("[ISVC041]: a container that sets no resources (a sidecar, an init container, `kubectl debug`) in namespace team-a is given nvidia.com/gpu: 1 as its limit and 1 as its request by LimitRange team-a/container-limits: its default"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_surge_that_cannot_fit_stalls_the_rollout() {
     let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  rollout: {maxSurge: 1, maxUnavailable: 0}\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 8}\n";
     let err = compile(platform, &service("a", 1, 8, ", priority: offline")).unwrap_err();
@@ -101,16 +121,33 @@ fn every_pod_carries_its_priority_class_and_online_gets_a_disruption_budget() {
     let objects = compile(PLATFORM, &(service("a", 1, 1, "") + &service("b", 1, 1, ", priority: offline"))).unwrap();
     let find =
         |kind: &str, name: &str| objects.iter().find(|o| o.id.kind == kind && o.id.name == name).map(|o| &o.value);
-    assert_eq!(find("Deployment", "a").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "online");
-    assert_eq!(find("Deployment", "b").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "offline");
+    // PriorityClasses are cluster-wide: their names carry the platform's prefix.
+    assert_eq!(find("Deployment", "a").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "isvc-online");
+    assert_eq!(find("Deployment", "b").unwrap()["spec"]["template"]["spec"]["priorityClassName"], "isvc-offline");
     let pdb = find("PodDisruptionBudget", "a").unwrap();
     assert_eq!(pdb["spec"]["maxUnavailable"], 1);
     assert_eq!(pdb["spec"]["unhealthyPodEvictionPolicy"], "AlwaysAllow");
     assert!(find("PodDisruptionBudget", "b").is_none(), "offline gets no budget");
-    assert_eq!(find("PriorityClass", "offline").unwrap()["preemptionPolicy"], "Never");
-    assert_eq!(find("PriorityClass", "online").unwrap()["preemptionPolicy"], "PreemptLowerPriority");
+    assert_eq!(find("PriorityClass", "isvc-offline").unwrap()["preemptionPolicy"], "Never");
+    assert_eq!(find("PriorityClass", "isvc-online").unwrap()["preemptionPolicy"], "PreemptLowerPriority");
+    assert!(find("WorkloadPriorityClass", "isvc-online").is_none(), "no queues, no Kueue objects");
     assert_eq!(find("ResourceQuota", "team-a").unwrap()["spec"]["hard"]["requests.nvidia.com/gpu"], "8");
     assert!(find("LimitRange", "container-limits").unwrap()["spec"]["limits"][0]["defaultRequest"]["cpu"] == "500m");
+}
+
+#[test]
+fn the_priority_class_prefix_is_the_platforms() {
+    let platform = format!("{PLATFORM}priorityClassPrefix: acme-\n");
+    let objects = compile(&platform, &service("a", 1, 1, "")).unwrap();
+    let deploy = objects.iter().find(|o| o.id.kind == "Deployment").unwrap();
+    assert_eq!(deploy.value["spec"]["template"]["spec"]["priorityClassName"], "acme-online");
+    assert!(objects.iter().any(|o| o.id.kind == "PriorityClass" && o.id.name == "acme-online"));
+    let err = compile(&format!("{PLATFORM}priorityClassPrefix: Acme_\n"), &service("a", 1, 1, "")).unwrap_err();
+    assert!(err.contains("prefix \"Acme_\" makes PriorityClass name \"Acme_offline\" invalid"), "{err}");
+    // An empty prefix keeps the bare tier names.
+    let bare = format!("{PLATFORM}priorityClassPrefix: \"\"\n");
+    let objects = compile(&bare, &service("a", 1, 1, "")).unwrap();
+    assert!(objects.iter().any(|o| o.id.kind == "PriorityClass" && o.id.name == "online"));
 }
 
 #[test]
