@@ -1,19 +1,19 @@
 //! isvc: an offline GitOps compiler for LLM inference services.
 //!
-//! The pipeline, one module per stage:
+//! The pipeline, one layer per directory, each importing only the layers
+//! below it (ARCHITECTURE.md; `src/layers.rs` tests it):
 //!
 //! ```text
-//! load ─▶ derive ─▶ render ─▶ check ─▶ output | diff | plan
-//! (files,   (pure:     (templates,  (rules over   (atomic tree write,
-//!  schema,   desired    parse back,  rendered      prune, --check;
-//!  names)    state)     kinds)       objects)      object diff;
-//!                                                  reconcile against a
-//!                                                  live snapshot)
+//! cli ─▶ report ─▶ emit (write, diff, plan) ─▶ compiler ─▶ check ─▶ render
+//!     ─▶ load | derive ─▶ k8s (typecheck, admission) ─▶ model ─▶ base
 //! ```
 //!
-//! [`compile`] runs derive, render and check over loaded services; it does no
-//! I/O, so an Operator can embed it, and [`plan`] is the Operator's reconcile
-//! over its result. `yaml` and `diagnostics` are leaves that every stage uses.
+//! The entry point is [`Compiler`]: [`Inputs`] (services, platform,
+//! templates) and [`Options`] in, a [`Compilation`] (what `render`, `diff`,
+//! `plan` and `status` use) or an [`Examination`] (what `check` reports)
+//! out. It does no I/O; without the default `cli` feature the library
+//! builds without clap, so an Operator can embed it, with
+//! [`emit::plan`] as its reconcile.
 
 pub mod base;
 pub mod check;
@@ -26,8 +26,9 @@ pub(crate) mod k8s;
 mod layers;
 pub mod load;
 pub mod model;
-pub mod render;
+mod render;
 pub mod report;
 
 pub use compiler::admission::QuotaUsage;
 pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options};
+pub use render::{BUILTIN as BUILTIN_TEMPLATES, Templates};

@@ -6,7 +6,7 @@
 //! `isvc check --explain ID`. `render` refuses to write output with an
 //! error-level finding; `check` reports every finding.
 //!
-//! Rules live in one file per family and share the lookups of [`Context`]:
+//! Rules live in one file per family and share the lookups of `Context` (`k8s::index`):
 //!
 //! - `network`: Services, selectors, ports, listen addresses;
 //! - `probes`: startup, liveness and readiness probes;

@@ -220,12 +220,6 @@ pub const SERVICE_MONITOR: Child = Child {
 };
 
 impl DesiredService {
-    /// Pods at steady state: `spec.replicas` (the autoscaling minimum), times
-    /// the pods of a replica.
-    pub fn steady_replicas(&self) -> i32 {
-        self.spec_replicas.saturating_mul(self.pods_per_replica)
-    }
-
     /// Pods at the autoscaler's maximum (the steady state without one).
     pub fn peak_pods(&self) -> i32 {
         self.autoscaler.as_ref().map_or(self.spec_replicas, |a| a.max_replicas).saturating_mul(self.pods_per_replica)

@@ -2,7 +2,7 @@
 //! given a snapshot of it (`kubectl get ... -o yaml` or `-o json`), and the
 //! status it would report for each InferenceService.
 //!
-//! The desired objects are those [`crate::compile`] renders for the
+//! The desired objects are those [`crate::Compiler::compile`] renders for the
 //! services (the CRD and other objects without a service are installed by
 //! `render`, not reconciled). A desired object is compared with its live
 //! counterpart (same API group, kind, namespace and name) only on the

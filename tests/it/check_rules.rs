@@ -49,7 +49,7 @@ fn platform(defaults: &str) -> String {
 
 /// The built-in template `name` with `from` replaced by `to` (which must occur).
 fn template(name: &str, from: &str, to: &str) -> (&'static str, String) {
-    let (n, text) = isvc::render::BUILTIN.iter().find(|(n, _)| *n == name).unwrap();
+    let (n, text) = isvc::BUILTIN_TEMPLATES.iter().find(|(n, _)| *n == name).unwrap();
     assert!(text.contains(from), "{from:?} is not in {name}");
     (n, text.replacen(from, to, 1))
 }

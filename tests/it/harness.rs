@@ -9,9 +9,9 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+use isvc::Templates;
 use isvc::base::diagnostics::{Diagnostics, Source};
 use isvc::model::objects::Object;
-use isvc::render::Templates;
 use isvc::{Compilation, Compiler, Examination, Inputs, Options};
 
 /// Inputs given as text.
@@ -34,10 +34,6 @@ pub struct Run {
 impl Run {
     pub fn code(&self) -> Option<i32> {
         self.output.status.code()
-    }
-
-    pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.output.stdout).into_owned()
     }
 
     pub fn stderr(&self) -> String {

@@ -400,7 +400,7 @@ fn migrate_keeps_comments_and_layout() {
 
 #[test]
 fn an_overridden_template_is_checked_against_the_objective_fields() {
-    let (_, builtin) = isvc::render::BUILTIN.iter().find(|(n, _)| *n == "inferenceobjective.yaml").unwrap();
+    let (_, builtin) = isvc::BUILTIN_TEMPLATES.iter().find(|(n, _)| *n == "inferenceobjective.yaml").unwrap();
     let template = builtin.replace("priority: {{", "prority: {{");
     let (code, stderr) =
         render_with_templates(PLATFORM, &[("llama.yaml", LLAMA)], &[("inferenceobjective.yaml", &template)]);

@@ -171,7 +171,7 @@ fn the_marker_names_what_was_relaxed() {
 
 /// The built-in template with the security settings taken out again.
 fn builtin_without(cut: &[&str]) -> String {
-    let text = isvc::render::BUILTIN.iter().find(|(n, _)| *n == "deployment.yaml").unwrap().1;
+    let text = isvc::BUILTIN_TEMPLATES.iter().find(|(n, _)| *n == "deployment.yaml").unwrap().1;
     let mut out = String::new();
     let mut skipping: Option<usize> = None;
     for line in text.lines() {
@@ -224,7 +224,7 @@ fn an_override_that_drops_the_security_settings_is_caught() {
     assert_eq!(errors.len(), 2, "both team-a services: {errors:#?}");
 
     // Hard-coding a relaxation the platform did not grant is caught too.
-    let relaxed = isvc::render::BUILTIN[0].1.replace(
+    let relaxed = isvc::BUILTIN_TEMPLATES[0].1.replace(
         "securityContext: {{ security.container }}",
         "securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_ADMIN]}, readOnlyRootFilesystem: true}",
     );
@@ -233,7 +233,7 @@ fn an_override_that_drops_the_security_settings_is_caught() {
     assert!(errors[0].contains("adds capability NET_ADMIN, which the platform does not allow"), "{errors:#?}");
 
     // A memory limit is required of every container.
-    let no_limit = isvc::render::BUILTIN[0]
+    let no_limit = isvc::BUILTIN_TEMPLATES[0]
         .1
         .replace("limits: {{ container.limits }}", "limits: {nvidia.com/gpu: {{ container.gpus }}}");
     let errors = deployments("", &[("deployment.yaml", &no_limit)]).unwrap_err();
