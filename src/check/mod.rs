@@ -33,7 +33,7 @@ pub(crate) use crate::k8s::index::{
     Context, Workload, container_name, containers, init_containers, labels, namespace, pod_templates, quantity,
     selector_matches,
 };
-pub mod security;
+mod security;
 mod tenancy;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

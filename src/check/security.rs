@@ -101,16 +101,6 @@ pub const NO_MEMORY_LIMIT: Rule = Rule::new(
      pod (OOMKilled, visible in its status) instead of its neighbours. Memory-backed /dev/shm counts against it.",
 );
 
-/// Every security rule, for listings.
-pub const RULES: [Rule; 7] = [
-    RUNS_AS_ROOT,
-    PRIVILEGE_ESCALATION,
-    CAPABILITIES_KEPT,
-    NO_SECCOMP_PROFILE,
-    WRITABLE_ROOT_FILESYSTEM,
-    SERVICE_ACCOUNT_TOKEN,
-    NO_MEMORY_LIMIT,
-];
 
 /// Runs the security rules over every pod template of `objects`.
 pub fn check(objects: &[Object]) -> Vec<Finding> {

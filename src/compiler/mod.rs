@@ -127,21 +127,60 @@ impl<'a> Compiler<'a> {
     /// the tenants', Kueue's and the GitOps engine's objects: what `render`,
     /// `diff`, `plan` and `status` work from. Error-level rules stop it.
     pub fn compile(&self) -> Result<Compilation, Diagnostics> {
-        let i = self.inputs;
         let platform = self.platform()?;
-        let mut compiled = compile_all(
-            &i.services,
-            &platform,
-            &i.templates,
-            &*self.options.label,
-            i.platform_file.as_deref(),
-            if self.options.cluster.is_some() { None } else { self.options.engine },
-            &self.options.rules,
-        )?;
-        if self.options.cluster.is_some() {
-            compiled.objects.retain(|o| o.cluster.is_some());
+        let stage = self.stage();
+        let mut compiled = if platform.clusters.is_empty() {
+            stage.compile(&self.inputs.services, &platform)?
+        } else {
+            let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.compile(s, p));
+            let mut objects = Vec::new();
+            let mut quota = Vec::new();
+            let mut warnings = Vec::new();
+            for (name, c) in per_cluster {
+                objects.extend(c.objects.into_iter().map(|mut o| {
+                    o.cluster = Some(name.clone());
+                    o
+                }));
+                quota.extend(c.quota.into_iter().map(|mut q| {
+                    q.cluster = Some(name.clone());
+                    q
+                }));
+                warnings.push((name, c.warnings.0));
+            }
+            let mut diags =
+                Diagnostics(once_or_named(&failed.into_iter().chain(warnings).collect::<Vec<_>>(), |d, c| {
+                    d.message = format!("cluster {c}: {}", d.message)
+                }));
+            diags.sort();
+            if diags.has_errors() {
+                return Err(diags);
+            }
+            objects::sort(&mut objects);
+            Compilation { objects, warnings: diags, quota }
+        };
+        // The engine's annotations go on every object; its own objects span
+        // clusters, so one cluster's output leaves them out.
+        let engine = self.options.engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
+        if let Some(engine) = engine {
+            gitops::annotate(&mut compiled.objects, engine);
+        }
+        match (engine, &self.options.cluster) {
+            (_, Some(_)) => compiled.objects.retain(|o| o.cluster.is_some()),
+            (Some(engine), None) => {
+                add_engine_objects(&mut compiled, &platform, engine, self.inputs.platform_file.as_deref())?
+            }
+            (None, None) => {}
         }
         Ok(compiled)
+    }
+
+    fn stage(&self) -> Stage<'_> {
+        Stage {
+            templates: &self.inputs.templates,
+            label: &*self.options.label,
+            platform_file: self.inputs.platform_file.as_deref(),
+            config: &self.options.rules,
+        }
     }
 
     /// The platform, narrowed to the cluster the options name.
@@ -170,18 +209,37 @@ impl<'a> Compiler<'a> {
     }
 
     /// Renders every cluster as [`Compiler::compile`] does and runs every
-    /// rule over each cluster's objects: what `isvc check` reports. A
-    /// render error of any cluster is an error here too.
+    /// rule over each cluster's objects on their own: what `isvc check`
+    /// reports. A render error of any cluster (a quota a cluster's
+    /// `replicaFactor` breaks) is an error here too, so `check` and
+    /// `render` agree. A finding every cluster shares is reported once; the
+    /// others name their cluster.
     pub fn examine(&self) -> Result<Examination, Diagnostics> {
-        let i = self.inputs;
-        examine(
-            &i.services,
-            &i.platform,
-            &i.templates,
-            &*self.options.label,
-            i.platform_file.as_deref(),
-            &self.options.rules,
-        )
+        let platform = self.platform()?;
+        let stage = self.stage();
+        if platform.clusters.is_empty() {
+            return stage.examine(&self.inputs.services, &platform);
+        }
+        let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.examine(s, p));
+        if !failed.is_empty() {
+            let passed = per_cluster.iter().map(|(c, _)| (c.clone(), Vec::new()));
+            let all: Vec<(String, Vec<Diagnostic>)> = failed.into_iter().chain(passed).collect();
+            let mut diags = Diagnostics(once_or_named(&all, |d, c| d.message = format!("cluster {c}: {}", d.message)));
+            diags.sort();
+            return Err(diags);
+        }
+        let mut objects = Vec::new();
+        let mut findings = Vec::new();
+        for (name, e) in per_cluster {
+            objects.extend(e.objects.into_iter().map(|mut o| {
+                o.cluster = Some(name.clone());
+                o
+            }));
+            findings.push((name, e.findings));
+        }
+        objects::sort(&mut objects);
+        let findings = once_or_named(&findings, |f, c| f.message = format!("cluster {c}: {}", f.message));
+        Ok(Examination { objects, findings })
     }
 }
 
@@ -195,198 +253,172 @@ pub struct Compilation {
     pub quota: Vec<admission::QuotaUsage>,
 }
 
-/// Derives, renders and checks every service of one cluster, plus the CRD
-/// and the objects of the platform's tenants, with the rules `config`
-/// keeps. Only error-level rules run: an error stops the compile; warnings
-/// are for `isvc check`. `label` names a service's input file as the output
-/// headers show it; `platform_file` names the platform file.
-fn compile_with(
-    services: &[LoadedService],
-    platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-    config: &check::Config,
-) -> Result<Compilation, Diagnostics> {
-    let (objects, mut diags, quota) = render_all(services, platform, templates, label, platform_file);
-    if diags.has_errors() {
+/// What every cluster's compile shares: the templates, how headers name
+/// input files, the platform file's name and the rules.
+struct Stage<'a> {
+    templates: &'a Templates,
+    label: &'a Label,
+    platform_file: Option<&'a str>,
+    config: &'a check::Config,
+}
+
+impl Stage<'_> {
+    /// Derives, renders and checks every service of one cluster, plus the
+    /// CRD and the objects of the platform's tenants. Only error-level rules
+    /// run: an error stops the compile; warnings are for `isvc check`.
+    fn compile(&self, services: &[LoadedService], platform: &Platform) -> Result<Compilation, Diagnostics> {
+        let (objects, mut diags, quota) = self.render(services, platform);
+        if diags.has_errors() {
+            diags.sort();
+            return Err(diags);
+        }
+        let mut findings = check::run_with(&objects, self.config);
+        findings.retain(|f| f.rule.severity == Severity::Error);
+        check::locate(&mut findings, services);
+        diags.extend(findings.iter().map(check::Finding::to_diagnostic));
+        diags.extend(check::annotation_problems(services));
         diags.sort();
-        return Err(diags);
+        if diags.has_errors() {
+            return Err(diags);
+        }
+        Ok(Compilation { objects, warnings: diags, quota })
     }
-    let mut findings = check::run_with(&objects, config);
-    findings.retain(|f| f.rule.severity == Severity::Error);
-    check::locate(&mut findings, services);
-    diags.extend(findings.iter().map(check::Finding::to_diagnostic));
-    diags.extend(check::annotation_problems(services));
-    diags.sort();
-    if diags.has_errors() {
-        return Err(diags);
+
+    /// One cluster's objects, rendered as [`Stage::compile`] renders them,
+    /// and every rule's findings over them.
+    fn examine(&self, services: &[LoadedService], platform: &Platform) -> Result<Examination, Diagnostics> {
+        let (objects, mut diags, _) = self.render(services, platform);
+        if diags.has_errors() {
+            diags.sort();
+            return Err(diags);
+        }
+        let mut findings = check::run_with(&objects, self.config);
+        check::locate(&mut findings, services);
+        Ok(Examination { objects, findings })
     }
-    Ok(Compilation { objects, warnings: diags, quota })
+
+    /// The objects that rendered, in output order, the errors of the inputs
+    /// and of those that did not render (placement, quota and Kueue checks
+    /// included), and the tenants' quota use.
+    fn render(
+        &self,
+        services: &[LoadedService],
+        platform: &Platform,
+    ) -> (Vec<Object>, Diagnostics, Vec<admission::QuotaUsage>) {
+        let mut diags = Diagnostics::new();
+        diags.extend(placements(services, platform));
+        diags.extend(crate::load::validate::routes(services, platform, self.label));
+        if diags.has_errors() {
+            return (Vec::new(), diags, Vec::new());
+        }
+        let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
+            .par_iter()
+            .map(|s| {
+                derive::derive(&s.service, platform).map(|d| (s, d)).map_err(|e| {
+                    Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))
+                })
+            })
+            .collect();
+        let mut desired = Vec::with_capacity(derived.len());
+        for d in derived {
+            match d {
+                Ok(pair) => desired.push(pair),
+                Err(e) => diags.push(e),
+            }
+        }
+        let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
+        diags.extend(kueue::admit(&pairs, platform, self.platform_file));
+
+        let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
+            .par_iter()
+            .map(|(s, d)| render::render_service(self.templates, d, Some(&(self.label)(s))))
+            .collect();
+        let mut objects = vec![crd::object()];
+        for r in rendered {
+            match r {
+                Ok(o) => objects.extend(o),
+                Err(d) => diags.extend(d),
+            }
+        }
+        for o in tenancy::objects(platform, self.platform_file)
+            .into_iter()
+            .chain(derive::kueue::objects(platform, self.platform_file))
+        {
+            for p in typecheck::typecheck(&o.value) {
+                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+            }
+            objects.push(o);
+        }
+        objects::sort(&mut objects);
+        diags.extend(adapters::unmounted(&objects));
+        let (quota_errors, quota) = admission::quotas(&objects, services, self.platform_file);
+        diags.extend(quota_errors);
+        (objects, diags, quota)
+    }
 }
 
-/// Derives and renders every service, plus the CRD and the tenants'
-/// objects, without running the rules: what `isvc check` examines.
-fn render_objects(
+/// Runs `f` for every cluster the platform lists, with that cluster's
+/// services and platform: what succeeded, by cluster, and the errors of
+/// what failed, by cluster.
+fn per_cluster<T>(
     services: &[LoadedService],
     platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-) -> Result<Vec<Object>, Diagnostics> {
-    let (objects, mut diags, _) = render_all(services, platform, templates, label, platform_file);
-    diags.sort();
-    if diags.has_errors() { Err(diags) } else { Ok(objects) }
-}
-
-/// The objects that rendered, in output order, the errors of the inputs
-/// and of those that did not render (placement, quota and Kueue checks
-/// included), and the tenants' quota use.
-fn render_all(
-    services: &[LoadedService],
-    platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-) -> (Vec<Object>, Diagnostics, Vec<admission::QuotaUsage>) {
-    let mut diags = Diagnostics::new();
-    diags.extend(placements(services, platform));
-    diags.extend(crate::load::validate::routes(services, platform, label));
-    if diags.has_errors() {
-        return (Vec::new(), diags, Vec::new());
-    }
-    let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
-        .par_iter()
-        .map(|s| {
-            derive::derive(&s.service, platform)
-                .map(|d| (s, d))
-                .map_err(|e| Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[])))
-        })
-        .collect();
-    let mut desired = Vec::with_capacity(derived.len());
-    for d in derived {
-        match d {
-            Ok(pair) => desired.push(pair),
-            Err(e) => diags.push(e),
-        }
-    }
-    let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
-    diags.extend(kueue::admit(&pairs, platform, platform_file));
-
-    let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> =
-        desired.par_iter().map(|(s, d)| render::render_service(templates, d, Some(&label(s)))).collect();
-    let mut objects = vec![crd::object()];
-    for r in rendered {
-        match r {
-            Ok(o) => objects.extend(o),
-            Err(d) => diags.extend(d),
-        }
-    }
-    for o in
-        tenancy::objects(platform, platform_file).into_iter().chain(derive::kueue::objects(platform, platform_file))
-    {
-        for p in typecheck::typecheck(&o.value) {
-            diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
-        }
-        objects.push(o);
-    }
-    objects::sort(&mut objects);
-    diags.extend(adapters::unmounted(&objects));
-    let (quota_errors, quota) = admission::quotas(&objects, services, platform_file);
-    diags.extend(quota_errors);
-    (objects, diags, quota)
-}
-
-/// Compiles for every cluster the platform lists (or the one cluster), and
-/// adds the GitOps engine's objects when `engine` (or the platform's
-/// `gitops.engine`) names one. Each cluster's objects carry its name.
-fn compile_all(
-    services: &[LoadedService],
-    platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-    engine: Option<platform::Engine>,
-    config: &check::Config,
-) -> Result<Compilation, Diagnostics> {
-    let engine = engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
-    let mut compiled = if platform.clusters.is_empty() {
-        compile_with(services, platform, templates, label, platform_file, config)?
-    } else {
-        compile_clusters(services, platform, templates, label, platform_file, config)?
-    };
-    if let Some(engine) = engine {
-        gitops::annotate(&mut compiled.objects, engine);
-        let mut targets: Vec<gitops::Target<'_>> = Vec::new();
-        let clusters: Vec<Option<&platform::Cluster>> =
-            if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
-        for c in clusters {
-            let mine = compiled.objects.iter().filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()));
-            let namespaces = mine.clone().filter_map(|o| o.id.namespace.clone()).collect();
-            let autoscaled = gitops::autoscaled(mine);
-            targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
-        }
-        let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
-        compiled.objects.extend(extra);
-        objects::sort(&mut compiled.objects);
-    }
-    Ok(compiled)
-}
-
-fn compile_clusters(
-    services: &[LoadedService],
-    platform: &Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-    config: &check::Config,
-) -> Result<Compilation, Diagnostics> {
-    let mut objects = Vec::new();
-    let mut quota = Vec::new();
-    let mut per_cluster: Vec<(String, Diagnostics)> = Vec::new();
-    let mut failed = false;
+    f: impl Fn(&[LoadedService], &Platform) -> Result<T, Diagnostics>,
+) -> (Vec<(String, T)>, Vec<(String, Vec<Diagnostic>)>) {
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
     for input in clusters::inputs(services, platform) {
-        let name = input.cluster.name.clone();
-        match compile_with(&input.services, &input.platform, templates, label, platform_file, config) {
-            Ok(c) => {
-                objects.extend(c.objects.into_iter().map(|mut o| {
-                    o.cluster = Some(name.clone());
-                    o
-                }));
-                quota.extend(c.quota.into_iter().map(|mut q| {
-                    q.cluster = Some(name.clone());
-                    q
-                }));
-                per_cluster.push((name, c.warnings));
-            }
-            Err(d) => {
-                failed = true;
-                per_cluster.push((name, d));
-            }
+        match f(&input.services, &input.platform) {
+            Ok(t) => done.push((input.cluster.name.clone(), t)),
+            Err(d) => failed.push((input.cluster.name.clone(), d.0)),
         }
     }
-    // A finding every cluster shares is reported once; the others name
-    // their cluster.
-    let mut diags = Diagnostics::new();
+    (done, failed)
+}
+
+/// Items found per cluster: one that every cluster has is kept once, the
+/// others are `named` after their cluster.
+fn once_or_named<T: Clone + PartialEq>(per_cluster: &[(String, Vec<T>)], named: impl Fn(&mut T, &str)) -> Vec<T> {
     let all = per_cluster.len();
-    for (name, found) in &per_cluster {
-        for d in found.iter() {
-            let everywhere = per_cluster.iter().filter(|(_, other)| other.iter().any(|x| x == d)).count() == all;
-            if everywhere {
-                diags.push(d.clone());
+    let mut out: Vec<T> = Vec::new();
+    for (cluster, items) in per_cluster {
+        for item in items {
+            if per_cluster.iter().filter(|(_, other)| other.contains(item)).count() == all {
+                if !out.contains(item) {
+                    out.push(item.clone());
+                }
             } else {
-                let mut d = d.clone();
-                d.message = format!("cluster {name}: {}", d.message);
-                diags.push(d);
+                let mut item = item.clone();
+                named(&mut item, cluster);
+                out.push(item);
             }
         }
     }
-    diags.sort();
-    if failed {
-        return Err(diags);
+    out
+}
+
+/// Adds the GitOps engine's objects (Argo CD or Flux) for every cluster's
+/// tree, and orders the output for the engine.
+fn add_engine_objects(
+    compiled: &mut Compilation,
+    platform: &Platform,
+    engine: platform::Engine,
+    platform_file: Option<&str>,
+) -> Result<(), Diagnostics> {
+    gitops::annotate(&mut compiled.objects, engine);
+    let mut targets: Vec<gitops::Target<'_>> = Vec::new();
+    let clusters: Vec<Option<&platform::Cluster>> =
+        if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
+    for c in clusters {
+        let mine = compiled.objects.iter().filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()));
+        let namespaces = mine.clone().filter_map(|o| o.id.namespace.clone()).collect();
+        let autoscaled = gitops::autoscaled(mine);
+        targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
-    objects::sort(&mut objects);
-    Ok(Compilation { objects, warnings: diags, quota })
+    let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
+    compiled.objects.extend(extra);
+    objects::sort(&mut compiled.objects);
+    Ok(())
 }
 
 /// Checks every service's placement, with positions.
@@ -412,67 +444,4 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
         );
     }
     diags
-}
-
-/// The objects of every cluster the platform lists (or the one cluster),
-/// rendered as `render` renders them, and the findings of the rules over
-/// each cluster's objects on their own. A render error of any cluster (a
-/// quota a cluster's `replicaFactor` breaks) is an error here too, so
-/// `check` and `render` agree. A finding every cluster shares is reported
-/// once, the others name their cluster.
-fn examine(
-    services: &[LoadedService],
-    platform: &platform::Platform,
-    templates: &Templates,
-    label: &(dyn Fn(&LoadedService) -> String + Sync),
-    platform_file: Option<&str>,
-    config: &check::Config,
-) -> Result<Examination, Diagnostics> {
-    let examine_one = |services: &[LoadedService], platform: &platform::Platform| {
-        let objects = render_objects(services, platform, templates, label, platform_file)?;
-        let mut findings = check::run_with(&objects, config);
-        check::locate(&mut findings, services);
-        Ok::<_, Diagnostics>(Examination { objects, findings })
-    };
-    if platform.clusters.is_empty() {
-        return examine_one(services, platform);
-    }
-    let mut per_cluster = Vec::new();
-    let mut failed = Diagnostics::new();
-    for input in clusters::inputs(services, platform) {
-        match examine_one(&input.services, &input.platform) {
-            Ok(found) => per_cluster.push((input.cluster.name.clone(), found)),
-            Err(d) => failed.extend(d.iter().cloned().map(|mut d| {
-                d.message = format!("cluster {}: {}", input.cluster.name, d.message);
-                d
-            })),
-        }
-    }
-    if failed.has_errors() {
-        failed.sort();
-        return Err(failed);
-    }
-    let all = per_cluster.len();
-    let mut objects = Vec::new();
-    let mut findings: Vec<check::Finding> = Vec::new();
-    for (name, found) in &per_cluster {
-        objects.extend(found.objects.iter().cloned().map(|mut o| {
-            o.cluster = Some(name.clone());
-            o
-        }));
-        for f in &found.findings {
-            let everywhere = per_cluster.iter().filter(|(_, other)| other.findings.contains(f)).count() == all;
-            if everywhere {
-                if !findings.contains(f) {
-                    findings.push(f.clone());
-                }
-            } else {
-                let mut f = f.clone();
-                f.message = format!("cluster {name}: {}", f.message);
-                findings.push(f);
-            }
-        }
-    }
-    objects::sort(&mut objects);
-    Ok(Examination { objects, findings })
 }

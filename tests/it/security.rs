@@ -324,7 +324,7 @@ fn every_allow_listed_scanner_check_is_argued_in_the_readme() {
         .collect();
     assert_eq!(documented, allow_listed(), "docs/security.md's allow-list table and .ci/checkov-allow.txt differ");
     let rules = std::fs::read_to_string("docs/check.md").unwrap();
-    for rule in isvc::check::security::RULES {
+    for rule in isvc::check::RULES.iter().filter(|r| r.id >= "ISVC100") {
         assert!(rules.contains(&format!("| {} |", rule.id)), "docs/check.md does not list rule {}", rule.id);
     }
 }

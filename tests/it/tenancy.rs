@@ -224,6 +224,9 @@ clusters:
     let message = "cluster big: exceeded quota: team-a, requested: requests.nvidia.com/gpu=24";
     assert!(render_err.contains(message), "{render_err}");
     assert!(check_err.contains(message), "{check_err}");
+    // The cluster that fits passes on its own.
+    let small = test.cli(&["check", "services", "--platform", "platform.yaml", "--cluster", "small"]);
+    assert_eq!(small.code(), Some(0), "{}", small.stderr());
 }
 
 /// The quota table, the compile-time error and `check` give the same
