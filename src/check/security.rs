@@ -101,7 +101,6 @@ pub const NO_MEMORY_LIMIT: Rule = Rule::new(
      pod (OOMKilled, visible in its status) instead of its neighbours. Memory-backed /dev/shm counts against it.",
 );
 
-
 /// Runs the security rules over every pod template of `objects`.
 pub fn check(objects: &[Object]) -> Vec<Finding> {
     objects

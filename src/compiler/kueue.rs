@@ -1,14 +1,19 @@
 //! Kueue admission at compile time: what each ClusterQueue can admit
 //! (nominal quota plus what it may borrow in its cohort) against what the
-//! services placed on it need, with positions attached at the services.
+//! rendered workloads queued on it need, worked out by the admission engine
+//! ([`crate::k8s::admission`]) as quotas are; positions are attached at the
+//! services.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::base::diagnostics::Diagnostic;
 use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
-use crate::derive::DesiredService;
+use crate::k8s::admission;
+use crate::k8s::index::{Context, Workload, namespace};
 use crate::load::LoadedService;
+use crate::model::labels::QUEUE_LABEL;
+use crate::model::objects::Object;
 use crate::model::platform::{Platform, QuantityText, Queue, Tenant};
 
 fn parse(map: &BTreeMap<String, QuantityText>, key: &str) -> Option<Quantity> {
@@ -22,7 +27,8 @@ fn sum<'a>(items: impl Iterator<Item = Quantity> + 'a) -> Quantity {
 /// Checks the queues against quotas and capacity, and the queued services
 /// against what their queue can ever admit.
 pub fn admit(
-    services: &[(&LoadedService, &DesiredService)],
+    objects: &[Object],
+    services: &[LoadedService],
     platform: &Platform,
     platform_file: Option<&str>,
 ) -> Vec<Diagnostic> {
@@ -54,56 +60,56 @@ pub fn admit(
             )));
         }
     }
-    // Queued services: resources the queue does not cover, and peaks it can never admit.
-    let tiers = platform.tiers();
+    // Queued workloads, as rendered: resources the queue does not cover, and
+    // peaks it can never admit (the admission engine's numbers).
+    let cx = Context::new(objects);
+    let by_name: HashMap<(&str, &str), &LoadedService> =
+        services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
+    let at = |w: &Workload<'_>, path: &[&str]| {
+        let s = by_name.get(&(namespace(w.object), w.object.owner.as_deref().unwrap_or(&w.object.id.name)))?;
+        Some(s.location(&path.iter().map(|k| PathSegment::Key(k.to_string())).collect::<Vec<_>>()))
+    };
     for tenant in &platform.tenants {
+        let namespaces = tenant.namespace_list();
         for queue in &tenant.queues {
-            let queued: Vec<&(&LoadedService, &DesiredService)> = services
-                .iter()
-                .filter(|(_, d)| {
-                    d.queue.as_deref() == Some(queue.name.as_str()) && tenant.namespace_list().contains(&d.namespace)
-                })
-                .collect();
-            for (s, d) in &queued {
-                for r in d.container.requests.keys().filter(|r| !queue.nominal_quota.contains_key(*r)) {
-                    diags.push(
-                        Diagnostic::error(format!(
-                            "{}/{} requests {r}, which queue \"{}\" does not cover: Kueue never admits its pods",
-                            d.namespace, d.name, queue.name
+            let local = [queue.name.as_str()];
+            for ns in &namespaces {
+                for w in cx.workloads_in(ns) {
+                    let labels = w.object.value.pointer("/metadata/labels");
+                    let queued = labels.and_then(|l| l.get(QUEUE_LABEL)).and_then(|q| q.as_str());
+                    if queued != Some(queue.name.as_str()) {
+                        continue;
+                    }
+                    for r in
+                        admission::requested_resources(&cx, w).iter().filter(|r| !queue.nominal_quota.contains_key(*r))
+                    {
+                        let mut d = Diagnostic::error(format!(
+                            "{ns}/{} requests {r}, which queue \"{}\" does not cover: Kueue never admits its pods",
+                            w.object.id.name, queue.name
                         ))
-                        .at(s.location(&[PathSegment::Key("spec".into())]))
-                        .help(format!("add {r} to the nominalQuota of queue \"{}\" in {file}", queue.name)),
-                    );
+                        .help(format!("add {r} to the nominalQuota of queue \"{}\" in {file}", queue.name));
+                        if let Some(loc) = at(w, &["spec"]) {
+                            d = d.at(loc);
+                        }
+                        diags.push(d);
+                    }
                 }
             }
             for (r, nominal) in queue.nominal_quota.iter().filter_map(|(r, q)| Some((r, Quantity::parse(q).ok()?))) {
                 let borrowable = borrowable(tenant, queue, r, platform);
                 let ceiling = nominal.plus(&borrowable);
-                let mut peak = Quantity::zero();
-                let mut worst: Option<&(&LoadedService, &DesiredService)> = None;
-                for item in &queued {
-                    let d = item.1;
-                    let online = !d.priority.as_ref().and_then(|p| tiers.get(p)).is_some_and(|t| t.preemptible);
-                    let Some(per_pod) = d.container.requests.get(r).and_then(|v| Quantity::parse(v).ok()) else {
-                        continue;
-                    };
-                    if online {
-                        let pods = d.peak_pods();
-                        peak = peak.plus(&per_pod.times(i64::from(pods)));
-                        worst = Some(item);
-                    }
+                let (peak, largest) = admission::queue_peak(&cx, &namespaces, &local, r);
+                let Some(w) = largest.filter(|_| peak > ceiling) else { continue };
+                let mut d = Diagnostic::error(format!(
+                    "queue \"{}\" of tenant \"{}\" can admit at most {r}={ceiling} (nominal {nominal} + borrowable {borrowable}), \
+                     but its non-preemptible services need {r}={peak} at the autoscalers' maximum",
+                    queue.name, tenant.name
+                ))
+                .help(format!("raise the queue's nominalQuota or borrowingLimit in {file}, or lower replicas"));
+                if let Some(loc) = at(w, &["spec", "replicas"]) {
+                    d = d.at(loc);
                 }
-                if let Some((s, _)) = worst.filter(|_| peak > ceiling) {
-                    diags.push(
-                        Diagnostic::error(format!(
-                            "queue \"{}\" of tenant \"{}\" can admit at most {r}={ceiling} (nominal {nominal} + borrowable {borrowable}), \
-                             but its non-preemptible services need {r}={peak} at the autoscalers' maximum",
-                            queue.name, tenant.name
-                        ))
-                        .at(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]))
-                        .help(format!("raise the queue's nominalQuota or borrowingLimit in {file}, or lower replicas")),
-                    );
-                }
+                diags.push(d);
             }
         }
     }

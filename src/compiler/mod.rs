@@ -326,8 +326,6 @@ impl Stage<'_> {
                 Err(e) => diags.push(e),
             }
         }
-        let pairs: Vec<(&LoadedService, &derive::DesiredService)> = desired.iter().map(|(s, d)| (*s, d)).collect();
-        diags.extend(kueue::admit(&pairs, platform, self.platform_file));
 
         let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
             .par_iter()
@@ -351,6 +349,7 @@ impl Stage<'_> {
         }
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
+        diags.extend(kueue::admit(&objects, services, platform, self.platform_file));
         let (quota_errors, quota) = admission::quotas(&objects, services, self.platform_file);
         diags.extend(quota_errors);
         (objects, diags, quota)

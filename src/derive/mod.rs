@@ -219,13 +219,6 @@ pub const SERVICE_MONITOR: Child = Child {
     template: "servicemonitor.yaml",
 };
 
-impl DesiredService {
-    /// Pods at the autoscaler's maximum (the steady state without one).
-    pub fn peak_pods(&self) -> i32 {
-        self.autoscaler.as_ref().map_or(self.spec_replicas, |a| a.max_replicas).saturating_mul(self.pods_per_replica)
-    }
-}
-
 /// Autoscaler bounds for a service with `replicas` > 0, as the reference
 /// Operator sets them: min = max(1, replicas / 2), max = replicas x 3.
 pub fn autoscaler_bounds(replicas: i32) -> Option<(i32, i32)> {

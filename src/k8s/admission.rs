@@ -411,6 +411,55 @@ pub(crate) fn preemptible(cx: &Context<'_>, template: &Value) -> bool {
     })
 }
 
+/// What the workloads queued on `local_queues` (LocalQueue names in
+/// `namespaces`, read from the `kueue.x-k8s.io/queue-name` label Kueue's
+/// workload integrations read) ask for of `resource` at the autoscalers'
+/// maximum, preemptible tiers left out as for quotas; with the workload that
+/// asks the most. Requests count after LimitRange defaults, as Kueue sees
+/// the created pods.
+pub(crate) fn queue_peak<'c, 'a>(
+    cx: &'c Context<'a>,
+    namespaces: &[String],
+    local_queues: &[&str],
+    resource: &str,
+) -> (Quantity, Option<&'c Workload<'a>>) {
+    let mut total = Quantity::zero();
+    let mut largest: Option<(&Workload<'a>, Quantity)> = None;
+    for ns in namespaces {
+        let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
+        for w in cx.workloads_in(ns) {
+            let queue = w
+                .object
+                .value
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(crate::model::labels::QUEUE_LABEL))
+                .and_then(Value::as_str);
+            if !queue.is_some_and(|q| local_queues.contains(&q)) {
+                continue;
+            }
+            let mut mine = Quantity::zero();
+            for (template, per_replica) in &w.templates {
+                let pods = per_replica * replicas(cx, w, template, Bound::Max);
+                if let Some(each) = pod_resources(template, limit_ranges).requests.get(resource) {
+                    mine = mine.plus(&each.times(pods));
+                }
+            }
+            total = total.plus(&mine);
+            if mine.nanos() > 0 && largest.as_ref().is_none_or(|(_, q)| mine > *q) {
+                largest = Some((w, mine));
+            }
+        }
+    }
+    (total, largest.map(|(w, _)| w))
+}
+
+/// Resources the pods of a queued workload request, after LimitRange
+/// defaults.
+pub(crate) fn requested_resources(cx: &Context<'_>, w: &Workload<'_>) -> BTreeSet<String> {
+    let limit_ranges = cx.objects_of_kind(namespace(w.object), "LimitRange");
+    w.templates.iter().flat_map(|(t, _)| pod_resources(t, limit_ranges).requests.into_keys()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
