@@ -382,13 +382,19 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
 /// Names the platform file relative to `base`, as output headers show it.
 fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
     let base = absolute(base);
-    inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"))
+    inputs.platform.as_ref().map(|p| slash_path(&relative_to(&absolute(p), &base)))
 }
 
 /// Names input files relative to `base`, as output headers show them.
 fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
     let base = absolute(base);
-    move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/")
+    move |s: &LoadedService| slash_path(&relative_to(&absolute(&s.source.name), &base))
+}
+
+/// `path`'s components joined with `/` on every system. A `\` inside a
+/// Unix file name stays part of the name (the header escapes it).
+fn slash_path(path: &Path) -> String {
+    path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 /// Loads inputs and compiles them; `base` is the directory the output
@@ -433,17 +439,16 @@ fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
     Templates::new(sources).map_err(Diagnostics)
 }
 
-/// The directory output headers are relative to: the parent of `--out`, so
-/// the same repository gives the same bytes wherever isvc runs from.
-fn header_base(out: Option<&Path>) -> PathBuf {
-    match out.map(absolute).as_deref().and_then(Path::parent) {
-        Some(parent) => parent.to_path_buf(),
-        None => absolute(Path::new(".")),
-    }
+/// The directory output headers name input files relative to: the one
+/// isvc runs in, never the output directory, so the bytes of an object do
+/// not depend on where the output lives (a tree rendered elsewhere and
+/// compared with `diff` shows only real changes).
+fn header_base() -> PathBuf {
+    absolute(Path::new("."))
 }
 
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
-    let (compiled, _) = compile(&args.inputs, &header_base(args.out.as_deref()))?;
+    let (compiled, _) = compile(&args.inputs, &header_base())?;
     let Some(out) = args.out else {
         print_plain(&objects::to_stream(&compiled.objects));
         std::mem::forget(compiled);
@@ -499,7 +504,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let (compiled, _) = compile(&args.inputs, &header_base(Some(&args.out)))?;
+    let (compiled, _) = compile(&args.inputs, &header_base())?;
     let existing = output::scan(&args.out)?;
     let report = diff::diff(&compiled.objects, &existing);
     let text = match args.format {
@@ -522,8 +527,8 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         &i.services,
         &i.platform,
         &i.templates,
-        &labeller(&header_base(None)),
-        platform_label(&args.inputs, &header_base(None)).as_deref(),
+        &labeller(&header_base()),
+        platform_label(&args.inputs, &header_base()).as_deref(),
     )?;
     let problems = Diagnostics(check::annotation_problems(&i.services));
     if !problems.is_empty() {
@@ -547,7 +552,7 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
 fn reconcile(
     args: &LiveArgs,
 ) -> Result<(Compiled, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
-    let compiled = compile(&args.inputs, &header_base(None));
+    let compiled = compile(&args.inputs, &header_base());
     let live = plan::read_snapshot(&args.live);
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),
