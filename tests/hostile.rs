@@ -86,3 +86,23 @@ fn headers_do_not_depend_on_where_the_output_lives() {
     let (code, out, err) = run(isvc(dir.path()).args(["diff", "services", "--out", "deep/er/rendered"]));
     assert_eq!(code, 0, "{out}{err}");
 }
+
+#[test]
+fn a_small_alias_bomb_in_a_snapshot_is_refused() {
+    let dir = setup(QWEN3);
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..9 {
+        let p = i - 1;
+        bomb.push_str(&format!("a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"));
+    }
+    std::fs::write(dir.path().join("live.yaml"), &bomb).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["plan", "services", "--live", "live.yaml"]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.starts_with(
+            "error: aliases in this file expand to more than 100000 nodes (over all its documents); refusing to expand them further\n  --> live.yaml:"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("= help: an alias (*name) copies its anchor's whole subtree"), "{err}");
+}

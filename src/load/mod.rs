@@ -114,10 +114,11 @@ pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, D
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
     let files = input_files(paths)?;
+    let run = yaml::RunBudget::new();
     let results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
         .map(|path| match read_source(path) {
-            Ok(source) => parse_services(&source),
+            Ok(source) => parse_services_in(&source, &run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
@@ -140,7 +141,13 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
 
 /// Parses every InferenceService document of one source text.
 pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
-    let (docs, fatal) = yaml::parse_stream(source, Limits::default());
+    parse_services_in(source, &yaml::RunBudget::new())
+}
+
+/// [`parse_services`], with alias expansions counted against `run`, the
+/// budget of every file of the run.
+pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<LoadedService>, Vec<Diagnostic>) {
+    let (docs, fatal) = yaml::parse_stream_in(source, Limits::default(), run);
     let mut services = Vec::new();
     let mut diags = Vec::new();
     for doc in docs {
