@@ -106,3 +106,92 @@ fn a_small_alias_bomb_in_a_snapshot_is_refused() {
     );
     assert!(err.contains("= help: an alias (*name) copies its anchor's whole subtree"), "{err}");
 }
+
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success());
+}
+
+#[cfg(unix)]
+#[test]
+fn devices_and_fifos_are_refused_before_they_are_read() {
+    let dir = setup(QWEN3);
+    mkfifo(&dir.path().join("fifo.yaml"));
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["render", "services", "--platform", "/dev/zero", "--stdout"],
+            "error: /dev/zero is a character device, not a regular file\n  = help: isvc reads its inputs from regular files; save the data to a file and pass that\n",
+        ),
+        (
+            &["plan", "services", "--live", "/dev/urandom"],
+            "error: /dev/urandom is a character device, not a regular file\n  = help: isvc reads its inputs from regular files; save the data to a file and pass that\n",
+        ),
+        (
+            &["render", "services", "--platform", "fifo.yaml", "--stdout"],
+            "error: fifo.yaml is a FIFO (named pipe), not a regular file\n  = help: isvc reads its inputs from regular files; save the data to a file and pass that\n",
+        ),
+        (
+            &["render", "fifo.yaml", "--stdout"],
+            "error: fifo.yaml is a FIFO (named pipe), not a file or directory of InferenceService files\n  = help: isvc reads services from regular files; save the stream to a file and pass that\n",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, out, err) = run(isvc(dir.path()).args(args).timeout(std::time::Duration::from_secs(20)));
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(err.starts_with(expected), "{args:?}:\n{err}");
+    }
+    // A FIFO inside an input directory is not a YAML file: skipped, not opened.
+    mkfifo(&dir.path().join("services/pipe.yaml"));
+    let (code, _, err) =
+        run(isvc(dir.path()).args(["render", "services", "--stdout"]).timeout(std::time::Duration::from_secs(20)));
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn a_huge_foreign_file_in_the_output_is_not_read() {
+    let dir = setup(QWEN3);
+    isvc(dir.path()).args(["render", "services", "--out", "rendered"]).assert().success();
+    let big = std::fs::File::create(dir.path().join("rendered/notes.yaml")).unwrap();
+    big.set_len(9 << 30).unwrap();
+    drop(big);
+    let start = std::time::Instant::now();
+    isvc(dir.path()).args(["render", "services", "--out", "rendered"]).assert().success();
+    assert!(start.elapsed() < std::time::Duration::from_secs(10), "{:?}", start.elapsed());
+    assert_eq!(std::fs::metadata(dir.path().join("rendered/notes.yaml")).unwrap().len(), 9 << 30);
+}
+
+#[cfg(unix)]
+#[test]
+fn symbolic_links_out_of_an_input_directory_are_refused_without_reading_them() {
+    let dir = setup(QWEN3);
+    std::fs::create_dir(dir.path().join("secret")).unwrap();
+    std::fs::write(dir.path().join("secret/creds.yaml"), "aws_secret_access_key: hunter2\n").unwrap();
+    std::os::unix::fs::symlink("../secret/creds.yaml", dir.path().join("services/creds.yaml")).unwrap();
+    std::os::unix::fs::symlink("../secret", dir.path().join("services/more")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", dir.path().join("services/env.yaml")).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["render", "services", "--stdout"]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: services/creds.yaml is a symbolic link that leads out of services; isvc does not follow it
+  = help: copy the file into the input directory, or pass its path on the command line
+
+error: services/env.yaml is a symbolic link that leads out of services; isvc does not follow it
+  = help: copy the file into the input directory, or pass its path on the command line
+
+error: services/more is a symbolic link that leads out of services; isvc does not follow it
+  = help: copy the file into the input directory, or pass its path on the command line
+
+error: aborting due to 3 errors; nothing was written
+"
+    );
+    // A link that stays inside the directory is followed, and a file reached
+    // twice is read once.
+    let dir = setup(QWEN3);
+    std::os::unix::fs::symlink("qwen3.yaml", dir.path().join("services/alias.yaml")).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["render", "services", "services/qwen3.yaml", "--stdout"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("\nkind: Deployment\n").count(), 1, "{out}");
+}

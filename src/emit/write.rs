@@ -105,11 +105,24 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
     Ok(existing)
 }
 
+/// Largest file taken for one of isvc's own; a larger one is foreign.
+const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of `path` if isvc wrote it. Only the header is read of a file
+/// that does not start with it, whatever its size; a FIFO or device is
+/// foreign and never opened for long.
 fn read_if_ours(path: &Path) -> std::io::Result<Option<String>> {
-    let bytes = std::fs::read(path)?;
-    if !bytes.starts_with(HEADER_PREFIX.as_bytes()) {
+    use crate::base::files::{ReadError, read_prefix};
+    use std::io::Read;
+    let (mut bytes, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
+        Ok(r) => r,
+        Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok(None),
+        Err(ReadError::Io(e)) => return Err(e),
+    };
+    if bytes != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
         return Ok(None);
     }
+    (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
     Ok(String::from_utf8(bytes).ok())
 }
 
