@@ -33,12 +33,36 @@ pub struct Limits {
     /// Most nodes aliases may copy in the whole text, over all its
     /// documents: the budget does not start again at `---`.
     pub max_alias_nodes: usize,
+    /// Refuse scalars holding characters YAML cannot print (control
+    /// characters other than tab and line breaks, DEL, C1 controls): they
+    /// would reach the output, which strict readers then refuse.
+    pub printable_only: bool,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_depth: 64, max_nodes: 100_000, max_scalar_bytes: 1 << 20, max_alias_nodes: 100_000 }
+        Limits {
+            max_depth: 64,
+            max_nodes: 100_000,
+            max_scalar_bytes: 1 << 20,
+            max_alias_nodes: 100_000,
+            printable_only: true,
+        }
     }
+}
+
+/// The first character of `text` outside YAML 1.2's printable set.
+pub fn unprintable(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        let n = c as u32;
+        !(c == '\t'
+            || c == '\n'
+            || c == '\r'
+            || (0x20..0x7f).contains(&n)
+            || n == 0x85
+            || (0xa0..0xfffe).contains(&n)
+            || n >= 0x10000)
+    })
 }
 
 /// Most nodes aliases may copy over all the files of one run.
@@ -350,6 +374,19 @@ impl Builder<'_> {
                             self.limits.max_scalar_bytes
                         ),
                     ));
+                }
+                if let Some(c) = self.limits.printable_only.then(|| unprintable(&text)).flatten() {
+                    // Spoils this document only: the others are still checked.
+                    let e = self
+                        .err(
+                            span,
+                            format!(
+                                "this value holds the control character U+{:04X}, which YAML output cannot show",
+                                c as u32
+                            ),
+                        )
+                        .help("remove it: isvc copies values into the output, and kubectl refuses such characters");
+                    self.errors.push(e);
                 }
                 self.budget(1, span)?;
                 let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(span, m))?;

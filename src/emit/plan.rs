@@ -69,7 +69,13 @@ pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
 /// The objects of a snapshot: a `List` (what `kubectl get a,b -o yaml` or
 /// `-o json` prints), single objects, or a stream of either.
 pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
-    let limits = Limits { max_depth: 128, max_nodes: 50_000_000, max_scalar_bytes: 16 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_depth: 128,
+        max_nodes: 50_000_000,
+        max_scalar_bytes: 16 << 20,
+        printable_only: false,
+        ..Limits::default()
+    };
     let docs = yaml::parse_documents(source, limits)?;
     let mut objects = Vec::new();
     let mut diags = Diagnostics::new();

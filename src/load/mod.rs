@@ -403,6 +403,13 @@ fn check_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnostic>
                             .at(Location::span(source, k.span)),
                     );
                 }
+                if k.name == crate::model::conversion::LOST_FIELDS_ANNOTATION {
+                    diags.push(
+                        Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
+                            .at(Location::span(source, k.span))
+                            .help("write the fields under spec with apiVersion: ai.example.com/v1alpha2 (`isvc migrate` rewrites the file)"),
+                    );
+                }
                 if k.name == crate::model::labels::EXCEPTIONS_ANNOTATION {
                     diags.push(
                         Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
