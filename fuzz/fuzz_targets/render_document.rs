@@ -15,7 +15,15 @@ fuzz_target!(|data: &[u8]| {
     let platform = isvc::model::platform::Platform::default();
     let templates = isvc::render::Templates::builtin();
     let config = isvc::check::Config::default();
-    match isvc::compile_all(&services, &platform, &templates, &|_| "services/fuzz.yaml".to_string(), None, None, &config) {
+    match isvc::compile_all(
+        &services,
+        &platform,
+        &templates,
+        &|_| "services/fuzz.yaml".to_string(),
+        None,
+        None,
+        &config,
+    ) {
         Ok(compiled) => {
             let tree = isvc::emit::write::tree(&compiled.objects);
             assert!(!tree.is_empty());
