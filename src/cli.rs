@@ -298,6 +298,9 @@ pub fn main() -> ExitCode {
         }
         Command::Migrate(args) => migrate_cmd(args),
     };
+    if let Some(code) = stdout_failure() {
+        return code;
+    }
     match result {
         Ok(code) => code,
         Err(diags) => {
@@ -307,17 +310,45 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The first error writing to standard output, if any: a run whose output
+/// did not all arrive must not exit 0 (`kubectl apply -f` would apply a
+/// truncated stream).
+static STDOUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
+
+fn record_stdout(result: std::io::Result<()>) {
+    if let Err(e) = result {
+        if let Ok(mut first) = STDOUT_ERROR.lock() {
+            first.get_or_insert(e);
+        }
+    }
+}
+
 fn print(text: &str) {
     let mut out = anstream::stdout();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
 /// Prints text that never holds colour codes, without scanning it for them.
 fn print_plain(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
+}
+
+/// The exit code once standard output was not all written: a closed pipe
+/// ends the run quietly with 141, the status a shell shows for a process
+/// killed by SIGPIPE (what `cat` or `grep` give); any other error (a full
+/// disk) is reported and exits 2.
+fn stdout_failure() -> Option<ExitCode> {
+    let e = STDOUT_ERROR.lock().ok()?.take()?;
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return Some(ExitCode::from(141));
+    }
+    eprint_diagnostics(&Diagnostics::from(
+        Diagnostic::error(format!("cannot write to standard output: {e}"))
+            .help("the output is incomplete; do not apply it")
+            .after_writing(),
+    ));
+    Some(ExitCode::from(2))
 }
 
 fn eprint_diagnostics(diags: &Diagnostics) {

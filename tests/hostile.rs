@@ -195,3 +195,43 @@ error: aborting due to 3 errors; nothing was written
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.matches("\nkind: Deployment\n").count(), 1, "{out}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_short_write_to_standard_output_is_an_error() {
+    let dir = setup(QWEN3);
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("isvc"))
+        .current_dir(dir.path())
+        .args(["--color", "never", "render", "services", "--stdout"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let (code, err) = (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned());
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        err,
+        "error: cannot write to standard output: No space left on device (os error 28)
+  = help: the output is incomplete; do not apply it
+
+error: aborting due to 1 error; some output was written before the error (see above)
+"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_run_with_the_sigpipe_status() {
+    let dir = setup(QWEN3);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("isvc"))
+        .current_dir(dir.path())
+        .args(["render", "services", "--stdout"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -98,6 +98,9 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// A suggested fix: "did you mean ...".
     pub help: Option<String>,
+    /// Something was already written when this error struck, so the run
+    /// cannot say "nothing was written".
+    pub after_writing: bool,
 }
 
 impl Diagnostic {
@@ -109,7 +112,14 @@ impl Diagnostic {
             related: Vec::new(),
             notes: Vec::new(),
             help: None,
+            after_writing: false,
         }
+    }
+
+    /// Marks an error that struck after some output was already written.
+    pub fn after_writing(mut self) -> Diagnostic {
+        self.after_writing = true;
+        self
     }
 
     pub fn warning(message: impl Into<String>) -> Diagnostic {
@@ -312,7 +322,13 @@ impl Diagnostics {
         let errors = self.error_count();
         if errors > 0 {
             let s = if errors == 1 { "" } else { "s" };
-            out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
+            if self.0.iter().any(|d| d.after_writing) {
+                out.push_str(&format!(
+                    "error: aborting due to {errors} error{s}; some output was written before the error (see above)\n"
+                ));
+            } else {
+                out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
+            }
         }
         out
     }
