@@ -23,6 +23,10 @@ use crate::model::objects::{HEADER_PREFIX, Object};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
 const TEMP_PREFIX: &str = ".isvc-tmp-";
+/// Prefix of the staging directories built beside `--out`: a name no user
+/// picks. Only directories with it are ever removed as leftovers of a
+/// killed run, and only under the lock.
+const STAGE_PREFIX: &str = ".isvc-staging~";
 
 /// The planned tree: relative path to file contents.
 pub type Tree = BTreeMap<PathBuf, String>;
@@ -78,7 +82,7 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         if ft.is_symlink() {
             existing.links.insert(rel);
         } else if ft.is_file() {
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            if is_temp_name(&entry.file_name().to_string_lossy()) {
                 existing.temps.push(entry.into_path());
             } else {
                 files.push((rel, entry.into_path()));
@@ -103,6 +107,12 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         }
     }
     Ok(existing)
+}
+
+/// A temporary file of [`write_atomic`]: the prefix and six random letters
+/// or digits, and nothing else, so a user's file is never taken for one.
+fn is_temp_name(name: &str) -> bool {
+    name.strip_prefix(TEMP_PREFIX).is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// Largest file taken for one of isvc's own; a larger one is foreign.
@@ -269,7 +279,7 @@ fn lock(parent: &Path, out: &Path) -> Result<Lock, Diagnostic> {
 fn remove_leftovers(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
+        if e.file_name().to_string_lossy().starts_with(STAGE_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -286,9 +296,19 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
     let fail = |what: &Path, e: std::io::Error| {
         Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
     };
-    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let refuse = |what: &Path, why: String| {
+        Swap::Failed(Diagnostic::error(format!("cannot stage the new tree of {}: {why}", out.display())).help(format!(
+            "isvc builds the new tree beside the old one, hard-linking the files it keeps, and swaps the two; \
+                 it does not write in place. Render as the owner of {}, and keep only files, directories and \
+                 symbolic links in it ({} is in the way)",
+            out.display(),
+            what.display()
+        )))
+    };
+    let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     let stage = staging.path();
     let replaced: BTreeSet<&PathBuf> = changes.update.iter().chain(&changes.delete).collect();
+    let mut mirrored: BTreeSet<PathBuf> = BTreeSet::new();
     // Mirror the current tree: directories, links, and every file that stays.
     for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
         let entry =
@@ -296,6 +316,7 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
         let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
         let target = stage.join(&rel);
         let ft = entry.file_type();
+        mirrored.insert(rel.clone());
         if ft.is_dir() {
             if !rel.as_os_str().is_empty() {
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
@@ -305,16 +326,18 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
             }
         } else if ft.is_symlink() {
             let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
-            symlink(&link, &target).map_err(|_| Swap::Unsupported)?;
+            symlink(&link, &target).map_err(|e| {
+                refuse(entry.path(), format!("cannot copy the symbolic link {}: {e}", entry.path().display()))
+            })?;
         } else if ft.is_file() {
-            if replaced.contains(&rel) || entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            if replaced.contains(&rel) || is_temp_name(&entry.file_name().to_string_lossy()) {
                 continue;
             }
-            if std::fs::hard_link(entry.path(), &target).is_err() {
-                return Err(Swap::Unsupported);
-            }
+            std::fs::hard_link(entry.path(), &target)
+                .map_err(|e| refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())))?;
         } else {
-            return Err(Swap::Unsupported);
+            let what = crate::base::files::describe(ft);
+            return Err(refuse(entry.path(), format!("{} is {what}", entry.path().display())));
         }
     }
     let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
@@ -334,9 +357,34 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
         remove_empty_parents(stage, rel);
     }
     exchange(stage, out)?;
-    // `stage` now holds the old tree; dropping `staging` removes it.
+    // `stage` now holds the old tree. Entries another process created in
+    // `out` while the new tree was built are in it: move them across
+    // before dropping `staging` removes the rest.
+    keep_newcomers(stage, out, &mirrored, &replaced);
     drop(staging);
     Ok(())
+}
+
+/// Moves the entries of `old` that were neither mirrored into the new tree
+/// nor replaced by isvc into `new`, at the same place.
+fn keep_newcomers(old: &Path, new: &Path, mirrored: &BTreeSet<PathBuf>, replaced: &BTreeSet<&PathBuf>) {
+    let mut walker = walkdir::WalkDir::new(old).follow_links(false).sort_by_file_name().into_iter();
+    while let Some(Ok(entry)) = walker.next() {
+        let Ok(rel) = entry.path().strip_prefix(old) else { continue };
+        if rel.as_os_str().is_empty() || mirrored.contains(rel) || replaced.contains(&rel.to_path_buf()) {
+            continue;
+        }
+        let target = new.join(rel);
+        if let Some(dir) = target.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if std::fs::symlink_metadata(&target).is_err() {
+            let _ = std::fs::rename(entry.path(), &target);
+        }
+        if entry.file_type().is_dir() {
+            walker.skip_current_dir();
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -365,19 +413,30 @@ fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Chan
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
+    // Each file is replaced atomically, but not the tree as a whole: an
+    // error after the first write says so instead of "nothing was written".
     let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
     let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
+    let partial = |d: Diagnostic| {
+        d.after_writing().note(format!(
+            "{} could not be swapped as a whole (another file system, a mount point, or not Linux), so files were replaced one by one; render again once the problem is fixed",
+            out.display()
+        ))
+    };
     for dir in &dirs {
-        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| partial(Diagnostic::error(format!("cannot create {}: {e}", dir.display()))))?;
     }
     let errors: Vec<Diagnostic> =
         to_write.par_iter().filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err()).collect();
     if !errors.is_empty() {
-        return Err(Diagnostics(errors));
+        let all_failed = errors.len() == to_write.len();
+        return Err(Diagnostics(errors.into_iter().map(|d| if all_failed { d } else { partial(d) }).collect()));
     }
     for rel in &changes.delete {
         let path = out.join(rel);
-        std::fs::remove_file(&path).map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
+        std::fs::remove_file(&path)
+            .map_err(|e| partial(Diagnostic::error(format!("cannot remove {}: {e}", path.display()))))?;
         remove_empty_parents(out, rel);
     }
     Ok(changes)
@@ -395,7 +454,7 @@ fn is_missing_or_empty(dir: &Path) -> bool {
 fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let fail = |what: &Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", what.display()));
-    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     // tempdir is private (0700); the output is an ordinary directory.
     #[cfg(unix)]
     {
@@ -497,6 +556,63 @@ mod tests {
         let err = write(dir.path(), &planned(&[("x.yaml", "1")])).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"));
         assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_tree_that_cannot_be_staged_is_refused_not_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        let fifo = out.join("a/pipe");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+        let err = write(&out, &planned(&[("a/x.yaml", "changed"), ("b/y.yaml", "changed")])).unwrap_err();
+        let text = err.render(false);
+        assert!(
+            text.starts_with(&format!(
+                "error: cannot stage the new tree of {}: {} is a FIFO (named pipe)\n",
+                out.display(),
+                fifo.display()
+            )),
+            "{text}"
+        );
+        assert!(text.ends_with("error: aborting due to 1 error; nothing was written\n"), "{text}");
+        assert_eq!(std::fs::read_to_string(out.join("a/x.yaml")).unwrap(), format!("{HEADER_PREFIX}\n1"));
+        assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), format!("{HEADER_PREFIX}\n2"));
+    }
+
+    #[test]
+    fn only_isvc_staging_entries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mine = dir.path().join(".isvc-tmp-mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::write(mine.join("keep"), "x").unwrap();
+        std::fs::create_dir(dir.path().join(".isvc-staging~left")).unwrap();
+        write(&out, &planned(&[("x.yaml", "1")])).unwrap();
+        std::fs::write(out.join(".isvc-tmp-notes"), "mine").unwrap();
+        write(&out, &planned(&[("x.yaml", "2")])).unwrap();
+        assert!(mine.join("keep").exists());
+        assert!(out.join(".isvc-tmp-notes").exists());
+        assert!(!dir.path().join(".isvc-staging~left").exists(), "a killed run's staging directory is removed");
+    }
+
+    #[test]
+    fn entries_created_while_staging_move_into_the_new_tree() {
+        let old = tempfile::tempdir().unwrap();
+        let new = tempfile::tempdir().unwrap();
+        for f in ["kept.yaml", "late.txt", "d/late.txt", "newdir/a.txt", "ours.yaml"] {
+            std::fs::create_dir_all(old.path().join(f).parent().unwrap()).unwrap();
+            std::fs::write(old.path().join(f), f).unwrap();
+        }
+        let mirrored: BTreeSet<PathBuf> = ["kept.yaml", "d"].iter().map(PathBuf::from).collect();
+        let ours = PathBuf::from("ours.yaml");
+        let replaced: BTreeSet<&PathBuf> = [&ours].into_iter().collect();
+        keep_newcomers(old.path(), new.path(), &mirrored, &replaced);
+        for f in ["late.txt", "d/late.txt", "newdir/a.txt"] {
+            assert_eq!(std::fs::read_to_string(new.path().join(f)).unwrap(), f);
+        }
+        assert!(!new.path().join("kept.yaml").exists() && !new.path().join("ours.yaml").exists());
     }
 
     #[cfg(unix)]
