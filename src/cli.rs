@@ -621,6 +621,11 @@ fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn migrate_cmd(args: MigrateArgs) -> Result<ExitCode, Diagnostics> {
+    if !args.check {
+        for leftover in migrate::remove_leftovers(&args.paths) {
+            status(&format!("removed {}, left by an interrupted `isvc migrate`", leftover.display()));
+        }
+    }
     let migrations = migrate::plan(&args.paths)?;
     let to = crate::model::v1alpha2::API_VERSION;
     if migrations.is_empty() {

@@ -235,3 +235,56 @@ fn a_closed_pipe_ends_the_run_with_the_sigpipe_status() {
     assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+const V1: &str = "apiVersion: ai.example.com/v1alpha1
+kind: InferenceService
+metadata: {name: NAME}
+spec: {model: Qwen/Qwen3-0.6B, replicas: 1, gpusPerReplica: 1}
+";
+
+#[cfg(unix)]
+#[test]
+fn migrate_keeps_links_modes_and_hard_links() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("services");
+    std::fs::create_dir_all(s.join("real")).unwrap();
+    std::fs::write(s.join("real/a.yaml"), V1.replace("NAME", "a")).unwrap();
+    std::os::unix::fs::symlink("real/a.yaml", s.join("link.yaml")).unwrap();
+    std::fs::write(s.join("b.yaml"), V1.replace("NAME", "b")).unwrap();
+    std::fs::set_permissions(s.join("b.yaml"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(s.join("c.yaml"), V1.replace("NAME", "c")).unwrap();
+    std::fs::hard_link(s.join("c.yaml"), dir.path().join("c-copy.yaml")).unwrap();
+    // A staged file a killed run left behind.
+    std::fs::write(s.join(".isvc-migrate~b.yaml"), "half").unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["migrate", "services"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("removed "), "{err}");
+    assert!(std::fs::symlink_metadata(s.join("link.yaml")).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(s.join("real/a.yaml")).unwrap().contains("v1alpha2"));
+    assert_eq!(std::fs::metadata(s.join("b.yaml")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read_to_string(dir.path().join("c-copy.yaml")).unwrap().contains("v1alpha2"));
+    assert_eq!(std::fs::metadata(s.join("c.yaml")).unwrap().nlink(), 2);
+    let left: Vec<String> = tree(dir.path()).into_iter().filter(|f| f.contains(".isvc")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn migrate_writes_nothing_unless_every_file_can_be_staged() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("services");
+    std::fs::create_dir_all(&s).unwrap();
+    std::fs::write(s.join("a.yaml"), V1.replace("NAME", "a")).unwrap();
+    std::fs::write(s.join("b.yaml"), V1.replace("NAME", "b")).unwrap();
+    // Something in the way of b.yaml's staged file.
+    std::fs::create_dir(s.join(".isvc-migrate~b.yaml")).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["migrate", "services"]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: cannot write services/b.yaml: File exists (os error 17)\n\nerror: aborting due to 1 error; nothing was written\n"
+    );
+    assert!(std::fs::read_to_string(s.join("a.yaml")).unwrap().contains("v1alpha1"));
+    assert!(!s.join(".isvc-migrate~a.yaml").exists());
+}
