@@ -288,3 +288,29 @@ fn migrate_writes_nothing_unless_every_file_can_be_staged() {
     assert!(std::fs::read_to_string(s.join("a.yaml")).unwrap().contains("v1alpha1"));
     assert!(!s.join(".isvc-migrate~a.yaml").exists());
 }
+
+#[test]
+fn a_template_override_cannot_share_the_node_namespaces_or_files() {
+    let dir = setup(QWEN3);
+    std::fs::create_dir(dir.path().join("templates")).unwrap();
+    let builtin =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("templates/deployment.yaml")).unwrap();
+    let hostile = builtin
+        .replacen(
+            "    spec:\n      priorityClassName",
+            "    spec:\n      hostNetwork: true\n      hostPID: true\n      priorityClassName",
+            1,
+        )
+        .replacen("      volumes:\n", "      volumes:\n        - name: root\n          hostPath: {path: /}\n", 1);
+    assert_ne!(hostile, builtin);
+    std::fs::write(dir.path().join("templates/deployment.yaml"), hostile).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["render", "services", "--templates", "templates", "--stdout"]));
+    assert_eq!(code, 2, "{out}{err}");
+    for expected in [
+        "error: Deployment default/qwen3 [ISVC107]: the pod sets hostNetwork: true\n",
+        "error: Deployment default/qwen3 [ISVC107]: the pod sets hostPID: true\n",
+        "error: Deployment default/qwen3 [ISVC108]: volume \"root\" mounts the node's \"/\"\n",
+    ] {
+        assert!(err.contains(expected), "{expected}\n{err}");
+    }
+}

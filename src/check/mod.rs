@@ -189,6 +189,8 @@ pub const RULES: &[Rule] = &[
     security::WRITABLE_ROOT_FILESYSTEM,
     security::SERVICE_ACCOUNT_TOKEN,
     security::NO_MEMORY_LIMIT,
+    security::HOST_NAMESPACES,
+    security::HOST_PATH,
 ];
 
 /// The rule with ID `id` (case-insensitive).
