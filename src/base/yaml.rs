@@ -301,8 +301,12 @@ fn scan_error(source: &Arc<Source>, e: &ScanError) -> Diagnostic {
 
 /// A hint for the parser's messages that name a symptom, not the cause.
 fn scan_hint(info: &str, line: &str) -> Option<&'static str> {
+    if info.contains("unprintable") {
+        return Some("remove the character here: it is not text (a NUL byte or another control character)");
+    }
     if line.starts_with(|c: char| c == ' ' || c == '\t') && line.trim_start_matches(' ').starts_with('\t')
-        || info.contains("tab")
+        || info.contains("tabs")
+        || info.contains(" tab")
     {
         return Some("indent with spaces: YAML does not allow tabs for indentation");
     }
