@@ -509,7 +509,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let changes = output::write(&out, &tree)?;
+    let target = output::output_dir(&out, &args.inputs.paths)?;
+    let changes = output::write(&target, &tree)?;
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {

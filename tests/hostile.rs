@@ -314,3 +314,42 @@ fn a_template_override_cannot_share_the_node_namespaces_or_files() {
         assert!(err.contains(expected), "{expected}\n{err}");
     }
 }
+
+#[test]
+fn an_out_inside_an_input_directory_or_around_it_is_refused() {
+    let dir = setup(QWEN3);
+    for (out, expected) in [
+        (
+            "services/rendered",
+            "error: --out services/rendered is inside the input directory services: every later run would read isvc's own output as input\n",
+        ),
+        (".", "error: --out . is around the input services: every later run would read isvc's own output as input\n"),
+    ] {
+        let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", out]));
+        assert_eq!(code, 2, "{err}");
+        assert!(err.starts_with(expected), "{err}");
+        assert!(err.contains("= help: choose an --out beside the input directory"), "{err}");
+    }
+    assert!(!dir.path().join("services/rendered").exists());
+}
+
+#[test]
+fn an_out_with_dot_components_renders_and_rerenders() {
+    let dir = setup(QWEN3);
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    for out in ["./new/.", "sub/../other", "./new/.", "sub/../other"] {
+        let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", out]));
+        assert_eq!(code, 0, "{out}: {err}");
+    }
+    // Change something so the second render swaps trees.
+    std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    for out in ["./new/.", "sub/../other"] {
+        let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", out]));
+        assert_eq!(code, 0, "{out}: {err}");
+    }
+    for d in ["new", "other"] {
+        let hpa =
+            std::fs::read_to_string(dir.path().join(d).join("default/qwen3/horizontalpodautoscaler.yaml")).unwrap();
+        assert!(hpa.contains("maxReplicas: 12"), "{d}: {hpa}");
+    }
+}

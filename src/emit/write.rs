@@ -255,6 +255,77 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
     }
 }
 
+/// The output directory to write, checked against the inputs: `.` and `..`
+/// inside it are resolved (lexically, against the working directory), so
+/// `--out sub/..` or `--out ./new/.` name a directory with a real parent;
+/// and it may neither lie inside an input directory (every later run would
+/// read isvc's own output as input) nor contain an input.
+pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic> {
+    use std::path::Component;
+    let dotted = out.components().any(|c| matches!(c, Component::CurDir | Component::ParentDir));
+    let resolved = if dotted { lexical_absolute(out) } else { out.to_path_buf() };
+    let abs_out = real_or_lexical(&resolved);
+    for input in inputs {
+        let abs_in = real_or_lexical(input);
+        let (inside, what) = if abs_out.starts_with(&abs_in) && input.is_dir() {
+            (true, "inside the input directory")
+        } else if abs_in.starts_with(&abs_out) {
+            (true, "around the input")
+        } else {
+            (false, "")
+        };
+        if inside {
+            return Err(Diagnostic::error(format!(
+                "--out {} is {what} {}: every later run would read isvc's own output as input",
+                out.display(),
+                input.display()
+            ))
+            .help("choose an --out beside the input directory, for example `--out rendered` next to `services`"));
+        }
+    }
+    Ok(resolved)
+}
+
+/// `path` made absolute against the working directory, `.` and `..`
+/// resolved lexically.
+fn lexical_absolute(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The canonical form of `path`, or of its nearest existing ancestor with
+/// the rest appended, so paths that do not exist yet compare too.
+fn real_or_lexical(path: &Path) -> PathBuf {
+    let abs = lexical_absolute(path);
+    let mut base = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(base) {
+            let mut p = real;
+            p.extend(rest.iter().rev());
+            return p;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
 /// Holds the lock on the output's parent directory until dropped.
 pub struct Lock {
     _dir: std::fs::File,
