@@ -353,3 +353,47 @@ fn an_out_with_dot_components_renders_and_rerenders() {
         assert!(hpa.contains("maxReplicas: 12"), "{d}: {hpa}");
     }
 }
+
+#[test]
+fn snapshots_lists_with_scalar_items_and_json_surrogate_pairs() {
+    let dir = setup(QWEN3);
+    std::fs::write(dir.path().join("live.yaml"), "apiVersion: v1\nkind: List\nitems: 3\n").unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["plan", "services", "--live", "live.yaml"]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: a List's \"items\" must be a list of objects, found 3
+  --> live.yaml:3:8
+   |
+ 3 | items: 3
+   |        ^
+  = help: take the snapshot with `kubectl get <kinds> -A -o yaml` (or -o json)
+
+error: aborting due to 1 error; nothing was written
+"
+    );
+    let json = r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "other", "namespace": "default", "annotations": {"note": "\ud83d\ude00"}}}]}"#;
+    std::fs::write(dir.path().join("live.json"), json).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["plan", "services", "--live", "live.json"]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("create"), "{out}");
+}
+
+#[test]
+fn a_file_given_twice_is_read_once_and_odd_paths_say_what_is_wrong() {
+    let dir = setup(QWEN3);
+    let (code, out, err) =
+        run(isvc(dir.path()).args(["render", "services", "services/qwen3.yaml", "./services/qwen3.yaml", "--stdout"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.matches("\nkind: Deployment\n").count(), 1);
+    let long = "x".repeat(300);
+    let (code, _, err) = run(isvc(dir.path()).args(["render", &long, "--stdout"]));
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        format!(
+            "error: cannot read {long}: File name too long (os error 36)\n\nerror: aborting due to 1 error; nothing was written\n"
+        )
+    );
+}
