@@ -52,7 +52,8 @@ impl Source {
     }
 
     fn line(&self, line: usize) -> Option<&str> {
-        self.text.lines().nth(line.checked_sub(1)?)
+        // Line breaks as YAML counts them: "\n", "\r\n" and a lone "\r".
+        line_starts(&self.text).nth(line.checked_sub(1)?).map(|(start, end)| &self.text[start..end])
     }
 }
 
@@ -336,6 +337,32 @@ impl Diagnostics {
 
 fn sort_key(d: &Diagnostic) -> (Option<PathBuf>, Option<Span>, String) {
     (d.location.as_ref().map(|l| l.source.name.clone()), d.location.as_ref().and_then(|l| l.span), d.message.clone())
+}
+
+/// The (start, end) byte range of every line of `text`, without its line
+/// break; "\n", "\r\n" and a lone "\r" each end a line, as in YAML.
+pub fn line_starts(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done || start > bytes.len() || (start == bytes.len() && start > 0) {
+            return None;
+        }
+        let mut i = start;
+        while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+            i += 1;
+        }
+        let line = (start, i);
+        if i >= bytes.len() {
+            done = true;
+        } else if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            start = i + 2;
+        } else {
+            start = i + 1;
+        }
+        Some(line)
+    })
 }
 
 impl From<Diagnostic> for Diagnostics {

@@ -163,16 +163,12 @@ fn token(text: &str, word: &str) -> Option<usize> {
 fn offset(source: &Source, pos: crate::base::diagnostics::Pos) -> Option<usize> {
     let bom = if source.text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let text = &source.text[bom..];
-    let mut line_start = 0;
-    for _ in 1..pos.line {
-        line_start += text[line_start..].find('\n')? + 1;
-    }
+    let (line_start, _) = crate::base::diagnostics::line_starts(text).nth(pos.line.checked_sub(1)?)?;
     let line = &text[line_start..];
     let col = line.char_indices().nth(pos.col.checked_sub(1)?).map(|(i, _)| i)?;
     Some(bom + line_start + col)
 }
 
-/// Writes each migration atomically.
 /// Prefix of the file a migration stages beside the file it replaces.
 const STAGE_PREFIX: &str = ".isvc-migrate~";
 
@@ -322,6 +318,15 @@ mod tests {
         assert!(out.starts_with("\u{feff}{\"apiVersion\": \"ai.example.com/v1alpha2\""), "{out}");
         assert!(out.contains("\"spec\": {\"baseModel\": \"m\""), "{out}");
         assert!(out.ends_with("apiVersion: 'ai.example.com/v1alpha2'\nkind: InferenceService\nmetadata: {name: c}\nspec: {'baseModel': ü, replicas: 0}\n"), "{out}");
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines() {
+        let text = "apiVersion: ai.example.com/v1alpha1\rkind: InferenceService\rmetadata: {name: a}\rspec:\r  model: m\r  replicas: 1\r";
+        assert_eq!(
+            migrate(text).unwrap().unwrap(),
+            "apiVersion: ai.example.com/v1alpha2\rkind: InferenceService\rmetadata: {name: a}\rspec:\r  baseModel: m\r  replicas: 1\r"
+        );
     }
 
     #[test]
