@@ -599,6 +599,30 @@ fn platform_names(platform: &Platform) -> Vec<Problem> {
             );
         }
     }
+    if let Some(g) = platform.gitops.as_ref().filter(|g| g.engine == Some(crate::model::platform::Engine::Argocd)) {
+        // Argo CD needs a destination; said here, at the field, rather than
+        // when the objects are built (where no position is known).
+        if platform.clusters.is_empty() && g.argocd.server.is_none() {
+            out.push(
+                Problem::new(
+                    vec![key("gitops"), key("engine")],
+                    "gitops.argocd.server is not set: which cluster should Argo CD deploy to?",
+                )
+                .help("set gitops.argocd.server; use https://kubernetes.default.svc for the cluster Argo CD runs in"),
+            );
+        }
+        for (i, c) in platform.clusters.iter().enumerate() {
+            if c.server.is_none() {
+                out.push(
+                    Problem::new(
+                        vec![key("clusters"), PathSegment::Index(i), key("name")],
+                        format!("cluster {:?} has no `server`: Argo CD needs its API server URL", c.name),
+                    )
+                    .help("add server: https://<api-server> to the cluster"),
+                );
+            }
+        }
+    }
     if let Some(g) = &platform.gitops {
         if let Err(e) = crate::base::names::dns1123_label(&g.name) {
             out.push(
