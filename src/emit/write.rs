@@ -392,8 +392,16 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
             if !rel.as_os_str().is_empty() {
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
             }
+            // The new directory takes the old one's mode and, where the
+            // system lets us (as root), its owner. Extended attributes
+            // are not copied.
             if let Ok(meta) = entry.metadata() {
                 let _ = std::fs::set_permissions(&target, meta.permissions());
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    let _ = std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid()));
+                }
             }
         } else if ft.is_symlink() {
             let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
@@ -684,6 +692,20 @@ mod tests {
             assert_eq!(std::fs::read_to_string(new.path().join(f)).unwrap(), f);
         }
         assert!(!new.path().join("kept.yaml").exists() && !new.path().join("ours.yaml").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_swap_keeps_the_mode_of_directories() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        std::fs::set_permissions(out.join("a"), std::fs::Permissions::from_mode(0o750)).unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o711)).unwrap();
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "changed")])).unwrap();
+        assert_eq!(std::fs::metadata(out.join("a")).unwrap().permissions().mode() & 0o777, 0o750);
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o711);
     }
 
     #[cfg(unix)]
