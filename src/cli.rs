@@ -452,22 +452,7 @@ fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
     let Some(dir) = dir else {
         return Ok(Templates::builtin());
     };
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
-    paths.sort();
-    let mut sources = Vec::new();
-    let mut diags = Diagnostics::new();
-    for p in paths.iter().filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))) {
-        match load::read_source(p) {
-            Ok(s) => sources.push(s),
-            Err(d) => diags.push(d),
-        }
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Templates::new(sources).map_err(Diagnostics)
+    Templates::new(load::template_sources(dir)?).map_err(Diagnostics)
 }
 
 /// The directory output headers name input files relative to: the one

@@ -397,3 +397,21 @@ fn a_file_given_twice_is_read_once_and_odd_paths_say_what_is_wrong() {
         )
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_template_link_out_of_the_templates_directory_is_refused_without_reading_it() {
+    let dir = setup(QWEN3);
+    std::fs::create_dir(dir.path().join("templates")).unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", dir.path().join("templates/deployment.yaml")).unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args(["render", "services", "--templates", "templates", "--stdout"]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: templates/deployment.yaml is a symbolic link that leads out of templates; isvc does not follow it
+  = help: copy the template into the templates directory
+
+error: aborting due to 1 error; nothing was written
+"
+    );
+}

@@ -166,6 +166,49 @@ pub fn read_error(path: &Path, e: crate::base::files::ReadError, max_bytes: u64)
     }
 }
 
+/// The files of a template override directory (hidden ones skipped), in
+/// name order. A symbolic link that leads out of the directory is an error
+/// naming the link, never its target, and is not read: its content would
+/// be shown in template errors.
+pub fn template_sources(dir: &Path) -> Result<Vec<Arc<Source>>, Diagnostics> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let root = std::fs::canonicalize(dir)
+        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .collect();
+    paths.sort();
+    let mut sources = Vec::new();
+    let mut diags = Diagnostics::new();
+    for p in paths {
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && !std::fs::canonicalize(&p).is_ok_and(|t| t.starts_with(&root)) {
+            diags.push(
+                Diagnostic::error(format!(
+                    "{} is a symbolic link that leads out of {}; isvc does not follow it",
+                    p.display(),
+                    dir.display()
+                ))
+                .help("copy the template into the templates directory"),
+            );
+            continue;
+        }
+        if !p.is_file() {
+            continue;
+        }
+        match read_source(&p) {
+            Ok(s) => sources.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(sources)
+}
+
 /// Loads every InferenceService under `paths`. Returns them sorted by
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
