@@ -218,7 +218,9 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// atomic rename: a render killed at any moment leaves the old tree or the
 /// new one, never a mix. Where that is impossible (another file system,
 /// `out` is a mount point, not Linux), files are replaced one by one, each
-/// atomically.
+/// atomically, and an error after the first write says so. A tree that
+/// cannot be staged for another reason (a file isvc may not hard-link, a
+/// FIFO or device in `out`) is refused: nothing is written in place.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
     let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) if !parent.is_dir() => {
@@ -412,8 +414,14 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
             if replaced.contains(&rel) || is_temp_name(&entry.file_name().to_string_lossy()) {
                 continue;
             }
-            std::fs::hard_link(entry.path(), &target)
-                .map_err(|e| refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())))?;
+            if let Err(e) = std::fs::hard_link(entry.path(), &target) {
+                // `out` on another file system than its parent (a mount
+                // point): no swap is possible there at all.
+                if is_cross_device(&e) {
+                    return Err(Swap::Unsupported);
+                }
+                return Err(refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())));
+            }
         } else {
             let what = crate::base::files::describe(ft);
             return Err(refuse(entry.path(), format!("{} is {what}", entry.path().display())));
@@ -463,6 +471,18 @@ fn keep_newcomers(old: &Path, new: &Path, mirrored: &BTreeSet<PathBuf>, replaced
         if entry.file_type().is_dir() {
             walker.skip_current_dir();
         }
+    }
+}
+
+fn is_cross_device(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
     }
 }
 
