@@ -394,9 +394,8 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
             if !rel.as_os_str().is_empty() {
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
             }
-            // The new directory takes the old one's mode and, where the
-            // system lets us (as root), its owner. Extended attributes
-            // are not copied.
+            // The new directory takes the old one's mode, its extended
+            // attributes and, where the system lets us (as root), its owner.
             if let Ok(meta) = entry.metadata() {
                 let _ = std::fs::set_permissions(&target, meta.permissions());
                 #[cfg(unix)]
@@ -404,6 +403,7 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
                     use std::os::unix::fs::MetadataExt;
                     let _ = std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid()));
                 }
+                copy_xattrs(entry.path(), &target);
             }
         } else if ft.is_symlink() {
             let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
@@ -473,6 +473,23 @@ fn keep_newcomers(old: &Path, new: &Path, mirrored: &BTreeSet<PathBuf>, replaced
         }
     }
 }
+
+/// Copies the extended attributes of `from` to `to`, as far as allowed.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn copy_xattrs(from: &Path, to: &Path) {
+    let mut names = vec![0u8; 64 << 10];
+    let Ok(n) = rustix::fs::llistxattr(from, &mut names[..]) else { return };
+    for name in names[..n].split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let Ok(name) = std::ffi::CString::new(name) else { continue };
+        let mut value = vec![0u8; 64 << 10];
+        if let Ok(len) = rustix::fs::lgetxattr(from, name.as_c_str(), &mut value[..]) {
+            let _ = rustix::fs::lsetxattr(to, name.as_c_str(), &value[..len], rustix::fs::XattrFlags::empty());
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn copy_xattrs(_: &Path, _: &Path) {}
 
 fn is_cross_device(e: &std::io::Error) -> bool {
     #[cfg(unix)]
@@ -726,6 +743,14 @@ mod tests {
         write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "changed")])).unwrap();
         assert_eq!(std::fs::metadata(out.join("a")).unwrap().permissions().mode() & 0o777, 0o750);
         assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o711);
+        // Extended attributes stay too, where the file system has them.
+        #[cfg(target_os = "linux")]
+        if rustix::fs::lsetxattr(out.join("a"), "user.isvc-test", b"kept", rustix::fs::XattrFlags::empty()).is_ok() {
+            write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "again")])).unwrap();
+            let mut value = [0u8; 16];
+            let n = rustix::fs::lgetxattr(out.join("a"), "user.isvc-test", &mut value[..]).unwrap();
+            assert_eq!(&value[..n], b"kept");
+        }
     }
 
     #[cfg(unix)]
