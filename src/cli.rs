@@ -305,6 +305,9 @@ pub fn main() -> ExitCode {
         },
         Command::Migrate(args) => migrate_cmd(args),
     };
+    if let Some(code) = stdout_failure() {
+        return code;
+    }
     match result {
         Ok(code) => code,
         Err(diags) => {
@@ -314,17 +317,45 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The first error writing to standard output, if any: a run whose output
+/// did not all arrive must not exit 0 (`kubectl apply -f` would apply a
+/// truncated stream).
+static STDOUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
+
+fn record_stdout(result: std::io::Result<()>) {
+    if let Err(e) = result {
+        if let Ok(mut first) = STDOUT_ERROR.lock() {
+            first.get_or_insert(e);
+        }
+    }
+}
+
 fn print(text: &str) {
     let mut out = anstream::stdout();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
 /// Prints text that never holds colour codes, without scanning it for them.
 fn print_plain(text: &str) {
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
+    record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
+}
+
+/// The exit code once standard output was not all written: a closed pipe
+/// ends the run quietly with 141, the status a shell shows for a process
+/// killed by SIGPIPE (what `cat` or `grep` give); any other error (a full
+/// disk) is reported and exits 2.
+fn stdout_failure() -> Option<ExitCode> {
+    let e = STDOUT_ERROR.lock().ok()?.take()?;
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return Some(ExitCode::from(141));
+    }
+    eprint_diagnostics(&Diagnostics::from(
+        Diagnostic::error(format!("cannot write to standard output: {e}"))
+            .help("the output is incomplete; do not apply it")
+            .after_writing(),
+    ));
+    Some(ExitCode::from(2))
 }
 
 fn eprint_diagnostics(diags: &Diagnostics) {
@@ -440,13 +471,19 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
 /// Names the platform file relative to `base`, as output headers show it.
 fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
     let base = absolute(base);
-    inputs.platform.as_ref().map(|p| relative_to(&absolute(p), &base).display().to_string().replace('\\', "/"))
+    inputs.platform.as_ref().map(|p| slash_path(&relative_to(&absolute(p), &base)))
 }
 
 /// Names input files relative to `base`, as output headers show them.
 fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
     let base = absolute(base);
-    move |s: &LoadedService| relative_to(&absolute(&s.source.name), &base).display().to_string().replace('\\', "/")
+    move |s: &LoadedService| slash_path(&relative_to(&absolute(&s.source.name), &base))
+}
+
+/// `path`'s components joined with `/` on every system. A `\` inside a
+/// Unix file name stays part of the name (the header escapes it).
+fn slash_path(path: &Path) -> String {
+    path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 /// Loads inputs and compiles them; `base` is the directory the output
@@ -498,31 +535,15 @@ fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
     let Some(dir) = dir else {
         return Ok(Templates::builtin());
     };
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
-    paths.sort();
-    let mut sources = Vec::new();
-    let mut diags = Diagnostics::new();
-    for p in paths.iter().filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))) {
-        match load::read_source(p) {
-            Ok(s) => sources.push(s),
-            Err(d) => diags.push(d),
-        }
-    }
-    if diags.has_errors() {
-        return Err(diags);
-    }
-    Templates::new(sources).map_err(Diagnostics)
+    Templates::new(load::template_sources(dir)?).map_err(Diagnostics)
 }
 
-/// The directory output headers are relative to: the parent of `--out`, so
-/// the same repository gives the same bytes wherever isvc runs from.
-fn header_base(out: Option<&Path>) -> PathBuf {
-    match out.map(absolute).as_deref().and_then(Path::parent) {
-        Some(parent) => parent.to_path_buf(),
-        None => absolute(Path::new(".")),
-    }
+/// The directory output headers name input files relative to: the one
+/// isvc runs in, never the output directory, so the bytes of an object do
+/// not depend on where the output lives (a tree rendered elsewhere and
+/// compared with `diff` shows only real changes).
+fn header_base() -> PathBuf {
+    absolute(Path::new("."))
 }
 
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
@@ -534,8 +555,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         .into());
     }
     let (compiled, _) = match &args.out {
-        Some(out) => compile(&args.inputs, &header_base(Some(out)))?,
-        None => compile_one_cluster(&args.inputs, &header_base(None), "render --stdout")?,
+        Some(_) => compile(&args.inputs, &header_base())?,
+        None => compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?,
     };
     let Some(out) = args.out else {
         print_plain(&objects::to_stream(&compiled.objects));
@@ -566,7 +587,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let changes = output::write(&out, &tree)?;
+    let target = output::output_dir(&out, &args.inputs.paths)?;
+    let changes = output::write(&target, &tree)?;
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {
@@ -592,7 +614,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let (compiled, _) = compile(&args.inputs, &header_base(Some(&args.out)))?;
+    let (compiled, _) = compile(&args.inputs, &header_base())?;
     let mut existing = output::scan(&args.out)?;
     if let Some(name) = &args.inputs.cluster {
         // One cluster's objects against that cluster's tree alone.
@@ -615,9 +637,9 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut i = load_inputs(&args.inputs)?;
-    i.inputs.platform_file = platform_label(&args.inputs, &header_base(None));
+    i.inputs.platform_file = platform_label(&args.inputs, &header_base());
     let options =
-        Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base(None)));
+        Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base()));
     let examination = Compiler::new(&i.inputs, options).examine()?;
     let (examined, findings) = (examination.objects.len(), examination.findings);
     let problems = Diagnostics(check::annotation_problems(&i.inputs.services));
@@ -641,7 +663,7 @@ fn reconcile(
     args: &LiveArgs,
 ) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
     // A snapshot is one cluster's: plan against that cluster's objects.
-    let compiled = compile_one_cluster(&args.inputs, &header_base(None), "plan or status against a snapshot");
+    let compiled = compile_one_cluster(&args.inputs, &header_base(), "plan or status against a snapshot");
     let live = plan::read_snapshot(&args.live);
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),
@@ -679,6 +701,11 @@ fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn migrate_cmd(args: MigrateArgs) -> Result<ExitCode, Diagnostics> {
+    if !args.check {
+        for leftover in migrate::remove_leftovers(&args.paths) {
+            status(&format!("removed {}, left by an interrupted `isvc migrate`", leftover.display()));
+        }
+    }
     let migrations = migrate::plan(&args.paths)?;
     let to = crate::model::v1alpha2::API_VERSION;
     if migrations.is_empty() {

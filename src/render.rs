@@ -78,10 +78,7 @@ impl Templates {
             }
             sources.insert(name, src);
         }
-        let mut env = Environment::new();
-        env.set_auto_escape_callback(|_| AutoEscape::Json);
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        env.set_fuel(Some(FUEL));
+        let mut env = environment();
         for (name, src) in &sources {
             if let Err(e) = env.add_template_owned(name.clone(), src.text.clone()) {
                 diags.push(template_error(src, &e));
@@ -92,6 +89,78 @@ impl Templates {
 
     fn source(&self, name: &str) -> Option<&Arc<Source>> {
         self.sources.get(name)
+    }
+}
+
+/// The template environment: strict about undefined values, bounded in
+/// work, and with every `{{ value }}` written by [`write_value`].
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_auto_escape_callback(|_| AutoEscape::Json);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL));
+    env.set_formatter(|out, _state, value| {
+        if value.is_safe() {
+            if let Some(s) = value.as_str() {
+                return out.write_str(s).map_err(minijinja::Error::from);
+            }
+        }
+        let json = serde_json::to_value(value).map_err(|e| {
+            minijinja::Error::new(minijinja::ErrorKind::BadSerialization, format!("cannot write the value: {e}"))
+        })?;
+        let mut text = String::new();
+        write_value(&json, &mut text);
+        out.write_str(&text).map_err(minijinja::Error::from)
+    });
+    env
+}
+
+/// Writes `value` as JSON in which no string holds a character YAML gives
+/// a meaning (`'` `,` `:` `#` brackets and braces, the other indicators, line
+/// breaks): they are `\u` escapes, which a double-quoted YAML scalar reads
+/// back as the same text. So a value stays one scalar (or one collection)
+/// in any spot of a template: bare, inside quotes of either kind (say
+/// `"{{ model }}-x"`), or in a flow collection. At worst a template that
+/// quotes a value fails to parse; it can never gain a key.
+fn write_value(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push('"');
+            for c in s.chars() {
+                match c {
+                    '"' => out.push_str("\\\""),
+                    '\\' => out.push_str("\\\\"),
+                    '\'' | ',' | '[' | ']' | '{' | '}' | ':' | '#' | '&' | '*' | '!' | '|' | '>' | '%' | '@' | '`'
+                    | '?' | '<' | '=' | '~' => out.push_str(&format!("\\u{:04X}", c as u32)),
+                    c if c.is_control() || (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+                    c => out.push(c),
+                }
+            }
+            out.push('"');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(v, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(&Value::String(k.clone()), out);
+                out.push_str(": ");
+                write_value(v, out);
+            }
+            out.push('}');
+        }
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -195,5 +264,52 @@ pub fn drop_nulls(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(drop_nulls),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(template: &str, v: &str) -> Result<Value, String> {
+        let text = environment().render_str(template, minijinja::context! { v => v }).map_err(|e| e.to_string())?;
+        let docs = yaml::parse_documents(&Source::new("t.yaml", text), Limits::default()).map_err(|d| d.message)?;
+        Ok(docs.into_iter().flatten().next().map(|n| n.to_json()).unwrap_or(Value::Null))
+    }
+
+    #[test]
+    fn a_value_cannot_add_keys_wherever_a_template_puts_it() {
+        let hostile = [
+            "', evil: '",
+            "\", evil: \"",
+            "x\nevil: y",
+            "a: b",
+            "x, evil: y",
+            "} , evil: {",
+            "# c",
+            "&a *a !t |",
+            "\\",
+        ];
+        let templates = [
+            "k: {{ v }}",
+            "k: '{{ v }}'",
+            "k: \"{{ v }}-x\"",
+            "{k: '{{ v }}'}",
+            "{k: \"{{ v }}\"}",
+            "{k: {{ v }}-x}",
+            "k: [{{ v }}]",
+        ];
+        for t in templates {
+            for v in hostile {
+                if let Ok(value) = render(t, v) {
+                    let keys: Vec<&String> = value.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+                    assert_eq!(keys, ["k"], "{t} with {v:?}: {value}");
+                }
+            }
+        }
+        // Bare, the value reads back exactly.
+        for v in hostile {
+            assert_eq!(render("k: {{ v }}", v).unwrap()["k"], Value::String(v.to_string()));
+        }
     }
 }

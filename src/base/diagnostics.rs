@@ -52,7 +52,8 @@ impl Source {
     }
 
     fn line(&self, line: usize) -> Option<&str> {
-        self.text.lines().nth(line.checked_sub(1)?)
+        // Line breaks as YAML counts them: "\n", "\r\n" and a lone "\r".
+        line_starts(&self.text).nth(line.checked_sub(1)?).map(|(start, end)| &self.text[start..end])
     }
 }
 
@@ -98,6 +99,9 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// A suggested fix: "did you mean ...".
     pub help: Option<String>,
+    /// Something was already written when this error struck, so the run
+    /// cannot say "nothing was written".
+    pub after_writing: bool,
 }
 
 impl Diagnostic {
@@ -109,7 +113,14 @@ impl Diagnostic {
             related: Vec::new(),
             notes: Vec::new(),
             help: None,
+            after_writing: false,
         }
+    }
+
+    /// Marks an error that struck after some output was already written.
+    pub fn after_writing(mut self) -> Diagnostic {
+        self.after_writing = true;
+        self
     }
 
     pub fn warning(message: impl Into<String>) -> Diagnostic {
@@ -312,7 +323,13 @@ impl Diagnostics {
         let errors = self.error_count();
         if errors > 0 {
             let s = if errors == 1 { "" } else { "s" };
-            out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
+            if self.0.iter().any(|d| d.after_writing) {
+                out.push_str(&format!(
+                    "error: aborting due to {errors} error{s}; some output was written before the error (see above)\n"
+                ));
+            } else {
+                out.push_str(&format!("error: aborting due to {errors} error{s}; nothing was written\n"));
+            }
         }
         out
     }
@@ -320,6 +337,32 @@ impl Diagnostics {
 
 fn sort_key(d: &Diagnostic) -> (Option<PathBuf>, Option<Span>, String) {
     (d.location.as_ref().map(|l| l.source.name.clone()), d.location.as_ref().and_then(|l| l.span), d.message.clone())
+}
+
+/// The (start, end) byte range of every line of `text`, without its line
+/// break; "\n", "\r\n" and a lone "\r" each end a line, as in YAML.
+pub fn line_starts(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut done = false;
+    std::iter::from_fn(move || {
+        if done || start > bytes.len() || (start == bytes.len() && start > 0) {
+            return None;
+        }
+        let mut i = start;
+        while i < bytes.len() && bytes[i] != b'\n' && bytes[i] != b'\r' {
+            i += 1;
+        }
+        let line = (start, i);
+        if i >= bytes.len() {
+            done = true;
+        } else if bytes[i] == b'\r' && bytes.get(i + 1) == Some(&b'\n') {
+            start = i + 2;
+        } else {
+            start = i + 1;
+        }
+        Some(line)
+    })
 }
 
 impl From<Diagnostic> for Diagnostics {

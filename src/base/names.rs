@@ -29,6 +29,24 @@ pub fn dns1123_label(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// `text` with every character outside `A-Z a-z 0-9 / . _ - + @ ,`
+/// percent-escaped as its UTF-8 bytes (`%0A` for a newline, `%25` for `%`),
+/// so input text can be shown on one line of a comment without closing it.
+pub fn escape_path(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '+' | '@' | ',') {
+            out.push(c);
+        } else {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    out
+}
+
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
 pub fn dns1123_subdomain(s: &str) -> Result<(), String> {
     if s.len() > 253 {
@@ -79,6 +97,13 @@ pub fn label_value(s: &str, allow_empty: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_paths_keep_to_one_safe_line() {
+        assert_eq!(escape_path("services/llama-3.1_b.yaml"), "services/llama-3.1_b.yaml");
+        assert_eq!(escape_path("a\n---\nkind: X.yaml"), "a%0A---%0Akind%3A%20X.yaml");
+        assert_eq!(escape_path("50%\\é"), "50%25%5C%C3%A9");
+    }
 
     #[test]
     fn service_names_start_with_a_letter() {

@@ -7,6 +7,9 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+/// What the range error says: Kubernetes keeps quantities in 64 bits.
+const RANGE: &str = "Kubernetes quantities are at most 9223372036854775807 (just under 8Ei)";
+
 /// A parsed quantity: `digits / 10^scale`, times the suffix's multiplier.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Quantity {
@@ -44,13 +47,16 @@ impl Quantity {
         let (digits, scale, suffix) = match rest {
             "" => (digits, scale, Suffix::None),
             "m" => (digits, scale, Suffix::Milli),
-            s if s.starts_with(['e', 'E']) => {
+            s if s.starts_with(['e', 'E']) && s != "E" && !s.starts_with("Ei") => {
                 let exp: i32 = s[1..].parse().map_err(|_| format!("\"{text}\" is not a quantity"))?;
                 if !(-18..=18).contains(&exp) {
                     return Err(format!("\"{text}\" is out of range"));
                 }
                 if exp >= 0 {
-                    (digits * 10i128.pow(exp as u32), scale, Suffix::None)
+                    let digits = digits
+                        .checked_mul(10i128.pow(exp as u32))
+                        .ok_or_else(|| format!("\"{text}\" is out of range: {RANGE}"))?;
+                    (digits, scale, Suffix::None)
                 } else {
                     (digits, scale + exp.unsigned_abs(), Suffix::None)
                 }
@@ -70,7 +76,12 @@ impl Quantity {
         if scale > 9 {
             return Err(format!("\"{text}\" has more precision than Kubernetes keeps"));
         }
-        Ok(Quantity { digits, scale, suffix })
+        let q = Quantity { digits, scale, suffix };
+        let max = i128::from(i64::MAX) * 1_000_000_000;
+        match digits.checked_mul(q.suffix_nanos()) {
+            Some(n) if n / 10i128.pow(scale) <= max => Ok(q),
+            _ => Err(format!("\"{text}\" is out of range: {RANGE}")),
+        }
     }
 
     /// The quantity times a whole number, in the same suffix.
@@ -81,14 +92,16 @@ impl Quantity {
     /// The sum, in the suffix of the first non-zero operand when exact
     /// (`512Gi + 512Gi` is `1024Gi`), else in milli-units.
     pub fn plus(&self, other: &Quantity) -> Quantity {
+        // Checked throughout: a sum too large for the arithmetic saturates
+        // (and so exceeds every quota) instead of wrapping around.
         let total = self.nanos().saturating_add(other.nanos());
         let shape = if self.digits == 0 { other } else { self };
         for candidate in [shape, other, self] {
             let unit = candidate.suffix_nanos();
             for scale in candidate.scale..=9 {
-                let ten = 10i128.pow(scale);
-                if (total * ten) % unit == 0 {
-                    return Quantity { digits: total * ten / unit, scale, suffix: candidate.suffix };
+                let Some(scaled) = total.checked_mul(10i128.pow(scale)) else { break };
+                if scaled % unit == 0 {
+                    return Quantity { digits: scaled / unit, scale, suffix: candidate.suffix };
                 }
             }
         }
@@ -176,5 +189,16 @@ mod tests {
         for bad in ["", "Gi", "1.2.3", "12GB", "-1", "1 Gi", "abc"] {
             assert!(Quantity::parse(bad).is_err(), "{bad}");
         }
+        for huge in ["900000000000000000000000000000Ei", "8Ei", "9223372036854775808", "99999999999999999999e18"] {
+            assert_eq!(Quantity::parse(huge).unwrap_err(), format!("\"{huge}\" is out of range: {RANGE}"), "{huge}");
+        }
+        assert!(Quantity::parse("9223372036854775807").is_ok() && Quantity::parse("7Ei").is_ok());
+    }
+
+    #[test]
+    fn sums_saturate_instead_of_wrapping() {
+        let big = q("7Ei").times(i64::MAX);
+        assert!(big.plus(&big) > q("7Ei"));
+        assert!(big.plus(&q("64Gi")) > q("7Ei"));
     }
 }

@@ -14,6 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
 use serde_json::Value;
@@ -29,11 +30,54 @@ pub struct Limits {
     pub max_nodes: usize,
     /// Longest scalar, in bytes.
     pub max_scalar_bytes: usize,
+    /// Most nodes aliases may copy in the whole text, over all its
+    /// documents: the budget does not start again at `---`.
+    pub max_alias_nodes: usize,
+    /// Refuse scalars holding characters YAML cannot print (control
+    /// characters other than tab and line breaks, DEL, C1 controls): they
+    /// would reach the output, which strict readers then refuse.
+    pub printable_only: bool,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_depth: 64, max_nodes: 100_000, max_scalar_bytes: 1 << 20 }
+        Limits {
+            max_depth: 64,
+            max_nodes: 100_000,
+            max_scalar_bytes: 1 << 20,
+            max_alias_nodes: 100_000,
+            printable_only: true,
+        }
+    }
+}
+
+/// The first character of `text` outside YAML 1.2's printable set.
+pub fn unprintable(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        let n = c as u32;
+        !(c == '\t'
+            || c == '\n'
+            || c == '\r'
+            || (0x20..0x7f).contains(&n)
+            || n == 0x85
+            || (0xa0..0xfffe).contains(&n)
+            || n >= 0x10000)
+    })
+}
+
+/// Most nodes aliases may copy over all the files of one run.
+pub const MAX_RUN_ALIAS_NODES: usize = 1_000_000;
+
+/// The alias expansion budget shared by every file of one run (see
+/// [`parse_stream_in`]), so many files cannot each spend a file's budget.
+#[derive(Debug, Default)]
+pub struct RunBudget {
+    used: AtomicUsize,
+}
+
+impl RunBudget {
+    pub fn new() -> RunBudget {
+        RunBudget::default()
     }
 }
 
@@ -195,10 +239,30 @@ pub fn parse_documents(source: &Arc<Source>, limits: Limits) -> Result<Vec<Docum
 /// before a syntax error, each with its own problems, and the syntax error
 /// (after which nothing can be trusted) if there is one.
 pub fn parse_stream(source: &Arc<Source>, limits: Limits) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+    parse_stream_budget(source, limits, None)
+}
+
+/// [`parse_stream`], with alias expansions also counted against `run`, the
+/// budget of every file of the run.
+pub fn parse_stream_in(
+    source: &Arc<Source>,
+    limits: Limits,
+    run: &RunBudget,
+) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+    parse_stream_budget(source, limits, Some(run))
+}
+
+fn parse_stream_budget(
+    source: &Arc<Source>,
+    limits: Limits,
+    run: Option<&RunBudget>,
+) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
     let text = source.text.strip_prefix('\u{feff}').unwrap_or(&source.text);
     let mut builder = Builder {
         source,
         limits,
+        run,
+        alias_nodes: 0,
         stack: Vec::new(),
         anchors: HashMap::new(),
         nodes: 0,
@@ -237,8 +301,12 @@ fn scan_error(source: &Arc<Source>, e: &ScanError) -> Diagnostic {
 
 /// A hint for the parser's messages that name a symptom, not the cause.
 fn scan_hint(info: &str, line: &str) -> Option<&'static str> {
+    if info.contains("unprintable") {
+        return Some("remove the character here: it is not text (a NUL byte or another control character)");
+    }
     if line.starts_with(|c: char| c == ' ' || c == '\t') && line.trim_start_matches(' ').starts_with('\t')
-        || info.contains("tab")
+        || info.contains("tabs")
+        || info.contains(" tab")
     {
         return Some("indent with spaces: YAML does not allow tabs for indentation");
     }
@@ -265,6 +333,9 @@ enum Frame {
 struct Builder<'s> {
     source: &'s Arc<Source>,
     limits: Limits,
+    run: Option<&'s RunBudget>,
+    /// Nodes copied by aliases so far, over every document of the text.
+    alias_nodes: usize,
     stack: Vec<Frame>,
     anchors: HashMap<usize, (Node, usize)>,
     nodes: usize,
@@ -288,11 +359,12 @@ impl Builder<'_> {
                 Ok(())
             }
             Event::Alias(id) => {
-                let Some((node, count)) = self.anchors.get(&id) else {
+                let Some(count) = self.anchors.get(&id).map(|(_, c)| *c) else {
                     return Err(self.err(span, "alias refers to an anchor that is not defined before it"));
                 };
-                let (mut node, count) = (node.clone(), *count);
+                self.alias_budget(count, span)?;
                 self.budget(count, span)?;
+                let mut node = self.anchors[&id].0.clone();
                 node.span = span;
                 self.finish(node)
             }
@@ -306,6 +378,19 @@ impl Builder<'_> {
                             self.limits.max_scalar_bytes
                         ),
                     ));
+                }
+                if let Some(c) = self.limits.printable_only.then(|| unprintable(&text)).flatten() {
+                    // Spoils this document only: the others are still checked.
+                    let e = self
+                        .err(
+                            span,
+                            format!(
+                                "this value holds the control character U+{:04X}, which YAML output cannot show",
+                                c as u32
+                            ),
+                        )
+                        .help("remove it: isvc copies values into the output, and kubectl refuses such characters");
+                    self.errors.push(e);
                 }
                 self.budget(1, span)?;
                 let value = resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(span, m))?;
@@ -367,6 +452,38 @@ impl Builder<'_> {
                     self.limits.max_nodes
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// Counts `count` nodes copied by an alias against the text's and the
+    /// run's alias budgets, which never start again at `---`.
+    fn alias_budget(&mut self, count: usize, span: Span) -> Result<(), Diagnostic> {
+        self.alias_nodes = self.alias_nodes.saturating_add(count);
+        let help = "an alias (*name) copies its anchor's whole subtree; write the values out, or use fewer aliases";
+        if self.alias_nodes > self.limits.max_alias_nodes {
+            return Err(self
+                .err(
+                    span,
+                    format!(
+                        "aliases in this file expand to more than {} nodes (over all its documents); refusing to expand them further",
+                        self.limits.max_alias_nodes
+                    ),
+                )
+                .help(help));
+        }
+        if let Some(run) = self.run {
+            let used = run.used.fetch_add(count, Ordering::Relaxed).saturating_add(count);
+            if used > MAX_RUN_ALIAS_NODES {
+                return Err(self
+                    .err(
+                        span,
+                        format!(
+                            "aliases in the input files expand to more than {MAX_RUN_ALIAS_NODES} nodes in all; refusing to expand them further"
+                        ),
+                    )
+                    .help(help));
+            }
         }
         Ok(())
     }
@@ -644,6 +761,29 @@ mod tests {
         }
         let e = parse(&text).unwrap_err();
         assert!(e.message.contains("more than 100000 nodes"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_alias_budget_does_not_start_again_at_a_document_start() {
+        // Each document expands 12 330 nodes, far under the per-document limit.
+        let doc = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n";
+        let text = vec![doc; 11].join("---\n");
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.starts_with("aliases in this file expand to more than 100000 nodes"), "{}", e.message);
+        assert!(parse(&vec![doc; 8].join("---\n")).is_ok());
+        // The run's budget is shared by every file.
+        let run = RunBudget::new();
+        let mut failed = None;
+        for i in 0..20 {
+            let src = Source::new(format!("f{i}.yaml"), vec![doc; 8].join("---\n"));
+            if let (_, Some(e)) = parse_stream_in(&src, Limits::default(), &run) {
+                failed = Some((i, e));
+                break;
+            }
+        }
+        let (i, e) = failed.expect("the run budget ends expansion");
+        assert_eq!(i, 10);
+        assert!(e.message.starts_with("aliases in the input files expand to more than 1000000 nodes"), "{}", e.message);
     }
 
     #[test]

@@ -101,6 +101,28 @@ pub const NO_MEMORY_LIMIT: Rule = Rule::new(
      pod (OOMKilled, visible in its status) instead of its neighbours. Memory-backed /dev/shm counts against it.",
 );
 
+pub const HOST_NAMESPACES: Rule = Rule::new(
+    "ISVC107",
+    Severity::Error,
+    "a pod that shares the node's network, process or IPC namespace, or binds a host port, is not isolated from the node",
+)
+.symptom("the server sees the node's processes or network interfaces, and a compromise reaches the node and its other pods")
+.fix("remove hostNetwork, hostPID, hostIPC and hostPort from the template override")
+.explain(
+    "isvc never renders them and the platform file cannot allow them: a model server needs none. An overridden \
+     template that adds them to any pod template (init containers, sidecars, a LeaderWorkerSet's leader or \
+     workers) is caught here.",
+);
+pub const HOST_PATH: Rule = Rule::new("ISVC108", Severity::Error, "a hostPath volume gives the pod the node's files")
+    .symptom(
+        "a hostPath of / or /var/run lets a compromised server read secrets of every pod on the node, or take the node",
+    )
+    .fix("use an emptyDir, a PersistentVolumeClaim or a CSI volume instead of hostPath")
+    .explain(
+        "isvc never renders hostPath volumes and the platform file cannot allow them. Model weights belong on a \
+     PersistentVolumeClaim or an image volume; caches on emptyDir.",
+    );
+
 /// Runs the security rules over every pod template of `objects`.
 pub fn check(objects: &[Object]) -> Vec<Finding> {
     objects
@@ -127,6 +149,17 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
     let null = Value::Null;
     let spec = template.get("spec").unwrap_or(&null);
     let pod_context = spec.get("securityContext").unwrap_or(&null);
+    for key in ["hostNetwork", "hostPID", "hostIPC"] {
+        if spec.get(key) == Some(&Value::Bool(true)) {
+            push(HOST_NAMESPACES, format!("the pod sets {key}: true"));
+        }
+    }
+    for v in spec.get("volumes").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(path) = v.pointer("/hostPath/path") {
+            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            push(HOST_PATH, format!("volume \"{name}\" mounts the node's {}", crate::base::yaml::describe(path)));
+        }
+    }
     if !allowed(&Grant::ServiceAccountToken) && spec.get("automountServiceAccountToken") != Some(&Value::Bool(false)) {
         push(SERVICE_ACCOUNT_TOKEN, "the pod does not set automountServiceAccountToken: false".to_string());
     }
@@ -186,6 +219,11 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         }
         if c.pointer("/resources/limits/memory").is_none() {
             push(NO_MEMORY_LIMIT, format!("{name} has no memory limit"));
+        }
+        for port in c.get("ports").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(p) = port.get("hostPort").filter(|p| p.as_i64() != Some(0)) {
+                push(HOST_NAMESPACES, format!("{name} binds host port {p}"));
+            }
         }
     }
 }
@@ -364,6 +402,28 @@ mod tests {
         assert!(messages.iter().any(|m| m.starts_with("ISVC104 container \"vllm\" does not set readOnlyRootFilesystem: true (if the GPU nodes' container toolkit cannot start containers with a read-only root, allow it with `defaults.security.writableRootFilesystem: true` in the platform file)")), "{messages:?}");
         assert!(messages.contains(&"ISVC100 container \"fetch\" may run as root: it runs as UID 0".to_string()));
         assert!(!messages.iter().any(|m| m.contains("IPC_LOCK")));
+    }
+
+    #[test]
+    fn host_namespaces_and_host_paths_are_caught() {
+        let mut pod = rendered_pod(&everything_relaxed());
+        pod["spec"]["hostNetwork"] = json!(true);
+        pod["spec"]["hostPID"] = json!(true);
+        pod["spec"]["volumes"] = json!([{"name": "root", "hostPath": {"path": "/"}}]);
+        pod["spec"]["initContainers"] = json!([{"name": "init", "ports": [{"containerPort": 80, "hostPort": 80}],
+            "securityContext": pod["spec"]["containers"][0]["securityContext"].clone(),
+            "resources": {"limits": {"memory": "1Gi"}}}]);
+        let findings = check(&[deployment(pod)]);
+        let messages: Vec<String> = findings.iter().map(|f| format!("{} {}", f.rule.id, f.message)).collect();
+        assert_eq!(
+            messages,
+            [
+                "ISVC107 the pod sets hostNetwork: true",
+                "ISVC107 the pod sets hostPID: true",
+                "ISVC108 volume \"root\" mounts the node's \"/\"",
+                "ISVC107 container \"init\" binds host port 80",
+            ]
+        );
     }
 
     #[test]

@@ -163,21 +163,132 @@ fn token(text: &str, word: &str) -> Option<usize> {
 fn offset(source: &Source, pos: crate::base::diagnostics::Pos) -> Option<usize> {
     let bom = if source.text.starts_with('\u{feff}') { '\u{feff}'.len_utf8() } else { 0 };
     let text = &source.text[bom..];
-    let mut line_start = 0;
-    for _ in 1..pos.line {
-        line_start += text[line_start..].find('\n')? + 1;
-    }
+    let (line_start, _) = crate::base::diagnostics::line_starts(text).nth(pos.line.checked_sub(1)?)?;
     let line = &text[line_start..];
     let col = line.char_indices().nth(pos.col.checked_sub(1)?).map(|(i, _)| i)?;
     Some(bom + line_start + col)
 }
 
-/// Writes each migration atomically.
+/// Prefix of the file a migration stages beside the file it replaces.
+const STAGE_PREFIX: &str = ".isvc-migrate~";
+
+/// Writes every migration, as one step as far as a file system allows.
+///
+/// First each new text is staged beside the file it replaces (a symbolic
+/// link is resolved, so the link stays a link), with the file's mode and,
+/// where permitted, its owner. Only when every file is staged are they put
+/// in place: renamed over the old file, or, for a file with several hard
+/// links, written into the same inode so the links stay. A failure while
+/// staging removes the staged files and writes nothing. A failure or a
+/// kill after the first file is in place leaves some files migrated and
+/// the others as they were: migrating is idempotent, so running `isvc
+/// migrate` again finishes the job, and removes staged files left over
+/// (see [`remove_leftovers`]).
 pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
+    let mut staged: Vec<(PathBuf, PathBuf, std::fs::Metadata)> = Vec::new();
+    let unstage = |staged: &[(PathBuf, PathBuf, std::fs::Metadata)]| {
+        for (_, tmp, _) in staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+    };
     for m in migrations {
-        crate::emit::write::write_atomic(&m.path, m.text.as_bytes())?;
+        match stage(m) {
+            Ok(s) => staged.push(s),
+            Err(d) => {
+                unstage(&staged);
+                return Err(d.into());
+            }
+        }
+    }
+    let mut done = 0;
+    for (i, (target, tmp, meta)) in staged.iter().enumerate() {
+        if let Err(e) = put_in_place(target, tmp, meta) {
+            unstage(&staged[i..]);
+            let d = Diagnostic::error(format!("cannot write {}: {e}", target.display()));
+            return Err(if done == 0 {
+                d.into()
+            } else {
+                d.after_writing()
+                    .note(format!("{done} of {} files were migrated before this one", staged.len()))
+                    .help("fix the problem and run `isvc migrate` again: it migrates the files still at v1alpha1")
+                    .into()
+            });
+        }
+        done += 1;
     }
     Ok(())
+}
+
+/// The staged file of `m`: (the real file, the staged file, its metadata).
+fn stage(m: &Migration) -> Result<(PathBuf, PathBuf, std::fs::Metadata), Diagnostic> {
+    let fail = |p: &std::path::Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", p.display()));
+    let target = std::fs::canonicalize(&m.path).map_err(|e| fail(&m.path, e))?;
+    let meta = std::fs::metadata(&target).map_err(|e| fail(&m.path, e))?;
+    let tmp = staged_name(&target);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = options.open(&tmp).map_err(|e| fail(&m.path, e))?;
+    let result = (|| {
+        use std::io::Write;
+        file.write_all(m.text.as_bytes())?;
+        file.sync_all()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            // Keep the owner where allowed (as root); a failure keeps ours.
+            let _ = std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid()));
+        }
+        file.set_permissions(meta.permissions())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(&m.path, e));
+    }
+    Ok((target, tmp, meta))
+}
+
+fn staged_name(target: &std::path::Path) -> PathBuf {
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    target.with_file_name(format!("{STAGE_PREFIX}{name}"))
+}
+
+fn put_in_place(target: &std::path::Path, tmp: &std::path::Path, meta: &std::fs::Metadata) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() > 1 {
+            // A rename would split the file from its other links.
+            let text = std::fs::read(tmp)?;
+            let mut file = std::fs::OpenOptions::new().write(true).truncate(true).open(target)?;
+            std::io::Write::write_all(&mut file, &text)?;
+            file.sync_all()?;
+            return std::fs::remove_file(tmp);
+        }
+    }
+    let _ = meta;
+    std::fs::rename(tmp, target)
+}
+
+/// Removes the staged files a killed `isvc migrate` left beside the input
+/// files under `paths`, and returns them. Only `.isvc-migrate~<name>`
+/// beside an existing `<name>` is taken for one.
+pub fn remove_leftovers(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let Ok(files) = load::input_files(paths) else { return Vec::new() };
+    let mut removed = Vec::new();
+    for f in files {
+        let Ok(target) = std::fs::canonicalize(&f) else { continue };
+        let tmp = staged_name(&target);
+        if std::fs::symlink_metadata(&tmp).is_ok_and(|m| m.is_file()) && std::fs::remove_file(&tmp).is_ok() {
+            removed.push(tmp);
+        }
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -207,6 +318,15 @@ mod tests {
         assert!(out.starts_with("\u{feff}{\"apiVersion\": \"ai.example.com/v1alpha2\""), "{out}");
         assert!(out.contains("\"spec\": {\"baseModel\": \"m\""), "{out}");
         assert!(out.ends_with("apiVersion: 'ai.example.com/v1alpha2'\nkind: InferenceService\nmetadata: {name: c}\nspec: {'baseModel': ü, replicas: 0}\n"), "{out}");
+    }
+
+    #[test]
+    fn lone_carriage_returns_end_lines() {
+        let text = "apiVersion: ai.example.com/v1alpha1\rkind: InferenceService\rmetadata: {name: a}\rspec:\r  model: m\r  replicas: 1\r";
+        assert_eq!(
+            migrate(text).unwrap().unwrap(),
+            "apiVersion: ai.example.com/v1alpha2\rkind: InferenceService\rmetadata: {name: a}\rspec:\r  baseModel: m\r  replicas: 1\r"
+        );
     }
 
     #[test]

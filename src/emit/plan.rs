@@ -70,18 +70,53 @@ pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
 /// The objects of a snapshot: a `List` (what `kubectl get a,b -o yaml` or
 /// `-o json` prints), single objects, or a stream of either.
 pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
-    let limits = Limits { max_depth: 128, max_nodes: 50_000_000, max_scalar_bytes: 16 << 20 };
+    // `kubectl get -o json` output is read as JSON first: YAML readers
+    // refuse the surrogate-pair escapes (`\ud83d\ude00`) JSON uses for
+    // characters beyond the Basic Multilingual Plane.
+    let trimmed = source.text.trim_start_matches('\u{feff}').trim_start();
+    if trimmed.starts_with('{') {
+        if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
+            return snapshot_objects(source, vec![(value, None)]);
+        }
+    }
+    let limits = Limits {
+        max_depth: 128,
+        max_nodes: 50_000_000,
+        max_scalar_bytes: 16 << 20,
+        printable_only: false,
+        ..Limits::default()
+    };
     let docs = yaml::parse_documents(source, limits)?;
+    snapshot_objects(source, docs.into_iter().flatten().map(|n| (n.to_json(), Some(n))).collect())
+}
+
+/// The objects of the documents of a snapshot (with their nodes, for
+/// positions, when read as YAML).
+fn snapshot_objects(source: &Arc<Source>, docs: Vec<(Value, Option<yaml::Node>)>) -> Result<Vec<Value>, Diagnostics> {
     let mut objects = Vec::new();
     let mut diags = Diagnostics::new();
-    for node in docs.into_iter().flatten() {
-        let value = node.to_json();
+    for (value, node) in docs {
+        let at = |path: &[PathSegment]| match &node {
+            Some(n) => Location::span(source, n.at_path(path).span),
+            None => Location::file(source),
+        };
         let is_list = value.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
             && value.get("items").is_some();
         let items: Vec<(Vec<PathSegment>, Value)> = if is_list {
-            let items = value.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+            let Some(items) = value.get("items").and_then(Value::as_array) else {
+                diags.push(
+                    Diagnostic::error(format!(
+                        "a List's \"items\" must be a list of objects, found {}",
+                        yaml::describe(&value["items"])
+                    ))
+                    .at(at(&[PathSegment::Key("items".into())]))
+                    .help("take the snapshot with `kubectl get <kinds> -A -o yaml` (or -o json)"),
+                );
+                continue;
+            };
             items
-                .into_iter()
+                .iter()
+                .cloned()
                 .enumerate()
                 .map(|(i, v)| (vec![PathSegment::Key("items".into()), PathSegment::Index(i)], v))
                 .collect()
@@ -94,7 +129,7 @@ pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
             } else {
                 diags.push(
                     Diagnostic::error("snapshot entry has no apiVersion, kind or metadata.name")
-                        .at(Location::span(source, node.at_path(&path).span))
+                        .at(at(&path))
                         .help("take the snapshot with `kubectl get <kinds> -A -o yaml` (or -o json)"),
                 );
             }

@@ -23,6 +23,10 @@ use crate::model::objects::{HEADER_PREFIX, Object};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
 const TEMP_PREFIX: &str = ".isvc-tmp-";
+/// Prefix of the staging directories built beside `--out`: a name no user
+/// picks. Only directories with it are ever removed as leftovers of a
+/// killed run, and only under the lock.
+const STAGE_PREFIX: &str = ".isvc-staging~";
 
 /// The planned tree: relative path to file contents.
 pub type Tree = BTreeMap<PathBuf, String>;
@@ -78,7 +82,7 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         if ft.is_symlink() {
             existing.links.insert(rel);
         } else if ft.is_file() {
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            if is_temp_name(&entry.file_name().to_string_lossy()) {
                 existing.temps.push(entry.into_path());
             } else {
                 files.push((rel, entry.into_path()));
@@ -105,11 +109,30 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
     Ok(existing)
 }
 
+/// A temporary file of [`write_atomic`]: the prefix and six random letters
+/// or digits, and nothing else, so a user's file is never taken for one.
+fn is_temp_name(name: &str) -> bool {
+    name.strip_prefix(TEMP_PREFIX).is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Largest file taken for one of isvc's own; a larger one is foreign.
+const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
+
+/// The text of `path` if isvc wrote it. Only the header is read of a file
+/// that does not start with it, whatever its size; a FIFO or device is
+/// foreign and never opened for long.
 fn read_if_ours(path: &Path) -> std::io::Result<Option<String>> {
-    let bytes = std::fs::read(path)?;
-    if !bytes.starts_with(HEADER_PREFIX.as_bytes()) {
+    use crate::load::files::{ReadError, read_prefix};
+    use std::io::Read;
+    let (mut bytes, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
+        Ok(r) => r,
+        Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok(None),
+        Err(ReadError::Io(e)) => return Err(e),
+    };
+    if bytes != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
         return Ok(None);
     }
+    (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
     Ok(String::from_utf8(bytes).ok())
 }
 
@@ -195,7 +218,9 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// atomic rename: a render killed at any moment leaves the old tree or the
 /// new one, never a mix. Where that is impossible (another file system,
 /// `out` is a mount point, not Linux), files are replaced one by one, each
-/// atomically.
+/// atomically, and an error after the first write says so. A tree that
+/// cannot be staged for another reason (a file isvc may not hard-link, a
+/// FIFO or device in `out`) is refused: nothing is written in place.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
     let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) if !parent.is_dir() => {
@@ -232,6 +257,77 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
     }
 }
 
+/// The output directory to write, checked against the inputs: `.` and `..`
+/// inside it are resolved (lexically, against the working directory), so
+/// `--out sub/..` or `--out ./new/.` name a directory with a real parent;
+/// and it may neither lie inside an input directory (every later run would
+/// read isvc's own output as input) nor contain an input.
+pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic> {
+    use std::path::Component;
+    let dotted = out.components().any(|c| matches!(c, Component::CurDir | Component::ParentDir));
+    let resolved = if dotted { lexical_absolute(out) } else { out.to_path_buf() };
+    let abs_out = real_or_lexical(&resolved);
+    for input in inputs {
+        let abs_in = real_or_lexical(input);
+        let (inside, what) = if abs_out.starts_with(&abs_in) && input.is_dir() {
+            (true, "inside the input directory")
+        } else if abs_in.starts_with(&abs_out) {
+            (true, "around the input")
+        } else {
+            (false, "")
+        };
+        if inside {
+            return Err(Diagnostic::error(format!(
+                "--out {} is {what} {}: every later run would read isvc's own output as input",
+                out.display(),
+                input.display()
+            ))
+            .help("choose an --out beside the input directory, for example `--out rendered` next to `services`"));
+        }
+    }
+    Ok(resolved)
+}
+
+/// `path` made absolute against the working directory, `.` and `..`
+/// resolved lexically.
+fn lexical_absolute(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The canonical form of `path`, or of its nearest existing ancestor with
+/// the rest appended, so paths that do not exist yet compare too.
+fn real_or_lexical(path: &Path) -> PathBuf {
+    let abs = lexical_absolute(path);
+    let mut base = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(base) {
+            let mut p = real;
+            p.extend(rest.iter().rev());
+            return p;
+        }
+        match (base.parent(), base.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                base = parent;
+            }
+            _ => return abs,
+        }
+    }
+}
+
 /// Holds the lock on the output's parent directory until dropped.
 pub struct Lock {
     _dir: std::fs::File,
@@ -256,7 +352,7 @@ fn lock(parent: &Path, out: &Path) -> Result<Lock, Diagnostic> {
 fn remove_leftovers(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for e in entries.flatten() {
-        if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
+        if e.file_name().to_string_lossy().starts_with(STAGE_PREFIX) && e.file_type().is_ok_and(|t| t.is_dir()) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
@@ -273,9 +369,19 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
     let fail = |what: &Path, e: std::io::Error| {
         Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
     };
-    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let refuse = |what: &Path, why: String| {
+        Swap::Failed(Diagnostic::error(format!("cannot stage the new tree of {}: {why}", out.display())).help(format!(
+            "isvc builds the new tree beside the old one, hard-linking the files it keeps, and swaps the two; \
+                 it does not write in place. Render as the owner of {}, and keep only files, directories and \
+                 symbolic links in it ({} is in the way)",
+            out.display(),
+            what.display()
+        )))
+    };
+    let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     let stage = staging.path();
     let replaced: BTreeSet<&PathBuf> = changes.update.iter().chain(&changes.delete).collect();
+    let mut mirrored: BTreeSet<PathBuf> = BTreeSet::new();
     // Mirror the current tree: directories, links, and every file that stays.
     for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
         let entry =
@@ -283,25 +389,42 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
         let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
         let target = stage.join(&rel);
         let ft = entry.file_type();
+        mirrored.insert(rel.clone());
         if ft.is_dir() {
             if !rel.as_os_str().is_empty() {
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
             }
+            // The new directory takes the old one's mode, its extended
+            // attributes and, where the system lets us (as root), its owner.
             if let Ok(meta) = entry.metadata() {
                 let _ = std::fs::set_permissions(&target, meta.permissions());
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    let _ = std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid()));
+                }
+                copy_xattrs(entry.path(), &target);
             }
         } else if ft.is_symlink() {
             let link = std::fs::read_link(entry.path()).map_err(|e| fail(entry.path(), e))?;
-            symlink(&link, &target).map_err(|_| Swap::Unsupported)?;
+            symlink(&link, &target).map_err(|e| {
+                refuse(entry.path(), format!("cannot copy the symbolic link {}: {e}", entry.path().display()))
+            })?;
         } else if ft.is_file() {
-            if replaced.contains(&rel) || entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            if replaced.contains(&rel) || is_temp_name(&entry.file_name().to_string_lossy()) {
                 continue;
             }
-            if std::fs::hard_link(entry.path(), &target).is_err() {
-                return Err(Swap::Unsupported);
+            if let Err(e) = std::fs::hard_link(entry.path(), &target) {
+                // `out` on another file system than its parent (a mount
+                // point): no swap is possible there at all.
+                if is_cross_device(&e) {
+                    return Err(Swap::Unsupported);
+                }
+                return Err(refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())));
             }
         } else {
-            return Err(Swap::Unsupported);
+            let what = crate::load::files::describe(ft);
+            return Err(refuse(entry.path(), format!("{} is {what}", entry.path().display())));
         }
     }
     let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
@@ -321,9 +444,63 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
         remove_empty_parents(stage, rel);
     }
     exchange(stage, out)?;
-    // `stage` now holds the old tree; dropping `staging` removes it.
+    // `stage` now holds the old tree. Entries another process created in
+    // `out` while the new tree was built are in it: move them across
+    // before dropping `staging` removes the rest.
+    keep_newcomers(stage, out, &mirrored, &replaced);
     drop(staging);
     Ok(())
+}
+
+/// Moves the entries of `old` that were neither mirrored into the new tree
+/// nor replaced by isvc into `new`, at the same place.
+fn keep_newcomers(old: &Path, new: &Path, mirrored: &BTreeSet<PathBuf>, replaced: &BTreeSet<&PathBuf>) {
+    let mut walker = walkdir::WalkDir::new(old).follow_links(false).sort_by_file_name().into_iter();
+    while let Some(Ok(entry)) = walker.next() {
+        let Ok(rel) = entry.path().strip_prefix(old) else { continue };
+        if rel.as_os_str().is_empty() || mirrored.contains(rel) || replaced.contains(&rel.to_path_buf()) {
+            continue;
+        }
+        let target = new.join(rel);
+        if let Some(dir) = target.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        if std::fs::symlink_metadata(&target).is_err() {
+            let _ = std::fs::rename(entry.path(), &target);
+        }
+        if entry.file_type().is_dir() {
+            walker.skip_current_dir();
+        }
+    }
+}
+
+/// Copies the extended attributes of `from` to `to`, as far as allowed.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn copy_xattrs(from: &Path, to: &Path) {
+    let mut names = vec![0u8; 64 << 10];
+    let Ok(n) = rustix::fs::llistxattr(from, &mut names[..]) else { return };
+    for name in names[..n].split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let Ok(name) = std::ffi::CString::new(name) else { continue };
+        let mut value = vec![0u8; 64 << 10];
+        if let Ok(len) = rustix::fs::lgetxattr(from, name.as_c_str(), &mut value[..]) {
+            let _ = rustix::fs::lsetxattr(to, name.as_c_str(), &value[..len], rustix::fs::XattrFlags::empty());
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn copy_xattrs(_: &Path, _: &Path) {}
+
+fn is_cross_device(e: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = e;
+        false
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -352,19 +529,30 @@ fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Chan
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
+    // Each file is replaced atomically, but not the tree as a whole: an
+    // error after the first write says so instead of "nothing was written".
     let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
     let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
+    let partial = |d: Diagnostic| {
+        d.after_writing().note(format!(
+            "{} could not be swapped as a whole (another file system, a mount point, or not Linux), so files were replaced one by one; render again once the problem is fixed",
+            out.display()
+        ))
+    };
     for dir in &dirs {
-        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| partial(Diagnostic::error(format!("cannot create {}: {e}", dir.display()))))?;
     }
     let errors: Vec<Diagnostic> =
         to_write.par_iter().filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err()).collect();
     if !errors.is_empty() {
-        return Err(Diagnostics(errors));
+        let all_failed = errors.len() == to_write.len();
+        return Err(Diagnostics(errors.into_iter().map(|d| if all_failed { d } else { partial(d) }).collect()));
     }
     for rel in &changes.delete {
         let path = out.join(rel);
-        std::fs::remove_file(&path).map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", path.display())))?;
+        std::fs::remove_file(&path)
+            .map_err(|e| partial(Diagnostic::error(format!("cannot remove {}: {e}", path.display()))))?;
         remove_empty_parents(out, rel);
     }
     Ok(changes)
@@ -382,7 +570,7 @@ fn is_missing_or_empty(dir: &Path) -> bool {
 fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let fail = |what: &Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", what.display()));
-    let staging = tempfile::Builder::new().prefix(TEMP_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
+    let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     // tempdir is private (0700); the output is an ordinary directory.
     #[cfg(unix)]
     {
@@ -484,6 +672,85 @@ mod tests {
         let err = write(dir.path(), &planned(&[("x.yaml", "1")])).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"));
         assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_tree_that_cannot_be_staged_is_refused_not_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        let fifo = out.join("a/pipe");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+        let err = write(&out, &planned(&[("a/x.yaml", "changed"), ("b/y.yaml", "changed")])).unwrap_err();
+        let text = err.render(false);
+        assert!(
+            text.starts_with(&format!(
+                "error: cannot stage the new tree of {}: {} is a FIFO (named pipe)\n",
+                out.display(),
+                fifo.display()
+            )),
+            "{text}"
+        );
+        assert!(text.ends_with("error: aborting due to 1 error; nothing was written\n"), "{text}");
+        assert_eq!(std::fs::read_to_string(out.join("a/x.yaml")).unwrap(), format!("{HEADER_PREFIX}\n1"));
+        assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), format!("{HEADER_PREFIX}\n2"));
+    }
+
+    #[test]
+    fn only_isvc_staging_entries_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mine = dir.path().join(".isvc-tmp-mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::write(mine.join("keep"), "x").unwrap();
+        std::fs::create_dir(dir.path().join(".isvc-staging~left")).unwrap();
+        write(&out, &planned(&[("x.yaml", "1")])).unwrap();
+        std::fs::write(out.join(".isvc-tmp-notes"), "mine").unwrap();
+        write(&out, &planned(&[("x.yaml", "2")])).unwrap();
+        assert!(mine.join("keep").exists());
+        assert!(out.join(".isvc-tmp-notes").exists());
+        assert!(!dir.path().join(".isvc-staging~left").exists(), "a killed run's staging directory is removed");
+    }
+
+    #[test]
+    fn entries_created_while_staging_move_into_the_new_tree() {
+        let old = tempfile::tempdir().unwrap();
+        let new = tempfile::tempdir().unwrap();
+        for f in ["kept.yaml", "late.txt", "d/late.txt", "newdir/a.txt", "ours.yaml"] {
+            std::fs::create_dir_all(old.path().join(f).parent().unwrap()).unwrap();
+            std::fs::write(old.path().join(f), f).unwrap();
+        }
+        let mirrored: BTreeSet<PathBuf> = ["kept.yaml", "d"].iter().map(PathBuf::from).collect();
+        let ours = PathBuf::from("ours.yaml");
+        let replaced: BTreeSet<&PathBuf> = [&ours].into_iter().collect();
+        keep_newcomers(old.path(), new.path(), &mirrored, &replaced);
+        for f in ["late.txt", "d/late.txt", "newdir/a.txt"] {
+            assert_eq!(std::fs::read_to_string(new.path().join(f)).unwrap(), f);
+        }
+        assert!(!new.path().join("kept.yaml").exists() && !new.path().join("ours.yaml").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_swap_keeps_the_mode_of_directories() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        std::fs::set_permissions(out.join("a"), std::fs::Permissions::from_mode(0o750)).unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o711)).unwrap();
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "changed")])).unwrap();
+        assert_eq!(std::fs::metadata(out.join("a")).unwrap().permissions().mode() & 0o777, 0o750);
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o711);
+        // Extended attributes stay too, where the file system has them.
+        #[cfg(target_os = "linux")]
+        if rustix::fs::lsetxattr(out.join("a"), "user.isvc-test", b"kept", rustix::fs::XattrFlags::empty()).is_ok() {
+            write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "again")])).unwrap();
+            let mut value = [0u8; 16];
+            let n = rustix::fs::lgetxattr(out.join("a"), "user.isvc-test", &mut value[..]).unwrap();
+            assert_eq!(&value[..n], b"kept");
+        }
     }
 
     #[cfg(unix)]

@@ -2,6 +2,7 @@
 //! against the schema and Kubernetes' naming rules, and decodes it into the
 //! typed spec. Every problem of every file is reported, not just the first.
 
+pub mod files;
 pub mod schema_validate;
 pub mod validate;
 
@@ -47,23 +48,61 @@ impl LoadedService {
 
 /// Lists the input files under `paths`: files as given, directories walked
 /// for `*.yaml` and `*.yml` (hidden entries skipped), in a stable order.
+///
+/// Symbolic links inside a directory are followed only while they stay
+/// inside it: a link that leads out of the directory is an error that names
+/// the link, never its target, and nothing behind it is read. A file reached
+/// twice (given twice, or through a link) is read once.
 pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
     let mut files = Vec::new();
     let mut diags = Diagnostics::new();
     for path in paths {
-        if path.is_file() {
-            files.push(path.clone());
-            continue;
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => {
+                files.push(path.clone());
+                continue;
+            }
+            Ok(m) if m.is_dir() => {}
+            Ok(m) => {
+                diags.push(
+                    Diagnostic::error(format!(
+                        "{} is {}, not a file or directory of InferenceService files",
+                        path.display(),
+                        crate::load::files::describe(m.file_type())
+                    ))
+                    .help("isvc reads services from regular files; save the stream to a file and pass that"),
+                );
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                diags.push(Diagnostic::error(format!("{}: no such file or directory", path.display())));
+                continue;
+            }
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("cannot read {}: {e}", path.display())));
+                continue;
+            }
         }
-        if !path.is_dir() {
-            diags.push(Diagnostic::error(format!("{}: no such file or directory", path.display())));
-            continue;
-        }
-        let walker = walkdir::WalkDir::new(path)
-            .follow_links(true)
-            .sort_by_file_name()
-            .into_iter()
-            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        let root = match std::fs::canonicalize(path) {
+            Ok(r) => r,
+            Err(e) => {
+                diags.push(Diagnostic::error(format!("cannot read {}: {e}", path.display())));
+                continue;
+            }
+        };
+        let mut escaped = Vec::new();
+        let walker = walkdir::WalkDir::new(path).follow_links(true).sort_by_file_name().into_iter().filter_entry(|e| {
+            if e.depth() > 0 && e.file_name().to_string_lossy().starts_with('.') {
+                return false;
+            }
+            if e.path_is_symlink() && !std::fs::canonicalize(e.path()).is_ok_and(|t| t.starts_with(&root)) {
+                if e.file_type().is_dir() || is_yaml(e.path()) {
+                    escaped.push(e.path().to_path_buf());
+                }
+                return false;
+            }
+            true
+        });
         for entry in walker {
             match entry {
                 Ok(e) if e.file_type().is_file() && is_yaml(e.path()) => files.push(e.into_path()),
@@ -71,10 +110,22 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
                 Err(err) => diags.push(Diagnostic::error(format!("cannot read {}: {err}", path.display()))),
             }
         }
+        for link in escaped {
+            diags.push(
+                Diagnostic::error(format!(
+                    "{} is a symbolic link that leads out of {}; isvc does not follow it",
+                    link.display(),
+                    path.display()
+                ))
+                .help("copy the file into the input directory, or pass its path on the command line"),
+            );
+        }
     }
     if diags.has_errors() {
         return Err(diags);
     }
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
     Ok(files)
 }
 
@@ -87,19 +138,11 @@ pub fn read_source(path: &Path) -> Result<Arc<Source>, Diagnostic> {
     read_source_limited(path, MAX_FILE_BYTES)
 }
 
-/// [`read_source`] with a size limit of `max_bytes`.
+/// [`read_source`] with a size limit of `max_bytes`. Only a regular file is
+/// read (a device, a FIFO or a directory is an error), and never more than
+/// `max_bytes` of it.
 pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, Diagnostic> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
-    if meta.len() > max_bytes {
-        return Err(Diagnostic::error(format!(
-            "{} is {} bytes, larger than the limit of {} bytes for an input file",
-            path.display(),
-            meta.len(),
-            max_bytes
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", path.display())))?;
+    let bytes = crate::load::files::read_regular(path, max_bytes, true).map_err(|e| read_error(path, e, max_bytes))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Diagnostic::error(format!(
             "{} is not UTF-8 text (invalid byte at offset {})",
@@ -110,14 +153,72 @@ pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, D
     Ok(Source::new(path, text))
 }
 
+/// The diagnostic for a file that could not be read.
+pub fn read_error(path: &Path, e: crate::load::files::ReadError, max_bytes: u64) -> Diagnostic {
+    use crate::load::files::ReadError;
+    match e {
+        ReadError::NotRegular(what) => Diagnostic::error(format!("{} is {what}, not a regular file", path.display()))
+            .help("isvc reads its inputs from regular files; save the data to a file and pass that"),
+        ReadError::TooLarge(len) => Diagnostic::error(format!(
+            "{} is {len} bytes, larger than the limit of {max_bytes} bytes for an input file",
+            path.display(),
+        )),
+        ReadError::Io(e) => Diagnostic::error(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The files of a template override directory (hidden ones skipped), in
+/// name order. A symbolic link that leads out of the directory is an error
+/// naming the link, never its target, and is not read: its content would
+/// be shown in template errors.
+pub fn template_sources(dir: &Path) -> Result<Vec<Arc<Source>>, Diagnostics> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let root = std::fs::canonicalize(dir)
+        .map_err(|e| Diagnostic::error(format!("cannot read templates directory {}: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .collect();
+    paths.sort();
+    let mut sources = Vec::new();
+    let mut diags = Diagnostics::new();
+    for p in paths {
+        let is_link = std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && !std::fs::canonicalize(&p).is_ok_and(|t| t.starts_with(&root)) {
+            diags.push(
+                Diagnostic::error(format!(
+                    "{} is a symbolic link that leads out of {}; isvc does not follow it",
+                    p.display(),
+                    dir.display()
+                ))
+                .help("copy the template into the templates directory"),
+            );
+            continue;
+        }
+        if !p.is_file() {
+            continue;
+        }
+        match read_source(&p) {
+            Ok(s) => sources.push(s),
+            Err(d) => diags.push(d),
+        }
+    }
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    Ok(sources)
+}
+
 /// Loads every InferenceService under `paths`. Returns them sorted by
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
     let files = input_files(paths)?;
+    let run = yaml::RunBudget::new();
     let results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
         .map(|path| match read_source(path) {
-            Ok(source) => parse_services(&source),
+            Ok(source) => parse_services_in(&source, &run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
@@ -140,7 +241,13 @@ pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostic
 
 /// Parses every InferenceService document of one source text.
 pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnostic>) {
-    let (docs, fatal) = yaml::parse_stream(source, Limits::default());
+    parse_services_in(source, &yaml::RunBudget::new())
+}
+
+/// [`parse_services`], with alias expansions counted against `run`, the
+/// budget of every file of the run.
+pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<LoadedService>, Vec<Diagnostic>) {
+    let (docs, fatal) = yaml::parse_stream_in(source, Limits::default(), run);
     let mut services = Vec::new();
     let mut diags = Vec::new();
     for doc in docs {
@@ -338,6 +445,13 @@ fn validate_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
                     diags.push(
                         Diagnostic::error(format!("invalid annotation key \"{}\": {e}", k.name))
                             .at(Location::span(source, k.span)),
+                    );
+                }
+                if k.name == crate::model::conversion::LOST_FIELDS_ANNOTATION {
+                    diags.push(
+                        Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
+                            .at(Location::span(source, k.span))
+                            .help("write the fields under spec with apiVersion: ai.example.com/v1alpha2 (`isvc migrate` rewrites the file)"),
                     );
                 }
                 if k.name == crate::model::labels::EXCEPTIONS_ANNOTATION {

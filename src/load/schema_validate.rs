@@ -312,6 +312,10 @@ fn describe_node(node: &Node) -> String {
             format!("a string ({:?}...)", s.chars().take(40).collect::<String>())
         }
         NodeValue::Seq(_) | NodeValue::Map(_) => node.type_name().to_string(),
+        NodeValue::Float(f) if f.is_nan() => "a number (NaN, not a number)".to_string(),
+        NodeValue::Float(f) if f.is_infinite() => {
+            format!("a number ({}infinity, or too large to hold)", if *f < 0.0 { "minus " } else { "" })
+        }
         _ => format!("{} ({})", node.type_name(), node.to_json()),
     }
 }
@@ -331,7 +335,12 @@ fn type_help(node: &Node, types: &Value) -> Option<String> {
             "no" | "off" | "n" => Some("YAML 1.2 reads this as a string; write false".to_string()),
             _ => None,
         },
-        NodeValue::Float(f) if wants("integer") => Some(format!("use a whole number, for example {}", f.round())),
+        NodeValue::Float(f) if wants("integer") && f.is_finite() && f.abs() < 2f64.powi(31) => {
+            Some(format!("use a whole number, for example {}", f.round()))
+        }
+        NodeValue::Float(_) if wants("integer") || wants("number") => {
+            Some("use a whole number within the field's range".to_string())
+        }
         NodeValue::Int(_) | NodeValue::Float(_) | NodeValue::Bool(_) if wants("string") => {
             Some(format!("quote it to make it a string: \"{}\"", node.to_json()))
         }

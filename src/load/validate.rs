@@ -13,6 +13,10 @@ use crate::model::platform::{Platform, PriorityTier};
 use crate::model::route::{Route, parse_route};
 use crate::model::v1alpha2::{InferenceServiceSpec, MAX_GPUS_PER_NODE};
 
+/// Namespaces Kubernetes itself uses: never a tenant's, as isvc would own
+/// them and lock them down.
+pub const SYSTEM_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 /// What the schema cannot say: adapter names, replicas or autoscaling
 /// and its bounds, how GPUs split over nodes, the route, quantities.
 pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
@@ -428,6 +432,12 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
             if let Err(e) = crate::base::names::dns1123_label(ns) {
                 out.push(Problem::new(path.clone(), format!("invalid namespace \"{ns}\": {e}")));
             }
+            if SYSTEM_NAMESPACES.contains(&ns.as_str()) {
+                out.push(
+                    Problem::new(path.clone(), format!("namespace \"{ns}\" is a system namespace and cannot belong to a tenant"))
+                        .help("a tenant's namespaces get quotas and a default-deny network policy; give the tenant a namespace of its own"),
+                );
+            }
             if let Some(other) = owner.insert(ns.clone(), &t.name) {
                 out.push(Problem::new(path, format!("namespace \"{ns}\" belongs to tenant \"{other}\" already")));
             }
@@ -578,10 +588,133 @@ fn security_block(source: &Arc<Source>, block: Option<&Node>, root_allowed: bool
     }
 }
 
+/// Names that become directory and file names of the output tree: cluster
+/// names (one tree each) and the GitOps name (the engine objects' files).
+/// Each must be a DNS-1123 label, so it can never be `..`, absolute, empty,
+/// hold a separator or a newline, or name a file like `kustomization.yaml`;
+/// and cluster names must be unique, as each owns its directory.
+fn platform_names(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, c) in platform.clusters.iter().enumerate() {
+        let at = vec![key("clusters"), PathSegment::Index(i), key("name")];
+        if let Err(e) = crate::base::names::dns1123_label(&c.name) {
+            out.push(
+                Problem::new(at.clone(), format!("invalid cluster name {:?}: {e}", c.name))
+                    .help("a cluster name is the directory of its tree: use lower case letters, digits and '-'"),
+            );
+        }
+        if let Some(first) = seen.insert(&c.name, i) {
+            out.push(
+                Problem::new(at, format!("cluster {:?} is listed twice (first as clusters[{first}])", c.name))
+                    .help("each cluster owns one directory of the output; rename or merge them"),
+            );
+        }
+    }
+    if let Some(g) = platform.gitops.as_ref().filter(|g| g.engine == Some(crate::model::platform::Engine::Argocd)) {
+        // Argo CD needs a destination; said here, at the field, rather than
+        // when the objects are built (where no position is known).
+        if platform.clusters.is_empty() && g.argocd.server.is_none() {
+            out.push(
+                Problem::new(
+                    vec![key("gitops"), key("engine")],
+                    "gitops.argocd.server is not set: which cluster should Argo CD deploy to?",
+                )
+                .help("set gitops.argocd.server; use https://kubernetes.default.svc for the cluster Argo CD runs in"),
+            );
+        }
+        for (i, c) in platform.clusters.iter().enumerate() {
+            if c.server.is_none() {
+                out.push(
+                    Problem::new(
+                        vec![key("clusters"), PathSegment::Index(i), key("name")],
+                        format!("cluster {:?} has no `server`: Argo CD needs its API server URL", c.name),
+                    )
+                    .help("add server: https://<api-server> to the cluster"),
+                );
+            }
+        }
+    }
+    if let Some(g) = &platform.gitops {
+        if let Err(e) = crate::base::names::dns1123_label(&g.name) {
+            out.push(
+                Problem::new(vec![key("gitops"), key("name")], format!("invalid GitOps name {:?}: {e}", g.name))
+                    .help("it names the Application or Kustomizations and their files: use lower case letters, digits and '-'"),
+            );
+        }
+    }
+    out
+}
+
+/// Platform values copied into every pod: the image, node selectors and
+/// registry mirrors. A value with a newline or a key the API server
+/// refuses must fail here, at its field, not in the cluster.
+fn platform_values(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    let image_at = vec![key("defaults"), key("image")];
+    if let Err(e) = image_reference(&platform.defaults.image) {
+        out.push(
+            Problem::new(image_at, format!("invalid image {:?}: {e}", platform.defaults.image))
+                .help("write one image reference, for example \"vllm/vllm-openai:v0.11.0\""),
+        );
+    }
+    let selector = |path: Vec<PathSegment>, map: &BTreeMap<String, String>, out: &mut Vec<Problem>| {
+        for (k, v) in map {
+            let mut at = path.clone();
+            at.push(key(k));
+            if let Err(e) = crate::base::names::qualified_name(k) {
+                out.push(
+                    Problem::new(at.clone(), format!("invalid nodeSelector key {k:?}: {e}"))
+                        .help("a node label key is [prefix/]name, for example \"nvidia.com/gpu.product\""),
+                );
+            }
+            if let Err(e) = crate::base::names::label_value(v, true) {
+                out.push(
+                    Problem::new(at, format!("invalid nodeSelector value {v:?} for {k:?}: {e}"))
+                        .help("a node label value is at most 63 letters, digits, '-', '_' or '.'"),
+                );
+            }
+        }
+    };
+    selector(vec![key("defaults"), key("nodeSelector")], &platform.defaults.node_selector, &mut out);
+    for (i, c) in platform.clusters.iter().enumerate() {
+        let at = |k: &str| vec![key("clusters"), PathSegment::Index(i), key(k)];
+        selector(at("nodeSelector"), &c.node_selector, &mut out);
+        if let Some(r) = &c.image_registry {
+            if let Err(e) = image_reference(r) {
+                out.push(
+                    Problem::new(at("imageRegistry"), format!("invalid image registry {r:?}: {e}"))
+                        .help("write a registry host, for example \"registry.eu.example.com\""),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// An image reference (or registry prefix): printable ASCII without
+/// spaces, quotes or control characters, at most 4096 bytes.
+fn image_reference(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        return Err("must not be empty".to_string());
+    }
+    if text.len() > 4096 {
+        return Err(format!("must be no more than 4096 characters (it has {})", text.len()));
+    }
+    match text.chars().find(|c| !c.is_ascii_graphic() || matches!(c, '"' | '\'' | '\\' | '`' | '$')) {
+        Some(c) => Err(format!("must not contain {:?}: an image reference is [registry/]repository[:tag][@digest]", c)),
+        None => Ok(()),
+    }
+}
+
 /// What the schema cannot say about the platform file: tenants, tiers and
 /// queues, the Gateway, monitoring.
 pub fn platform(platform: &Platform) -> Vec<Problem> {
-    let mut out = platform_tenancy(platform);
+    let mut out = platform_names(platform);
+    out.extend(platform_values(platform));
+    out.extend(platform_tenancy(platform));
     out.extend(platform_gateway(platform));
     out.extend(platform_monitoring(platform));
     out

@@ -1,0 +1,135 @@
+//! Reading files that may be hostile: only regular files are read, never
+//! more than a limit, and opening never blocks (a FIFO named as an input
+//! would otherwise wait forever for a writer).
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// Why a file was not read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The path names something other than a regular file: what it is.
+    NotRegular(&'static str),
+    /// The file is larger than the limit: its size, or a lower bound.
+    TooLarge(u64),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> ReadError {
+        ReadError::Io(e)
+    }
+}
+
+/// What a file type is, in words, for messages.
+pub fn describe(ft: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+    }
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_file() {
+        "a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` for reading without blocking and checks, on the open file,
+/// that it is a regular file. `follow` says whether a symbolic link as the
+/// last component is followed.
+pub fn open_regular(path: &Path, follow: bool) -> Result<(File, u64), ReadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut flags = rustix::fs::OFlags::NONBLOCK;
+        if !follow {
+            flags |= rustix::fs::OFlags::NOFOLLOW;
+        }
+        options.custom_flags(flags.bits() as i32);
+    }
+    let file = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if !follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            let _ = e;
+            return Err(ReadError::NotRegular("a symbolic link"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(describe(meta.file_type())));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The bytes of the regular file `path`, refusing more than `max_bytes`
+/// (checked before reading, and again while reading, for a file that grows).
+pub fn read_regular(path: &Path, max_bytes: u64, follow: bool) -> Result<Vec<u8>, ReadError> {
+    let (file, len) = open_regular(path, follow)?;
+    if len > max_bytes {
+        return Err(ReadError::TooLarge(len));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// The first `n` bytes of the regular file `path` (fewer if it is shorter),
+/// with its size.
+pub fn read_prefix(path: &Path, n: usize, follow: bool) -> Result<(Vec<u8>, File, u64), ReadError> {
+    let (file, len) = open_regular(path, follow)?;
+    let mut prefix = Vec::with_capacity(n);
+    (&file).take(n as u64).read_to_end(&mut prefix)?;
+    Ok((prefix, file, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_regular(&f, 10, true).unwrap(), b"0123456789");
+        assert!(matches!(read_regular(&f, 9, true), Err(ReadError::TooLarge(10))));
+        assert!(matches!(read_regular(dir.path(), 9, true), Err(ReadError::NotRegular("a directory"))));
+        #[cfg(unix)]
+        {
+            assert!(matches!(
+                read_regular(Path::new("/dev/zero"), 9, true),
+                Err(ReadError::NotRegular("a character device"))
+            ));
+            let fifo = dir.path().join("fifo");
+            rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+            assert!(matches!(read_regular(&fifo, 9, true), Err(ReadError::NotRegular("a FIFO (named pipe)"))));
+            let link = dir.path().join("link.yaml");
+            std::os::unix::fs::symlink(&f, &link).unwrap();
+            assert!(matches!(read_regular(&link, 10, false), Err(ReadError::NotRegular("a symbolic link"))));
+            assert!(read_regular(&link, 10, true).is_ok());
+        }
+    }
+}
