@@ -103,10 +103,15 @@ fn quiet(objects: &[Object], id: &str) {
     assert!(found.is_empty(), "{id} should not fire: {:#?}", found.iter().map(|f| &f.message).collect::<Vec<_>>());
 }
 
+/// A platform that gives every server a Hugging Face token.
+fn with_token() -> String {
+    platform("  huggingFace:\n    tokenSecret: {name: hf-token, key: token}\n")
+}
+
 #[test]
 fn the_built_in_templates_pass_every_rule() {
     for s in [qwen3(), service("big", "meta-llama/Llama-3.3-70B-Instruct", 2, 8), service("zero", "x/M-1B", 0, 2)] {
-        let findings = check::run(&render(&s));
+        let findings = check::run(&render_with(&s, Some(&with_token()), &[]));
         assert!(findings.is_empty(), "{s}\n{findings:#?}");
     }
 }
@@ -539,7 +544,9 @@ fn run(c: &mut Command) -> (i32, String, String) {
 fn check_reports_warnings_with_file_line_symptom_and_fix() {
     let dir = setup(
         &service("llama", "meta-llama/Llama-3.3-70B-Instruct", 2, 4),
-        Some(&platform("  probes: {startupTimeoutSeconds: 900}\n")),
+        Some(&platform(
+            "  probes: {startupTimeoutSeconds: 900}\n  huggingFace:\n    tokenSecret: {name: hf-token, key: token}\n",
+        )),
     );
     let (code, out, err) = run(isvc(dir.path()).args(["check", "services", "--platform", "platform.yaml"]));
     assert_eq!(code, 0, "warnings alone pass: {out}{err}");
@@ -649,6 +656,61 @@ fn sarif_has_rules_results_and_locations_for_code_scanning() {
     let prints: std::collections::BTreeSet<&str> =
         results.iter().map(|r| r["partialFingerprints"]["isvcFinding/v1"].as_str().unwrap()).collect();
     assert_eq!(prints.len(), 4);
+}
+
+#[test]
+fn isvc050_gated_model_without_token() {
+    let llama = service("llama", "meta-llama/Llama-3.1-8B-Instruct", 1, 1);
+    fires(
+        &render(&llama),
+        "ISVC050",
+        "container \"vllm\" downloads the gated model meta-llama/Llama-3.1-8B-Instruct with no HF_TOKEN; the download is refused",
+    );
+    // The platform's token reaches the server, from the Secret.
+    let objects = render_with(&llama, Some(&with_token()), &[]);
+    quiet(&objects, "ISVC050");
+    let mut objects = objects;
+    let env = container(&mut objects)["env"].as_array().unwrap().clone();
+    assert!(
+        env.contains(&json!({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}))
+    );
+    // A template that writes its own environment loses it.
+    let bad = template("deployment.yaml", "env: {{ container.env }}", "env: {{ security.env }}");
+    fires(&render_with(&llama, Some(&with_token()), &[bad]), "ISVC050", "gated model");
+    // Models outside the gated organisations, and offline servers, need none.
+    quiet(&render(&qwen3()), "ISVC050");
+    let offline = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+                   spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  revision: main\n  \
+                   env: [{name: HF_HUB_OFFLINE, value: \"1\"}]\n";
+    quiet(&render(offline), "ISVC050");
+}
+
+#[test]
+fn engine_inputs_reach_the_server() {
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+               spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \
+               revision: 0e9e39f249a16976918f6564b8830bc894c89659\n  args: [--max-model-len=32768, --enable-auto-tool-choice]\n  \
+               env:\n    - {name: VLLM_LOGGING_LEVEL, value: DEBUG}\n    - name: HF_TOKEN\n      \
+               valueFrom: {secretKeyRef: {name: team-token, key: hf}}\n";
+    let mut objects = render_with(svc, Some(&with_token()), &[]);
+    let c = container(&mut objects).clone();
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(
+        args[..6],
+        [
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--served-model-name",
+            "llama",
+            "--revision",
+            "0e9e39f249a16976918f6564b8830bc894c89659"
+        ]
+    );
+    assert_eq!(args[args.len() - 2..], ["--max-model-len=32768", "--enable-auto-tool-choice"]);
+    let env: Vec<&Value> = c["env"].as_array().unwrap().iter().filter(|e| e["name"] == "HF_TOKEN").collect();
+    assert_eq!(env, [&json!({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "team-token", "key": "hf"}}})]);
+    assert_eq!(c["env"].as_array().unwrap().last().unwrap()["name"], "HF_TOKEN");
+    assert!(c["env"].as_array().unwrap().iter().any(|e| e == &json!({"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"})));
 }
 
 #[test]

@@ -13,6 +13,7 @@
 //! - `resources`: GPUs, `/dev/shm`, CPU and memory;
 //! - `scaling`: autoscalers, disruption budgets, rollouts;
 //! - `image`: image references;
+//! - `engine`: what vLLM needs to start and stop (tokens, drain, disk);
 //! - `tenancy`: ResourceQuota and LimitRange admission.
 //!
 //! A family is a function over one object (run in parallel over all of
@@ -23,6 +24,7 @@
 //! turned off per service with the [`DISABLE_ANNOTATION`] annotation and
 //! per run with [`Config::disabled`]; both apply to every family.
 
+mod engine;
 mod image;
 mod model;
 mod network;
@@ -45,6 +47,7 @@ use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
 
+pub use engine::GATED_MODEL_WITHOUT_TOKEN;
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -182,6 +185,7 @@ pub const RULES: &[Rule] = &[
     QUOTA_EXCEEDED,
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
+    GATED_MODEL_WITHOUT_TOKEN,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,
@@ -309,8 +313,8 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 /// number of objects: lookups are indexed once per run.
 pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
     let cx = Context::new(objects);
-    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 6] =
-        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check];
+    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 7] =
+        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check, engine::check];
     let mut findings: Vec<Finding> = objects
         .par_iter()
         .flat_map_iter(|o| {
@@ -738,14 +742,21 @@ mod tests {
 
     #[test]
     fn rule_ids_are_unique_sequential_and_documented() {
-        // Workload rules count up from ISVC001; security rules from ISVC100.
-        let (workload, security): (Vec<&Rule>, Vec<&Rule>) = RULES.iter().partition(|r| r.id < "ISVC100");
+        // Workload rules count up from ISVC001, engine rules from ISVC050,
+        // security rules from ISVC100.
+        let (workload, rest): (Vec<&Rule>, Vec<&Rule>) = RULES.iter().partition(|r| r.id < "ISVC040");
+        let (engine, security): (Vec<&Rule>, Vec<&Rule>) =
+            rest.into_iter().filter(|r| r.id >= "ISVC050").partition(|r| r.id < "ISVC100");
         for (i, r) in workload.iter().enumerate() {
             assert_eq!(r.id, format!("ISVC{:03}", i + 1));
+        }
+        for (i, r) in engine.iter().enumerate() {
+            assert_eq!(r.id, format!("ISVC{:03}", i + 50));
         }
         for (i, r) in security.iter().enumerate() {
             assert_eq!(r.id, format!("ISVC{:03}", i + 100));
         }
+        assert!(RULES.windows(2).all(|w| w[0].id < w[1].id), "rule IDs are unique and in order");
         for r in RULES {
             assert!(
                 !r.summary.is_empty() && !r.symptom.is_empty() && !r.fix.is_empty() && !r.explain.is_empty(),

@@ -8,6 +8,7 @@
 
 pub mod adapters;
 pub mod autoscaling;
+pub mod engine;
 pub mod gateway;
 pub mod gitops;
 pub mod kueue;
@@ -124,6 +125,9 @@ pub struct Container {
     pub tolerations: Vec<crate::model::platform::Toleration>,
     /// Volume mounts besides `/dev/shm`, as Kubernetes writes them.
     pub volume_mounts: Vec<serde_json::Value>,
+    /// The environment of the server (and of multi-node workers): isvc's
+    /// own, the Hugging Face token, then `spec.env` (see [`engine`]).
+    pub env: Vec<k8s_openapi::api::core::v1::EnvVar>,
 }
 
 /// Probe settings, all three on the same HTTP path and port.
@@ -294,16 +298,16 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     }
 
     let port = d.port;
-    let mut args = vec![
-        "--model".to_string(),
-        spec.base_model.clone(),
+    let mut args = vec!["--model".to_string(), spec.base_model.clone()];
+    args.extend(crate::derive::engine::identity_args(spec));
+    args.extend([
         "--tensor-parallel-size".to_string(),
         gpus.to_string(),
         "--host".to_string(),
         "0.0.0.0".to_string(),
         "--port".to_string(),
         port.to_string(),
-    ];
+    ]);
     args.extend(crate::derive::multinode::args(spec));
     let adapters = crate::derive::adapters::plan(spec, &namespace, &name, d.lora.max_lora_rank);
     let mut pod_annotations = BTreeMap::new();
@@ -318,6 +322,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         volumes.push(serde_json::json!({"name": crate::derive::adapters::VOLUME, "configMap": {"name": name}}));
     }
     let p = &d.probes;
+    args.extend(spec.args.iter().cloned());
     let probes = ProbePlan {
         path: p.path.clone(),
         period_seconds: p.period_seconds,
@@ -391,6 +396,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         writable.iter().map(|(volume, _)| serde_json::json!({"name": volume, "emptyDir": {}})).collect();
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
+    let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);
 
     Ok(DesiredService {
         endpoint: crate::derive::gateway::endpoint(spec, &name, &namespace, port),
@@ -417,6 +423,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             node_selector: d.node_selector.clone(),
             tolerations: d.tolerations.clone(),
             volume_mounts,
+            env,
         },
         replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
         rollout: RolloutPlan {

@@ -4,6 +4,7 @@
 
 pub mod conversion;
 pub mod crd;
+pub mod engine;
 pub mod kinds;
 pub mod labels;
 pub mod objects;

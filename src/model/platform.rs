@@ -115,6 +115,9 @@ pub struct Defaults {
     pub security: Security,
     /// vLLM's LoRA settings for services with adapters.
     pub lora: Lora,
+    /// Access to the Hugging Face Hub: the token for gated models.
+    #[serde(skip_serializing_if = "HuggingFace::is_empty")]
+    pub hugging_face: HuggingFace,
 }
 
 impl Default for Defaults {
@@ -131,8 +134,40 @@ impl Default for Defaults {
             tolerations: Vec::new(),
             security: Security::default(),
             lora: Lora::default(),
+            hugging_face: HuggingFace::default(),
         }
     }
+}
+
+/// Access to the Hugging Face Hub.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HuggingFace {
+    /// The Secret key holding a Hugging Face token: every server and
+    /// multi-node worker gets it as `HF_TOKEN`, so gated models (Llama,
+    /// Mistral, Gemma) download. The Secret must exist in each service's
+    /// namespace; isvc never renders it (it does not belong in git). A
+    /// service's own `HF_TOKEN` in `spec.env` replaces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret: Option<SecretKeyRef>,
+}
+
+impl HuggingFace {
+    pub fn is_empty(&self) -> bool {
+        self.token_secret.is_none()
+    }
+}
+
+/// A key of a Secret in the service's namespace.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key in the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
 }
 
 /// vLLM's LoRA settings for services with adapters.
@@ -545,6 +580,10 @@ pub struct Tenant {
     /// Deny ingress from other namespaces except `network.allowFrom`.
     #[serde(default = "yes")]
     pub isolation: bool,
+    /// The tenant's own Hugging Face access, replacing
+    /// `defaults.huggingFace` for its services.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugging_face: Option<HuggingFace>,
 }
 
 /// LimitRange values for one container.
@@ -624,6 +663,12 @@ impl Tenant {
         let allowed: Vec<&String> =
             if self.priorities.is_empty() { tiers.keys().collect() } else { self.priorities.iter().collect() };
         allowed.iter().find(|p| p.as_str() == "online").or(allowed.first()).map(|p| p.to_string())
+    }
+
+    /// The Hugging Face token of the tenant's services: its own, else the
+    /// platform's.
+    pub fn hf_token<'a>(&'a self, platform: &'a Platform) -> Option<&'a SecretKeyRef> {
+        self.hugging_face.as_ref().unwrap_or(&platform.defaults.hugging_face).token_secret.as_ref()
     }
 
     /// Whether services may use tier `name`.
