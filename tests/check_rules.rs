@@ -686,6 +686,47 @@ fn isvc050_gated_model_without_token() {
 }
 
 #[test]
+fn isvc051_drain_cut_short() {
+    let mut objects = render(&qwen3());
+    quiet(&objects, "ISVC051");
+    let c = container(&mut objects).clone();
+    assert_eq!(c["lifecycle"], json!({"preStop": {"exec": {"command": ["sleep", "135"]}}}));
+    assert_eq!(find(&mut objects, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 150);
+    let no_hook = template(
+        "deployment.yaml",
+        "          lifecycle:\n            preStop:\n              exec:\n                command: {{ drain.pre_stop }}\n",
+        "",
+    );
+    fires(
+        &render_with(&qwen3(), None, &[no_hook]),
+        "ISVC051",
+        "container \"vllm\" has no preStop hook: it gets SIGTERM while the Service and Gateway still route to it",
+    );
+    let short = template(
+        "deployment.yaml",
+        "terminationGracePeriodSeconds: {{ drain.termination_grace_period_seconds }}",
+        "terminationGracePeriodSeconds: 30",
+    );
+    fires(
+        &render_with(&qwen3(), None, &[short.clone()]),
+        "ISVC051",
+        "container \"vllm\" drains for 135s (preStop 135s + --shutdown-timeout 0s) but is killed after terminationGracePeriodSeconds 30s",
+    );
+    // vLLM 0.18 and later drain themselves after a short preStop sleep.
+    let new = platform("  image: vllm/vllm-openai:v0.18.0\n  drain: {preStopSeconds: 10, requestSeconds: 600}\n");
+    let mut objects = render_with(&qwen3(), Some(&new), &[]);
+    quiet(&objects, "ISVC051");
+    let c = container(&mut objects).clone();
+    assert!(c["args"].as_array().unwrap().contains(&json!("--shutdown-timeout=600")));
+    assert_eq!(c["lifecycle"]["preStop"]["exec"]["command"], json!(["sleep", "10"]));
+    fires(
+        &render_with(&qwen3(), Some(&new), &[short]),
+        "ISVC051",
+        "drains for 610s (preStop 10s + --shutdown-timeout 600s) but is killed after terminationGracePeriodSeconds 30s",
+    );
+}
+
+#[test]
 fn engine_inputs_reach_the_server() {
     let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
                spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \

@@ -29,12 +29,85 @@ pub const GATED_MODEL_WITHOUT_TOKEN: Rule = Rule::new(
      HF_HUB_OFFLINE (weights already on a volume) needs no token, nor does a model loaded from a path.",
 );
 
+pub const DRAIN_CUT_SHORT: Rule = Rule::new(
+    "ISVC051",
+    Severity::Warning,
+    "a model server without a preStop drain, or whose grace period ends before its drain does",
+)
+.symptom(
+    "every rollout, scale-down and node drain fails the requests in flight: clients see connection resets and 502/503 \
+     from the gateway, long generations are cut off mid-stream",
+)
+.fix(
+    "keep the built-in lifecycle.preStop and terminationGracePeriodSeconds in overridden templates (drain.pre_stop, \
+     drain.termination_grace_period_seconds); tune them with the platform's defaults.drain",
+)
+.explain(
+    "A deleted pod leaves the Service's endpoints and the Gateway's pool while its containers get SIGTERM; both \
+     happen at once, so without a preStop hook new requests still arrive at a server that is stopping. vLLM before \
+     0.18 aborts every request in flight on SIGTERM; 0.18 and later wait up to --shutdown-timeout seconds (default \
+     0: abort). The kubelet sends SIGKILL when terminationGracePeriodSeconds (default 30) run out, preStop time \
+     included, so the grace period must exceed the preStop sleep plus --shutdown-timeout (vllm-project/vllm PR \
+     #43208, docs/deployment/k8s.md). isvc renders a preStop sleep, --shutdown-timeout where the image's tag says \
+     vLLM 0.18 or later, and a grace period covering both.",
+);
+
 /// The engine rules over one object.
 pub(crate) fn check(_: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     for template in pod_templates(o) {
         for c in containers(template) {
             gated_model(o, c, out);
+            drain(o, template, c, out);
         }
+    }
+}
+
+/// Seconds a preStop hook waits: a `sleep` action, or an `exec` command that
+/// runs `sleep N`; `None` without a hook, 0 for one that does not sleep.
+fn pre_stop_seconds(c: &Value) -> Option<i64> {
+    let hook = c.pointer("/lifecycle/preStop")?;
+    if let Some(s) = hook.pointer("/sleep/seconds").and_then(Value::as_i64) {
+        return Some(s);
+    }
+    let words: Vec<&str> = hook
+        .pointer("/exec/command")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .flat_map(str::split_whitespace)
+        .collect();
+    let at = words.iter().position(|w| *w == "sleep" || w.ends_with("/sleep"));
+    Some(at.and_then(|i| words.get(i + 1)).and_then(|n| n.parse().ok()).unwrap_or(0))
+}
+
+fn drain(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
+    let cl = CommandLine::of(c);
+    if cl.model().is_none() {
+        return;
+    }
+    let name = container_name(c);
+    let grace = template.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let Some(pre_stop) = pre_stop_seconds(c) else {
+        out.push(Finding::new(
+            DRAIN_CUT_SHORT,
+            o,
+            format!(
+                "container \"{name}\" has no preStop hook: it gets SIGTERM while the Service and Gateway still route to it"
+            ),
+        ));
+        return;
+    };
+    let shutdown: i64 = cl.value(&["--shutdown-timeout"]).and_then(|v| v.parse().ok()).unwrap_or(0);
+    if grace < pre_stop + shutdown {
+        out.push(Finding::new(
+            DRAIN_CUT_SHORT,
+            o,
+            format!(
+                "container \"{name}\" drains for {}s (preStop {pre_stop}s + --shutdown-timeout {shutdown}s) but is killed after terminationGracePeriodSeconds {grace}s",
+                pre_stop + shutdown
+            ),
+        ));
     }
 }
 

@@ -47,7 +47,7 @@ use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
 
-pub use engine::GATED_MODEL_WITHOUT_TOKEN;
+pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -186,6 +186,7 @@ pub const RULES: &[Rule] = &[
     QUOTA_BLOCKS_SCALE_UP,
     LIMIT_RANGE_VIOLATION,
     GATED_MODEL_WITHOUT_TOKEN,
+    DRAIN_CUT_SHORT,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,

@@ -8,6 +8,7 @@
 
 pub mod adapters;
 pub mod autoscaling;
+pub mod drain;
 pub mod engine;
 pub mod gateway;
 pub mod gitops;
@@ -54,6 +55,8 @@ pub struct DesiredService {
     /// GitOps engine never fights it over `spec.replicas`).
     pub replicas: Option<i32>,
     pub rollout: RolloutPlan,
+    /// The preStop hooks and grace period (see [`drain`]).
+    pub drain: crate::derive::drain::DrainPlan,
     /// The autoscaler; `None` for a service scaled to zero.
     pub autoscaler: Option<Autoscaler>,
     /// `spec.replicas` as written (the steady state).
@@ -322,6 +325,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         volumes.push(serde_json::json!({"name": crate::derive::adapters::VOLUME, "configMap": {"name": name}}));
     }
     let p = &d.probes;
+    let (drain, drain_args) = crate::derive::drain::plan(&d.drain, &d.image);
+    args.extend(drain_args);
     args.extend(spec.args.iter().cloned());
     let probes = ProbePlan {
         path: p.path.clone(),
@@ -431,6 +436,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             max_unavailable: d.rollout.max_unavailable,
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
+        drain,
         autoscaler,
         spec_replicas,
         tenant: placement.tenant,

@@ -23,6 +23,7 @@ pub const OWNED_ARGS: &[(&str, &str)] = &[
     ("--max-lora-rank", "the platform's defaults.lora.maxLoraRank"),
     ("--served-model-name", "spec.servedModelName"),
     ("--revision", "spec.revision"),
+    ("--shutdown-timeout", "the platform's defaults.drain.requestSeconds"),
     ("--hf-token", "the platform's defaults.huggingFace.tokenSecret, or an HF_TOKEN in spec.env from a Secret"),
 ];
 

@@ -118,6 +118,8 @@ pub struct Defaults {
     /// Access to the Hugging Face Hub: the token for gated models.
     #[serde(skip_serializing_if = "HuggingFace::is_empty")]
     pub hugging_face: HuggingFace,
+    /// How a server that is told to stop finishes the requests in flight.
+    pub drain: Drain,
 }
 
 impl Default for Defaults {
@@ -135,7 +137,32 @@ impl Default for Defaults {
             security: Security::default(),
             lora: Lora::default(),
             hugging_face: HuggingFace::default(),
+            drain: Drain::default(),
         }
+    }
+}
+
+/// Graceful drain: a pod that is deleted (rollout, scale-down, node drain)
+/// keeps serving while the Service and the Gateway stop sending it new
+/// requests, then finishes the requests in flight before it exits.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Drain {
+    /// Seconds the server keeps serving after the pod is deleted, before it
+    /// gets SIGTERM (a preStop sleep): time for endpoints, kube-proxy and
+    /// the Gateway to stop routing new requests to it.
+    #[schemars(range(min = 0, max = 600))]
+    pub pre_stop_seconds: i32,
+    /// Longest a request in flight may take to finish (a long generation).
+    /// vLLM 0.18 and later get `--shutdown-timeout` with it; older images,
+    /// which abort every request on SIGTERM, sleep this much longer first.
+    #[schemars(range(min = 0, max = 3600))]
+    pub request_seconds: i32,
+}
+
+impl Default for Drain {
+    fn default() -> Drain {
+        Drain { pre_stop_seconds: 15, request_seconds: 120 }
     }
 }
 
