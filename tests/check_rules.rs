@@ -401,8 +401,16 @@ fn isvc019_rollout_cannot_proceed() {
         "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 2 needed, 1 allowed",
     );
     quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("2")]), "ISVC019");
-    // isvc's default rollout needs no spare quota.
-    quiet(&with(render(&qwen3()), &[&gpu_quota("1")]), "ISVC019");
+    // A service that may run one pod surges by default, and ISVC019 still
+    // checks the quota holds the surge pod.
+    fires(
+        &with(render(&qwen3()), &[&gpu_quota("1")]),
+        "ISVC019",
+        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 2 needed, 1 allowed",
+    );
+    // The platform's rollout for services of several pods needs no spare quota.
+    let six = service("qwen3", "Qwen/Qwen3-0.6B", 6, 1);
+    quiet(&with(render(&six), &[&gpu_quota("3")]), "ISVC019");
 }
 
 #[test]
@@ -723,6 +731,33 @@ fn isvc051_drain_cut_short() {
         &render_with(&qwen3(), Some(&new), &[short]),
         "ISVC051",
         "drains for 610s (preStop 10s + --shutdown-timeout 600s) but is killed after terminationGracePeriodSeconds 30s",
+    );
+}
+
+#[test]
+fn isvc052_rollout_stops_only_pod() {
+    // replicas 3 gives the autoscaler a minimum of 1: the service surges.
+    let mut objects = render(&qwen3());
+    quiet(&objects, "ISVC052");
+    let rolling = find(&mut objects, "Deployment")["spec"]["strategy"]["rollingUpdate"].clone();
+    assert_eq!(rolling, json!({"maxSurge": 1, "maxUnavailable": 0}));
+    // Services that never run fewer than two pods keep the platform's rollout.
+    let mut six = render(&service("qwen3", "Qwen/Qwen3-0.6B", 6, 1));
+    quiet(&six, "ISVC052");
+    let rolling = find(&mut six, "Deployment")["spec"]["strategy"]["rollingUpdate"].clone();
+    assert_eq!(rolling, json!({"maxSurge": 0, "maxUnavailable": 1}));
+    // A platform without spare GPUs gets what it asked for, and the warning.
+    let full = platform("  rollout: {noSpareGpus: true}\n");
+    fires(
+        &render_with(&qwen3(), Some(&full), &[]),
+        "ISVC052",
+        "maxSurge 0 and maxUnavailable 1 at 1 replica: a rollout stops the only pod before its replacement has loaded the model",
+    );
+    let recreate = template("deployment.yaml", "type: RollingUpdate", "type: Recreate");
+    fires(
+        &render_with(&qwen3(), None, &[recreate]),
+        "ISVC052",
+        "strategy Recreate stops the only pod before its replacement has loaded the model",
     );
 }
 

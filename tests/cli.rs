@@ -90,11 +90,15 @@ fn doubling_replicas_changes_only_the_autoscaler_bounds() {
     assert_eq!(code, 1);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     let objects = report["objects"].as_array().unwrap();
-    assert_eq!(objects.len(), 1, "{out}");
-    assert_eq!(objects[0]["kind"], "HorizontalPodAutoscaler");
-    assert_eq!(objects[0]["impact"], "scaling-only");
-    assert_eq!(objects[0]["fields"], serde_json::json!(["spec.maxReplicas", "spec.minReplicas"]));
-    assert!(objects[0]["diff"].as_str().unwrap().contains("+  minReplicas: 3"));
+    assert_eq!(objects.len(), 2, "{out}");
+    // At a minimum of 3 pods, a rollout no longer needs to surge: the
+    // strategy changes, no pod does.
+    assert_eq!(objects[0]["kind"], "Deployment");
+    assert_eq!(objects[0]["impact"], "no-pod-change");
+    assert_eq!(objects[1]["kind"], "HorizontalPodAutoscaler");
+    assert_eq!(objects[1]["impact"], "scaling-only");
+    assert_eq!(objects[1]["fields"], serde_json::json!(["spec.maxReplicas", "spec.minReplicas"]));
+    assert!(objects[1]["diff"].as_str().unwrap().contains("+  minReplicas: 3"));
 }
 
 #[test]

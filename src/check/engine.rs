@@ -52,8 +52,32 @@ pub const DRAIN_CUT_SHORT: Rule = Rule::new(
      vLLM 0.18 or later, and a grace period covering both.",
 );
 
+pub const ROLLOUT_STOPS_ONLY_POD: Rule = Rule::new(
+    "ISVC052",
+    Severity::Warning,
+    "a model server that may run as a single pod is rolled out by stopping that pod before its replacement is ready",
+)
+.symptom(
+    "every rollout (a new image, a changed argument, an adapter) is an outage as long as the model's load time: \
+     minutes for a small model, an hour for a large one; clients get 503 until the new pod is Ready",
+)
+.fix(
+    "let the Deployment surge: maxSurge 1, maxUnavailable 0 (isvc's default for one-pod services); if the cluster \
+     truly has no GPU to spare, say so with the platform's defaults.rollout.noSpareGpus and disable this rule",
+)
+.explain(
+    "A Deployment whose lowest replica count is 1 (replicas: 1, or an autoscaler whose minReplicas is 1) runs a \
+     single pod whenever load is low. With maxSurge 0 and maxUnavailable 1 (or the Recreate strategy) a rollout \
+     deletes that pod first and only then starts the new one, which must pull the image and load the weights before \
+     it is Ready. Surging starts the new pod first and needs one spare set of GPUs (and room in the ResourceQuota, \
+     which ISVC019 checks) for the length of the rollout.",
+);
+
 /// The engine rules over one object.
-pub(crate) fn check(_: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    if o.id.kind == "Deployment" {
+        rollout(cx, o, out);
+    }
     for template in pod_templates(o) {
         for c in containers(template) {
             gated_model(o, c, out);
@@ -121,6 +145,40 @@ pub(crate) fn env<'v>(c: &'v Value, name: &str) -> Option<&'v str> {
         .rev()
         .find(|e| e.get("name").and_then(Value::as_str) == Some(name))?;
     Some(e.get("value").and_then(Value::as_str).unwrap_or_default())
+}
+
+fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
+    let Some(w) = cx.workload_of(o) else { return };
+    let serves = pod_templates(o).into_iter().any(|t| containers(t).any(|c| CommandLine::of(c).model().is_some()));
+    if w.min_replicas != 1 || !serves {
+        return;
+    }
+    let strategy = o.value.pointer("/spec/strategy");
+    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+        out.push(Finding::new(
+            ROLLOUT_STOPS_ONLY_POD,
+            o,
+            "strategy Recreate stops the only pod before its replacement has loaded the model",
+        ));
+        return;
+    }
+    let field = |k: &str| {
+        strategy.and_then(|s| s.pointer(&format!("/rollingUpdate/{k}"))).cloned().unwrap_or_else(|| Value::from("25%"))
+    };
+    let surge = super::scaling::scaled(Some(&field("maxSurge")), 1, true);
+    let unavailable = super::scaling::scaled(Some(&field("maxUnavailable")), 1, false);
+    if surge == Some(0) && unavailable.is_some_and(|u| u >= 1) {
+        out.push(Finding::new(
+            ROLLOUT_STOPS_ONLY_POD,
+            o,
+            format!(
+                "maxSurge {} and maxUnavailable {} at {} replica: a rollout stops the only pod before its replacement has loaded the model",
+                super::show(Some(&field("maxSurge"))),
+                super::show(Some(&field("maxUnavailable"))),
+                w.min_replicas
+            ),
+        ));
+    }
 }
 
 fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {

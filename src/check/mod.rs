@@ -47,7 +47,7 @@ use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
 
-pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN};
+pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, ROLLOUT_STOPS_ONLY_POD};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -187,6 +187,7 @@ pub const RULES: &[Rule] = &[
     LIMIT_RANGE_VIOLATION,
     GATED_MODEL_WITHOUT_TOKEN,
     DRAIN_CUT_SHORT,
+    ROLLOUT_STOPS_ONLY_POD,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,

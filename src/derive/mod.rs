@@ -402,6 +402,15 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
     let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);
+    // A service that may run one pod surges rather than stop its only pod
+    // for the model's whole load time, unless no GPU is spare.
+    let lowest = autoscaler.as_ref().map_or(spec_replicas, |a| a.min_replicas);
+    let (max_surge, max_unavailable) =
+        if lowest <= 1 && spec.nodes_per_replica <= 1 && !d.rollout.no_spare_gpus && d.rollout.max_unavailable > 0 {
+            (d.rollout.max_surge.max(1), 0)
+        } else {
+            (d.rollout.max_surge, d.rollout.max_unavailable)
+        };
 
     Ok(DesiredService {
         endpoint: crate::derive::gateway::endpoint(spec, &name, &namespace, port),
@@ -432,8 +441,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         },
         replicas: if autoscaler.is_some() { None } else { Some(spec_replicas) },
         rollout: RolloutPlan {
-            max_surge: d.rollout.max_surge,
-            max_unavailable: d.rollout.max_unavailable,
+            max_surge,
+            max_unavailable,
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
         drain,

@@ -320,8 +320,10 @@ impl Default for Autoscaling {
     }
 }
 
-/// Rolling-update settings. The default never needs a spare GPU: one old pod
-/// goes before its replacement starts (`maxSurge: 0`).
+/// Rolling-update settings. The default needs no spare GPU for services of
+/// several pods: one old pod goes before its replacement starts
+/// (`maxSurge: 0`). A service that may run one pod surges instead, unless
+/// `noSpareGpus`.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Rollout {
@@ -332,11 +334,19 @@ pub struct Rollout {
     /// Pods a rollout may take down at once.
     #[schemars(range(min = 0, max = 100))]
     pub max_unavailable: i32,
+    /// The cluster has no GPU to spare for a surge pod. Unset, a service
+    /// that may run a single pod (replicas 0 or 1, or an autoscaling minimum
+    /// of 1) starts its new pod before it stops the old one (`maxSurge: 1,
+    /// maxUnavailable: 0`), as a rollout would otherwise be an outage of the
+    /// model's load time; set, it follows `maxSurge` and `maxUnavailable`
+    /// like every other service.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_spare_gpus: bool,
 }
 
 impl Default for Rollout {
     fn default() -> Rollout {
-        Rollout { max_surge: 0, max_unavailable: 1 }
+        Rollout { max_surge: 0, max_unavailable: 1, no_spare_gpus: false }
     }
 }
 
