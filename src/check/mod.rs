@@ -26,7 +26,6 @@
 
 mod engine;
 mod image;
-mod model;
 mod network;
 mod probes;
 mod resources;
@@ -46,6 +45,8 @@ use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
+/// Model sizes, load times and loading peaks (shared with the derivation).
+use crate::model::size as model;
 
 pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, ROLLOUT_STOPS_ONLY_POD};
 pub use image::MUTABLE_IMAGE;
@@ -626,12 +627,7 @@ pub(crate) fn show(v: Option<&Value>) -> String {
     }
 }
 
-/// A byte count for messages, in GiB.
-pub(crate) fn gib(bytes: f64) -> String {
-    let g = bytes / (1u64 << 30) as f64;
-    let text = if g < 10.0 { format!("{g:.1}") } else { format!("{g:.0}") };
-    format!("{}Gi", text.strip_suffix(".0").unwrap_or(&text))
-}
+pub(crate) use crate::model::size::gib;
 
 /// The command line of a container (`command` then `args`), split into
 /// flags and positional words the way a server's argument parser sees it.

@@ -11,5 +11,6 @@ pub mod objects;
 pub mod platform;
 pub mod route;
 pub mod schema;
+pub mod size;
 pub mod v1alpha1;
 pub mod v1alpha2;

@@ -1,6 +1,8 @@
-//! How big a model is, from its name, and what that means for start-up time
-//! and host memory. Heuristics, documented in the README and in
-//! `isvc check --explain ISVC009` / `ISVC015`:
+//! How big a model is, from its name, and what that means for start-up time,
+//! host memory and disk. Heuristics, documented in the README, in
+//! docs/engine.md and in `isvc check --explain ISVC009` / `ISVC015` /
+//! `ISVC053`; the derivation sizes the model cache with them, the checks
+//! the budgets:
 //!
 //! - **Parameters** come from the model id when it names a count: `70B`,
 //!   `0.6B`, `8x7B` (mixtures of experts: experts x size, an upper bound),
@@ -87,7 +89,7 @@ impl ModelSize {
             x if x <= 2.0 => "16-bit",
             _ => "32-bit",
         };
-        format!("{count} parameters, {width} weights of about {}", super::gib(self.weight_bytes()))
+        format!("{count} parameters, {width} weights of about {}", gib(self.weight_bytes()))
     }
 }
 
@@ -135,6 +137,13 @@ pub fn startup_seconds(size: Option<&ModelSize>) -> i64 {
 /// of each worker, and the memory-backed `/dev/shm`.
 pub fn loading_peak_bytes(size: Option<&ModelSize>, workers: i64, shm_bytes: f64) -> f64 {
     size.map_or(0.0, ModelSize::weight_bytes) + RUNTIME_BYTES_PER_WORKER * workers as f64 + shm_bytes
+}
+
+/// A byte count for messages, in GiB.
+pub fn gib(bytes: f64) -> String {
+    let g = bytes / (1u64 << 30) as f64;
+    let text = if g < 10.0 { format!("{g:.1}") } else { format!("{g:.0}") };
+    format!("{}Gi", text.strip_suffix(".0").unwrap_or(&text))
 }
 
 #[cfg(test)]
