@@ -762,6 +762,46 @@ fn isvc052_rollout_stops_only_pod() {
 }
 
 #[test]
+fn isvc053_model_cache_unbounded() {
+    let llama = service("llama", "meta-llama/Llama-3.1-8B-Instruct", 1, 1);
+    let mut objects = render_with(&llama, Some(&with_token()), &[]);
+    quiet(&objects, "ISVC053");
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "27Gi");
+    let volumes = &mut find(&mut objects, "Deployment")["spec"]["template"]["spec"]["volumes"];
+    let cache = volumes.as_array_mut().unwrap().iter_mut().find(|v| v["name"] == "cache").unwrap();
+    assert_eq!(cache["emptyDir"], json!({"sizeLimit": "27Gi"}));
+    cache["emptyDir"] = json!({});
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) into emptyDir \"cache\", which has no sizeLimit",
+    );
+    let mut objects = render_with(&llama, Some(&with_token()), &[]);
+    let volumes = &mut find(&mut objects, "Deployment")["spec"]["template"]["spec"]["volumes"];
+    let cache = volumes.as_array_mut().unwrap().iter_mut().find(|v| v["name"] == "cache").unwrap();
+    cache["emptyDir"]["sizeLimit"] = json!("10Gi");
+    container(&mut objects)["resources"]["requests"].as_object_mut().unwrap().remove("ephemeral-storage");
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) into emptyDir \"cache\", whose sizeLimit 10Gi is smaller",
+    );
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) to the node's disk but requests no ephemeral-storage",
+    );
+    // The platform can fix the size; quantization in spec.args shrinks the estimate.
+    let fixed = platform("  modelCache: {sizeLimit: 200Gi}\n");
+    let mut objects = render_with(&qwen3(), Some(&fixed), &[]);
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "200Gi");
+    let fp8 = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big, namespace: ml}\n\
+               spec: {baseModel: Qwen/Qwen3-32B, replicas: 1, args: [--quantization=fp8]}\n";
+    let mut objects = render(fp8);
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "43Gi");
+}
+
+#[test]
 fn engine_inputs_reach_the_server() {
     let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
                spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \

@@ -440,7 +440,10 @@ fn resource_overrides_replace_the_per_gpu_defaults_and_must_fit() {
     let objects = compile(plain, &svc("{cpu: 6, memory: 100Gi}")).unwrap();
     let pod = &find(&objects, "Deployment", "a").unwrap()["spec"]["template"]["spec"];
     let resources = &pod["containers"][0]["resources"];
-    assert_eq!(resources["requests"], json!({"cpu": "6", "memory": "100Gi", "nvidia.com/gpu": "2"}));
+    assert_eq!(
+        resources["requests"],
+        json!({"cpu": "6", "ephemeral-storage": "109Gi", "memory": "100Gi", "nvidia.com/gpu": "2"})
+    );
     assert_eq!(resources["limits"], json!({"cpu": "16", "memory": "100Gi", "nvidia.com/gpu": "2"}));
     assert_eq!(pod["volumes"][0]["emptyDir"]["sizeLimit"], "8Gi", "shared memory keeps the per-GPU default");
 

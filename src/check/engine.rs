@@ -73,6 +73,31 @@ pub const ROLLOUT_STOPS_ONLY_POD: Rule = Rule::new(
      which ISVC019 checks) for the length of the rollout.",
 );
 
+pub const MODEL_CACHE_UNBOUNDED: Rule = Rule::new(
+    "ISVC053",
+    Severity::Warning,
+    "the model is downloaded into an emptyDir without a sizeLimit (or one below the weights), or without an \
+     ephemeral-storage request",
+)
+.symptom(
+    "weights fill whatever node disk the scheduler picked: other pods are evicted under DiskPressure, or the node \
+     runs out of disk mid-download; a sizeLimit below the weights evicts the pod (`Usage of EmptyDir volume \
+     \"cache\" exceeds the limit`) and it downloads again, forever",
+)
+.fix(
+    "keep the built-in cache volume (security_volumes, with its sizeLimit) and the container's requests in \
+     overridden templates; set the platform's defaults.modelCache.sizeLimit when the estimate from the model's name \
+     is wrong",
+)
+.explain(
+    "vLLM downloads the weights into the Hugging Face cache (HF_HOME), an emptyDir on the node's disk. Without an \
+     ephemeral-storage request the scheduler does not know a 405B model needs some 400Gi there; without a sizeLimit \
+     nothing bounds it. The kubelet evicts a pod whose emptyDir exceeds its sizeLimit, with a grace period of 1 \
+     second (kubernetes/kubernetes pkg/kubelet/eviction, emptyDirLimitEviction), so the limit must hold the whole \
+     snapshot. isvc sizes both from the model's name (weights plus 10% plus 10Gi). Pods admitted by a Kueue queue \
+     get no request: Kueue holds back pods that request a resource their ClusterQueue does not cover.",
+);
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
@@ -82,6 +107,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         for c in containers(template) {
             gated_model(o, c, out);
             drain(o, template, c, out);
+            model_cache(o, template, c, out);
         }
     }
 }
@@ -176,6 +202,66 @@ fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
                 super::show(Some(&field("maxSurge"))),
                 super::show(Some(&field("maxUnavailable"))),
                 w.min_replicas
+            ),
+        ));
+    }
+}
+
+fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
+    let cl = CommandLine::of(c);
+    let Some(model) = cl.model() else { return };
+    let offline = env(c, HF_HUB_OFFLINE).is_some_and(|v| !v.is_empty() && v != "0");
+    let Some(home) = env(c, "HF_HUB_CACHE").or(env(c, "HF_HOME")).filter(|h| h.starts_with('/')) else { return };
+    if model.starts_with('/') || offline {
+        return;
+    }
+    let under = |path: &str| home == path || home.starts_with(&format!("{}/", path.trim_end_matches('/')));
+    let Some(mount) = c
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|m| m.get("mountPath").and_then(Value::as_str).is_some_and(under))
+        .max_by_key(|m| m.get("mountPath").and_then(Value::as_str).map_or(0, str::len))
+    else {
+        return;
+    };
+    let name = mount.get("name").and_then(Value::as_str).unwrap_or_default();
+    let volume = template
+        .pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(name));
+    let Some(empty_dir) = volume.and_then(|v| v.get("emptyDir")) else { return };
+    let weights = cl.model_size().map(|s| s.weight_bytes());
+    let about = weights.map(|w| format!(" (about {})", super::gib(w))).unwrap_or_default();
+    let container = container_name(c);
+    match empty_dir.get("sizeLimit").and_then(super::quantity) {
+        None => out.push(Finding::new(
+            MODEL_CACHE_UNBOUNDED,
+            o,
+            format!(
+                "container \"{container}\" downloads {model}{about} into emptyDir \"{name}\", which has no sizeLimit"
+            ),
+        )),
+        Some(limit) if weights.is_some_and(|w| (limit.nanos() as f64) / 1e9 < w) => out.push(Finding::new(
+            MODEL_CACHE_UNBOUNDED,
+            o,
+            format!(
+                "container \"{container}\" downloads {model}{about} into emptyDir \"{name}\", whose sizeLimit {} is smaller",
+                super::show(empty_dir.get("sizeLimit"))
+            ),
+        )),
+        Some(_) => {}
+    }
+    let queued = o.value.pointer("/metadata/labels").and_then(|l| l.get(crate::model::labels::QUEUE_LABEL)).is_some();
+    if !queued && c.pointer("/resources/requests/ephemeral-storage").is_none() {
+        out.push(Finding::new(
+            MODEL_CACHE_UNBOUNDED,
+            o,
+            format!(
+                "container \"{container}\" downloads {model}{about} to the node's disk but requests no ephemeral-storage"
             ),
         ));
     }

@@ -48,7 +48,7 @@ use crate::model::objects::{Object, ObjectId};
 /// Model sizes, load times and loading peaks (shared with the derivation).
 use crate::model::size as model;
 
-pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, ROLLOUT_STOPS_ONLY_POD};
+pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, MODEL_CACHE_UNBOUNDED, ROLLOUT_STOPS_ONLY_POD};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -189,6 +189,7 @@ pub const RULES: &[Rule] = &[
     GATED_MODEL_WITHOUT_TOKEN,
     DRAIN_CUT_SHORT,
     ROLLOUT_STOPS_ONLY_POD,
+    MODEL_CACHE_UNBOUNDED,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,

@@ -20,6 +20,22 @@ use crate::model::engine::HF_TOKEN;
 use crate::model::platform::Platform;
 use crate::model::v1alpha2::InferenceServiceSpec;
 
+/// The value `args` give the option `names` (`--name value` or
+/// `--name=value`), the last one as vLLM's parser keeps it.
+pub fn arg_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
+    let mut found = None;
+    for (i, a) in args.iter().enumerate() {
+        for n in names {
+            if a == n {
+                found = args.get(i + 1).map(String::as_str).or(found);
+            } else if let Some(v) = a.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                found = Some(v);
+            }
+        }
+    }
+    found
+}
+
 /// Server arguments from the spec's served name and revision.
 pub fn identity_args(spec: &InferenceServiceSpec) -> Vec<String> {
     let mut out = Vec::new();
@@ -102,6 +118,14 @@ mod tests {
         let e = env(&own, &platform, "team-a", &[]);
         assert_eq!(e.len(), 1);
         assert_eq!(secret_of(&e).as_deref(), Some("mine"));
+    }
+
+    #[test]
+    fn argument_values_in_both_spellings() {
+        let args: Vec<String> = ["--quantization", "fp8", "--dtype=float32", "-q=awq"].map(String::from).into();
+        assert_eq!(arg_value(&args, &["--quantization", "-q"]), Some("awq"));
+        assert_eq!(arg_value(&args, &["--dtype"]), Some("float32"));
+        assert_eq!(arg_value(&args, &["--max-model-len"]), None);
     }
 
     #[test]

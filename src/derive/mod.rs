@@ -122,6 +122,9 @@ pub struct Container {
     pub limits: BTreeMap<String, String>,
     /// Size of the memory-backed `/dev/shm`.
     pub shm_size: String,
+    /// Size of the model cache volume (`sizeLimit`, and the
+    /// `ephemeral-storage` request outside Kueue).
+    pub cache_size: String,
     pub probes: ProbePlan,
     /// Node selector and tolerations of the pod.
     pub node_selector: BTreeMap<String, String>,
@@ -290,7 +293,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         check_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
     let gpu = gpus.to_string();
-    let requests = BTreeMap::from([
+    let mut requests = BTreeMap::from([
         ("cpu".to_string(), cpu),
         ("memory".to_string(), memory.clone()),
         ("nvidia.com/gpu".to_string(), gpu.clone()),
@@ -397,8 +400,33 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let writable = [("home", &security.home_dir), ("cache", &security.cache_dir), ("tmp", &security.tmp_dir)];
     let security_mounts: Vec<serde_json::Value> =
         writable.iter().map(|(volume, path)| serde_json::json!({"name": volume, "mountPath": path})).collect();
-    let security_volumes: Vec<serde_json::Value> =
-        writable.iter().map(|(volume, _)| serde_json::json!({"name": volume, "emptyDir": {}})).collect();
+    // The cache holds the downloaded weights: bounded, and requested from
+    // the node's disk, so the scheduler places the pod where they fit
+    // (docs/engine.md). Kueue refuses pods that request a resource its
+    // ClusterQueue does not cover (kubernetes-sigs/kueue flavorassigner,
+    // "resource %s unavailable in ClusterQueue"), so a queued service gets
+    // the limit alone.
+    let cache_size = match &d.model_cache.size_limit {
+        Some(q) => q.0.clone(),
+        None => {
+            let size = crate::model::size::ModelSize::guess(
+                &spec.base_model,
+                crate::derive::engine::arg_value(&spec.args, &["--quantization", "-q"]),
+                crate::derive::engine::arg_value(&spec.args, &["--dtype"]),
+            );
+            format!("{}Gi", crate::model::size::cache_gib(size.as_ref()))
+        }
+    };
+    if placement.queue.is_none() {
+        requests.insert("ephemeral-storage".to_string(), cache_size.clone());
+    }
+    let security_volumes: Vec<serde_json::Value> = writable
+        .iter()
+        .map(|(volume, _)| match *volume {
+            "cache" => serde_json::json!({"name": volume, "emptyDir": {"sizeLimit": cache_size}}),
+            _ => serde_json::json!({"name": volume, "emptyDir": {}}),
+        })
+        .collect();
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
     let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);
@@ -433,6 +461,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             requests,
             limits,
             shm_size,
+            cache_size,
             probes,
             node_selector: d.node_selector.clone(),
             tolerations: d.tolerations.clone(),

@@ -120,6 +120,9 @@ pub struct Defaults {
     pub hugging_face: HuggingFace,
     /// How a server that is told to stop finishes the requests in flight.
     pub drain: Drain,
+    /// The volume the server downloads the model into.
+    #[serde(skip_serializing_if = "ModelCache::is_empty")]
+    pub model_cache: ModelCache,
 }
 
 impl Default for Defaults {
@@ -138,7 +141,26 @@ impl Default for Defaults {
             lora: Lora::default(),
             hugging_face: HuggingFace::default(),
             drain: Drain::default(),
+            model_cache: ModelCache::default(),
         }
+    }
+}
+
+/// The model cache: an `emptyDir` on the node's disk that holds the
+/// downloaded weights and compiled kernels.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ModelCache {
+    /// Size of every service's cache (its `sizeLimit` and `ephemeral-storage`
+    /// request), replacing the estimate from the model's name (weights plus
+    /// 10% plus 10Gi; 109Gi when the name gives no size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<QuantityText>,
+}
+
+impl ModelCache {
+    pub fn is_empty(&self) -> bool {
+        self.size_limit.is_none()
     }
 }
 
