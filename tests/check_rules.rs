@@ -802,6 +802,31 @@ fn isvc053_model_cache_unbounded() {
 }
 
 #[test]
+fn isvc054_ray_wait_shorter_than_startup() {
+    let big = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big, namespace: ml}\n\
+               spec: {baseModel: Qwen/Qwen3-235B-A22B, replicas: 1, gpusPerReplica: 16, nodesPerReplica: 2}\n";
+    let mut objects = render(big);
+    quiet(&objects, "ISVC054");
+    let lwt = find(&mut objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"].clone();
+    let leader = &lwt["leaderTemplate"]["spec"]["containers"][0]["command"][2];
+    assert!(leader.as_str().unwrap().contains("--ray_init_timeout=3600 && exec"), "{leader}");
+    let worker = &lwt["workerTemplate"]["spec"]["containers"][0];
+    assert_eq!(worker["startupProbe"]["exec"]["command"][2], "ray health-check --address=\"$LWS_LEADER_ADDRESS:6379\"");
+    assert_eq!(worker["startupProbe"]["failureThreshold"], 360);
+    // The script's own 300 s, as in LeaderWorkerSet's vLLM example.
+    let lwt = &mut find(&mut objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"];
+    let command = &mut lwt["leaderTemplate"]["spec"]["containers"][0]["command"][2];
+    *command = json!(command.as_str().unwrap().replace(" --ray_init_timeout=3600", ""));
+    lwt["workerTemplate"]["spec"]["containers"][0].as_object_mut().unwrap().remove("startupProbe");
+    fires(
+        &objects,
+        "ISVC054",
+        "container \"vllm\" (leader) waits 300s for the Ray cluster, less than the startup budget of 3600s: a slow node restarts the whole group",
+    );
+    fires(&objects, "ISVC054", "container \"vllm\" (worker) has no startup probe");
+}
+
+#[test]
 fn engine_inputs_reach_the_server() {
     let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
                spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \

@@ -98,10 +98,36 @@ pub const MODEL_CACHE_UNBOUNDED: Rule = Rule::new(
      get no request: Kueue holds back pods that request a resource their ClusterQueue does not cover.",
 );
 
+pub const RAY_WAIT_SHORTER_THAN_STARTUP: Rule = Rule::new(
+    "ISVC054",
+    Severity::Warning,
+    "a multi-node group's Ray wait (--ray_init_timeout, 300s by default) ends before its startup budget, or a worker \
+     has no startup probe",
+)
+.symptom(
+    "on cold nodes the group never forms: the leader logs `Waiting for all ray workers to be active timed out.` (or a \
+     worker `Ray worker starts timeout`), exits 1, and the LeaderWorkerSet recreates every pod of the group, again \
+     and again",
+)
+.fix(
+    "pass --ray_init_timeout with the startup budget to multi-node-serving.sh on the leader and the workers, and give \
+     workers a startup probe with the same budget (isvc's LeaderWorkerSet template does both)",
+)
+.explain(
+    "vLLM's examples/online_serving/multi-node-serving.sh makes the leader wait ray_init_timeout seconds (default \
+     300) for all ray_cluster_size nodes, then `exit 1`; a worker retries `ray start` as long, then exits 1. A cold \
+     node may spend longer than that pulling the image. With restartPolicy RecreateGroupOnPodRestart \
+     (kubernetes-sigs/lws api/leaderworkerset/v1), one exit recreates the whole group, which starts cold again. \
+     Waiting as long as the startup probe allows makes the group's budget the one limit.",
+);
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
         rollout(cx, o, out);
+    }
+    if o.id.kind == "LeaderWorkerSet" {
+        ray_wait(o, out);
     }
     for template in pod_templates(o) {
         for c in containers(template) {
@@ -264,6 +290,42 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
                 "container \"{container}\" downloads {model}{about} to the node's disk but requests no ephemeral-storage"
             ),
         ));
+    }
+}
+
+/// Seconds a container's startup probe allows.
+fn startup_budget(c: &Value) -> Option<i64> {
+    let p = c.get("startupProbe")?;
+    let n = |k: &str, d: i64| p.get(k).and_then(Value::as_i64).unwrap_or(d);
+    Some(n("periodSeconds", 10) * n("failureThreshold", 3))
+}
+
+fn ray_wait(o: &Object, out: &mut Vec<Finding>) {
+    let templates = pod_templates(o);
+    let all = || templates.iter().flat_map(|t| containers(t));
+    let Some(budget) = all().filter_map(startup_budget).max() else { return };
+    for c in all() {
+        let cl = CommandLine::of(c);
+        let Some(at) = cl.words.iter().position(|w| w.ends_with("multi-node-serving.sh")) else { continue };
+        let role = cl.words.get(at + 1).copied().unwrap_or_default();
+        let wait: i64 = cl.value(&["--ray_init_timeout"]).and_then(|v| v.parse().ok()).unwrap_or(300);
+        let name = container_name(c);
+        if wait < budget {
+            out.push(Finding::new(
+                RAY_WAIT_SHORTER_THAN_STARTUP,
+                o,
+                format!(
+                    "container \"{name}\" ({role}) waits {wait}s for the Ray cluster, less than the startup budget of {budget}s: a slow node restarts the whole group"
+                ),
+            ));
+        }
+        if role == "worker" && c.get("startupProbe").is_none() {
+            out.push(Finding::new(
+                RAY_WAIT_SHORTER_THAN_STARTUP,
+                o,
+                format!("container \"{name}\" (worker) has no startup probe"),
+            ));
+        }
     }
 }
 

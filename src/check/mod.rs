@@ -48,7 +48,10 @@ use crate::model::objects::{Object, ObjectId};
 /// Model sizes, load times and loading peaks (shared with the derivation).
 use crate::model::size as model;
 
-pub use engine::{DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, MODEL_CACHE_UNBOUNDED, ROLLOUT_STOPS_ONLY_POD};
+pub use engine::{
+    DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, MODEL_CACHE_UNBOUNDED, RAY_WAIT_SHORTER_THAN_STARTUP,
+    ROLLOUT_STOPS_ONLY_POD,
+};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -190,6 +193,7 @@ pub const RULES: &[Rule] = &[
     DRAIN_CUT_SHORT,
     ROLLOUT_STOPS_ONLY_POD,
     MODEL_CACHE_UNBOUNDED,
+    RAY_WAIT_SHORTER_THAN_STARTUP,
     security::RUNS_AS_ROOT,
     security::PRIVILEGE_ESCALATION,
     security::CAPABILITIES_KEPT,
@@ -636,7 +640,7 @@ pub(crate) struct CommandLine<'a> {
     /// (flag, value) pairs in order; the value is `None` for a bare flag.
     flags: Vec<(&'a str, Option<&'a str>)>,
     positional: Vec<&'a str>,
-    words: Vec<&'a str>,
+    pub words: Vec<&'a str>,
     image: &'a str,
 }
 

@@ -259,7 +259,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
     ]);
     let pod_labels = labels.clone();
-    let multi_node = crate::derive::multinode::plan(spec, &pod_labels);
+    let multi_node =
+        crate::derive::multinode::plan(spec, &pod_labels, d.probes.startup_timeout_seconds, d.probes.timeout_seconds);
     let all_pods = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
     // Only a group's leader serves; a Deployment's pods all do.
     let mut selector = all_pods.clone();
