@@ -827,6 +827,31 @@ fn isvc054_ray_wait_shorter_than_startup() {
 }
 
 #[test]
+fn isvc055_lora_slots() {
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: qwen3, namespace: ml}\n\
+               spec:\n  baseModel: Qwen/Qwen3-8B\n  replicas: 1\n  adapters:\n    - {name: a, source: org/a}\n    \
+               - {name: b, source: org/b}\n    - {name: c, source: org/c}\n";
+    let two = platform("  lora: {maxLoras: 2}\n");
+    let mut objects = render_with(svc, Some(&two), &[]);
+    quiet(&objects, "ISVC055");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    let config = data.as_str().unwrap().to_string();
+    assert!(config.contains("\nmax-loras: 2\nmax-cpu-loras: 3\n"), "{config}");
+    *data = json!(config.replace("max-cpu-loras: 3", "max-cpu-loras: 1"));
+    fires(&objects, "ISVC055", "max-cpu-loras 1 is below max-loras 2: vLLM refuses to start");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    *data = json!(config.replace("max-cpu-loras: 3\n", ""));
+    fires(&objects, "ISVC055", "max-cpu-loras 2 holds fewer than the 3 adapters served: the rest are reloaded on use");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    *data = json!(config.replace("max-loras: 2", "max-loras: 32").replace("max-cpu-loras: 3", "max-cpu-loras: 64"));
+    fires(
+        &objects,
+        "ISVC055",
+        "max-loras 32 preallocates GPU memory for 32 adapters in every LoRA layer (more than 16)",
+    );
+}
+
+#[test]
 fn engine_inputs_reach_the_server() {
     let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
                spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \

@@ -80,7 +80,7 @@ fn adapters_are_a_config_map_mounted_into_the_server() {
     assert_eq!(
         cm["data"]["lora.yaml"],
         "# vLLM options for the LoRA adapters of llm/llama, read at startup (vllm serve --config).\n\
-         enable-lora: true\nmax-loras: 2\nmax-lora-rank: 32\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/adapters/chat\"\n"
+         enable-lora: true\nmax-loras: 2\nmax-cpu-loras: 2\nmax-lora-rank: 32\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/adapters/chat\"\n"
     );
     let pod = &find(&objects, "Deployment", "llama").unwrap()["spec"]["template"];
     let container = &pod["spec"]["containers"][0];

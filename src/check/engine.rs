@@ -121,6 +121,33 @@ pub const RAY_WAIT_SHORTER_THAN_STARTUP: Rule = Rule::new(
      Waiting as long as the startup probe allows makes the group's budget the one limit.",
 );
 
+/// `max-loras` above this preallocates GPU memory for more adapters than a
+/// batch usually mixes.
+pub const MANY_LORA_SLOTS: i64 = 16;
+
+pub const LORA_SLOTS: Rule = Rule::new(
+    "ISVC055",
+    Severity::Warning,
+    "a LoRA config whose GPU slots (max-loras) are many, or whose host-memory slots (max-cpu-loras) hold fewer \
+     adapters than it serves or than max-loras",
+)
+.symptom(
+    "a large max-loras takes GPU memory from the KV cache at start-up (fewer concurrent requests, or `No available \
+     memory for the cache blocks`); max-cpu-loras below max-loras stops vLLM at start-up (`max_cpu_loras ... must be \
+     >= max_loras`); below the adapter count, adapters are evicted and reloaded from disk or the Hub on use",
+)
+.fix(
+    "keep max-loras small (the platform's defaults.lora.maxLoras, 4 by default) and max-cpu-loras at the number of \
+     adapters, as isvc renders them",
+)
+.explain(
+    "vLLM allocates, for every LoRA-wrapped layer, dense buffers for max_loras adapters of max_lora_rank at start-up \
+     (vllm-project/vllm vllm/lora/layers/base_linear.py, create_lora_weights), whether or not that many are ever \
+     used in one batch, and before it sizes the KV cache. Adapters beyond max_loras wait in a host-memory cache of \
+     max_cpu_loras (vllm/config/lora.py; it must be at least max_loras) and are copied to a GPU slot when a batch \
+     needs them, which is cheap. So the GPU slots should be few and the host slots should hold every adapter.",
+);
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
@@ -128,6 +155,9 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
     if o.id.kind == "LeaderWorkerSet" {
         ray_wait(o, out);
+    }
+    if o.id.kind == "ConfigMap" {
+        lora_slots(o, out);
     }
     for template in pod_templates(o) {
         for c in containers(template) {
@@ -288,6 +318,41 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
             o,
             format!(
                 "container \"{container}\" downloads {model}{about} to the node's disk but requests no ephemeral-storage"
+            ),
+        ));
+    }
+}
+
+fn lora_slots(o: &Object, out: &mut Vec<Finding>) {
+    let Some(config) = o.value.pointer("/data/lora.yaml").and_then(Value::as_str) else { return };
+    let key = |k: &str| config.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(':')?.trim().parse::<i64>().ok());
+    let adapters = config
+        .lines()
+        .skip_while(|l| !l.starts_with("lora-modules:"))
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
+        .count() as i64;
+    let gpu = key("max-loras").unwrap_or(1);
+    let cpu = key("max-cpu-loras").unwrap_or(gpu);
+    if gpu > MANY_LORA_SLOTS {
+        out.push(Finding::new(
+            LORA_SLOTS,
+            o,
+            format!("max-loras {gpu} preallocates GPU memory for {gpu} adapters in every LoRA layer (more than {MANY_LORA_SLOTS})"),
+        ));
+    }
+    if cpu < gpu {
+        out.push(Finding::new(
+            LORA_SLOTS,
+            o,
+            format!("max-cpu-loras {cpu} is below max-loras {gpu}: vLLM refuses to start"),
+        ));
+    } else if cpu < adapters {
+        out.push(Finding::new(
+            LORA_SLOTS,
+            o,
+            format!(
+                "max-cpu-loras {cpu} holds fewer than the {adapters} adapters served: the rest are reloaded on use"
             ),
         ));
     }

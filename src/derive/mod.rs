@@ -316,7 +316,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         port.to_string(),
     ]);
     args.extend(crate::derive::multinode::args(spec));
-    let adapters = crate::derive::adapters::plan(spec, &namespace, &name, d.lora.max_lora_rank);
+    let adapters = crate::derive::adapters::plan(spec, &namespace, &name, &d.lora);
     let mut pod_annotations = BTreeMap::new();
     let mut volume_mounts = Vec::new();
     let mut volumes = Vec::new();

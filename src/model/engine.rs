@@ -18,7 +18,7 @@ pub const OWNED_ARGS: &[(&str, &str)] = &[
     ("--config", "spec.adapters (the LoRA options live in a config file)"),
     ("--enable-lora", "spec.adapters"),
     ("--lora-modules", "spec.adapters"),
-    ("--max-loras", "spec.adapters"),
+    ("--max-loras", "the platform's defaults.lora.maxLoras"),
     ("--max-cpu-loras", "spec.adapters"),
     ("--max-lora-rank", "the platform's defaults.lora.maxLoraRank"),
     ("--served-model-name", "spec.servedModelName"),

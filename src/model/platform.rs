@@ -220,15 +220,29 @@ pub struct SecretKeyRef {
 }
 
 /// vLLM's LoRA settings for services with adapters.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Lora {
+    /// Most adapters one batch may mix (vLLM's `--max-loras`): vLLM
+    /// preallocates GPU memory for this many adapters of `maxLoraRank` in
+    /// every LoRA layer, taken from the KV cache. A service with fewer
+    /// adapters gets its adapter count; every adapter stays loaded in host
+    /// memory (`--max-cpu-loras`), and is copied to the GPU when a batch
+    /// needs it.
+    #[schemars(range(min = 1, max = 64))]
+    pub max_loras: i32,
     /// Highest rank of any adapter (vLLM's `--max-lora-rank`; it reserves
     /// GPU memory for it). vLLM's default (16) when left out; an adapter of a
     /// higher rank fails to load.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = [1, 8, 16, 32, 64, 128, 256, 320, 512]))]
     pub max_lora_rank: Option<i32>,
+}
+
+impl Default for Lora {
+    fn default() -> Lora {
+        Lora { max_loras: 4, max_lora_rank: None }
+    }
 }
 
 /// Kubernetes image pull policy.
