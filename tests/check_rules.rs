@@ -716,7 +716,7 @@ fn isvc051_drain_cut_short() {
         "terminationGracePeriodSeconds: 30",
     );
     fires(
-        &render_with(&qwen3(), None, &[short.clone()]),
+        &render_with(&qwen3(), None, std::slice::from_ref(&short)),
         "ISVC051",
         "container \"vllm\" drains for 135s (preStop 135s + --shutdown-timeout 0s) but is killed after terminationGracePeriodSeconds 30s",
     );

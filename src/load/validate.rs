@@ -99,13 +99,13 @@ fn engine(spec: &InferenceServiceSpec) -> Vec<Problem> {
             );
         }
     }
-    if let Some(r) = &spec.revision {
-        if r.chars().any(|c| c.is_whitespace() || c.is_control()) || r.starts_with('-') {
-            out.push(Problem::new(
-                spec_path(&["revision"]),
-                format!("invalid revision \"{r}\": give a commit id, branch or tag"),
-            ));
-        }
+    if let Some(r) = &spec.revision
+        && (r.chars().any(|c| c.is_whitespace() || c.is_control()) || r.starts_with('-'))
+    {
+        out.push(Problem::new(
+            spec_path(&["revision"]),
+            format!("invalid revision \"{r}\": give a commit id, branch or tag"),
+        ));
     }
     if let Some(n) = &spec.served_model_name {
         if n.trim() != n || n.is_empty() || n.chars().any(char::is_control) {
@@ -718,6 +718,38 @@ mod tests {
         assert_eq!(msgs(with_scaling(Some(1), Some((1, 2, 3)))), ["give spec.replicas or spec.autoscaling, not both"]);
         assert_eq!(msgs(with_scaling(None, Some((5, 3, 1)))), ["autoscaling.min (5) is above autoscaling.max (3)"]);
         assert!(msgs(with_scaling(None, Some((3, 3, 1)))).is_empty());
+    }
+
+    #[test]
+    fn engine_inputs_leave_isvcs_own_alone() {
+        let msgs = |s: &InferenceServiceSpec| engine(s).into_iter().map(|p| p.message).collect::<Vec<_>>();
+        let mut s = with_adapters(&[("sql", "org/a")]);
+        s.args = vec!["serve".into(), "-tp".into(), "2".into(), "--max-model-len=8192".into()];
+        s.served_model_name = Some("sql".into());
+        s.revision = Some("--main".into());
+        s.env = vec![
+            k8s_openapi::api::core::v1::EnvVar { name: "TMPDIR".into(), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "HUGGING_FACE_HUB_TOKEN".into(), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "A".into(), value: Some("1".into()), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "A".into(), value: Some("2".into()), ..Default::default() },
+        ];
+        assert_eq!(
+            msgs(&s),
+            [
+                "\"serve\" is not an option; spec.args are vLLM options",
+                "argument --tensor-parallel-size is set by isvc; it cannot be in spec.args",
+                "environment variable TMPDIR is set by isvc",
+                "HUGGING_FACE_HUB_TOKEN is the old name of HF_TOKEN",
+                "environment variable A is listed twice (first as env[2])",
+                "invalid revision \"--main\": give a commit id, branch or tag",
+                "servedModelName \"sql\" is also the name of an adapter",
+            ]
+        );
+        let mut ok = base();
+        ok.args = vec!["--max-model-len".into(), "32768".into(), "--enable-auto-tool-choice".into()];
+        ok.revision = Some("0e9e39f249a16976918f6564b8830bc894c89659".into());
+        ok.served_model_name = Some("llama".into());
+        assert!(msgs(&ok).is_empty());
     }
 
     #[test]
