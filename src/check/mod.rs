@@ -13,6 +13,7 @@
 //! - `resources`: GPUs, `/dev/shm`, CPU and memory;
 //! - `scaling`: autoscalers, disruption budgets, rollouts;
 //! - `image`: image references;
+//! - `engine`: what vLLM needs to start and stop (tokens, drain, disk);
 //! - `tenancy`: ResourceQuota and LimitRange admission.
 //!
 //! A family is a function over one object (run in parallel over all of
@@ -23,8 +24,8 @@
 //! turned off per service with the [`DISABLE_ANNOTATION`] annotation and
 //! per run with [`Config::disabled`]; both apply to every family.
 
+mod engine;
 mod image;
-mod model;
 mod network;
 mod probes;
 mod resources;
@@ -46,7 +47,13 @@ use crate::base::diagnostics::{Diagnostic, Location, did_you_mean};
 use crate::base::yaml::PathSegment;
 use crate::load::LoadedService;
 use crate::model::objects::{Object, ObjectId};
+/// Model sizes, load times and loading peaks (shared with the derivation).
+use crate::model::size as model;
 
+pub use engine::{
+    DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, LORA_SLOTS, MODEL_CACHE_UNBOUNDED, RAY_WAIT_SHORTER_THAN_STARTUP,
+    ROLLOUT_STOPS_ONLY_POD,
+};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -225,6 +232,12 @@ pub const RULES: &[Rule] = registry![
     KUEUE_RECLAIM_INVERTS_PRIORITY,
     PRUNABLE_BY_GITOPS,
     PRIORITY_CLASS_NOT_OWNED,
+    GATED_MODEL_WITHOUT_TOKEN,
+    DRAIN_CUT_SHORT,
+    ROLLOUT_STOPS_ONLY_POD,
+    MODEL_CACHE_UNBOUNDED,
+    RAY_WAIT_SHORTER_THAN_STARTUP,
+    LORA_SLOTS,
     RUNS_AS_ROOT,
     PRIVILEGE_ESCALATION,
     CAPABILITIES_KEPT,
@@ -354,8 +367,8 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 /// number of objects: lookups are indexed once per run.
 pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
     let cx = Context::new(objects);
-    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 6] =
-        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check];
+    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 7] =
+        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check, engine::check];
     let mut findings: Vec<Finding> = objects
         .par_iter()
         .flat_map_iter(|o| {
@@ -436,12 +449,7 @@ pub(crate) fn show(v: Option<&Value>) -> String {
     }
 }
 
-/// A byte count for messages, in GiB.
-pub(crate) fn gib(bytes: f64) -> String {
-    let g = bytes / (1u64 << 30) as f64;
-    let text = if g < 10.0 { format!("{g:.1}") } else { format!("{g:.0}") };
-    format!("{}Gi", text.strip_suffix(".0").unwrap_or(&text))
-}
+pub(crate) use crate::model::size::gib;
 
 /// The command line of a container (`command` then `args`), split into
 /// flags and positional words the way a server's argument parser sees it.
@@ -449,7 +457,7 @@ pub(crate) struct CommandLine<'a> {
     /// (flag, value) pairs in order; the value is `None` for a bare flag.
     flags: Vec<(&'a str, Option<&'a str>)>,
     positional: Vec<&'a str>,
-    words: Vec<&'a str>,
+    pub words: Vec<&'a str>,
     image: &'a str,
 }
 

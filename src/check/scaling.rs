@@ -230,7 +230,7 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 }
 
 /// An int-or-percent value resolved against `total`, rounded up or down.
-fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> Option<i64> {
+pub(crate) fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> Option<i64> {
     match v? {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => {

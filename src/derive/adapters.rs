@@ -2,9 +2,10 @@
 //! it.
 //!
 //! The list becomes a vLLM config file (`vllm serve --config`, whose keys are
-//! the command-line options `enable-lora`, `max-loras`, `max-lora-rank` and
-//! `lora-modules`) held in a ConfigMap of the service and mounted read-only
-//! into the server container; the server's arguments only name the file.
+//! the command-line options `enable-lora`, `max-loras`, `max-cpu-loras`,
+//! `max-lora-rank` and `lora-modules`) held in a ConfigMap of the service
+//! and mounted read-only into the server container; the server's arguments
+//! only name the file.
 //! vLLM reads the file at startup, so a changed list must restart the pods:
 //! the pod template carries a checksum of the file, and changing the list
 //! changes the ConfigMap and that one annotation, nothing else.
@@ -37,22 +38,31 @@ pub struct AdapterPlan {
     pub checksum: String,
 }
 
-/// The adapter plan of a service, `None` without adapters. `max_lora_rank`
-/// is the platform's `defaults.lora.maxLoraRank`.
+/// The adapter plan of a service, `None` without adapters. `lora` is the
+/// platform's `defaults.lora`.
+///
+/// `max-loras` is the adapter count, at most `lora.maxLoras`: vLLM
+/// preallocates GPU buffers for `max_loras` adapters of `max_lora_rank` in
+/// every LoRA layer (vllm-project/vllm `vllm/lora/layers/base_linear.py`,
+/// `create_lora_weights`), before it sizes the KV cache. `max-cpu-loras` is
+/// the adapter count, so every adapter stays in host memory (vLLM's default
+/// is `max_loras`, and it must be at least that: `vllm/config/lora.py`).
 pub fn plan(
     spec: &InferenceServiceSpec,
     namespace: &str,
     name: &str,
-    max_lora_rank: Option<i32>,
+    lora: &crate::model::platform::Lora,
 ) -> Option<AdapterPlan> {
+    let max_lora_rank = lora.max_lora_rank;
+    let count = spec.adapters.len();
     if spec.adapters.is_empty() {
         return None;
     }
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
     let mut config = format!(
         "# vLLM options for the LoRA adapters of {namespace}/{name}, read at startup (vllm serve --config).\n\
-         enable-lora: true\nmax-loras: {}\n",
-        spec.adapters.len()
+         enable-lora: true\nmax-loras: {}\nmax-cpu-loras: {count}\n",
+        count.min(usize::try_from(lora.max_loras.max(1)).unwrap_or(1))
     );
     if let Some(rank) = max_lora_rank {
         config.push_str(&format!("max-lora-rank: {rank}\n"));
@@ -126,7 +136,12 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::platform::Lora;
     use crate::model::v1alpha2::Adapter;
+
+    fn lora(max_loras: i32, rank: Option<i32>) -> Lora {
+        Lora { max_loras, max_lora_rank: rank }
+    }
 
     fn spec(adapters: &[(&str, &str)]) -> InferenceServiceSpec {
         let mut s = crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
@@ -143,15 +158,29 @@ mod tests {
     #[test]
     fn the_config_file_lists_every_adapter_and_its_checksum_follows_it() {
         let a =
-            plan(&spec(&[("sql", "org/sql-lora"), ("chat", "/mnt/adapters/chat")]), "ns", "llama", Some(64)).unwrap();
+            plan(&spec(&[("sql", "org/sql-lora"), ("chat", "/mnt/adapters/chat")]), "ns", "llama", &lora(4, Some(64)))
+                .unwrap();
         assert_eq!(
             a.data[CONFIG_FILE],
             "# vLLM options for the LoRA adapters of ns/llama, read at startup (vllm serve --config).\n\
-             enable-lora: true\nmax-loras: 2\nmax-lora-rank: 64\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/mnt/adapters/chat\"\n"
+             enable-lora: true\nmax-loras: 2\nmax-cpu-loras: 2\nmax-lora-rank: 64\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/mnt/adapters/chat\"\n"
         );
-        let b = plan(&spec(&[("sql", "org/sql-lora-v2"), ("chat", "/mnt/adapters/chat")]), "ns", "llama", Some(64))
-            .unwrap();
+        let b = plan(
+            &spec(&[("sql", "org/sql-lora-v2"), ("chat", "/mnt/adapters/chat")]),
+            "ns",
+            "llama",
+            &lora(4, Some(64)),
+        )
+        .unwrap();
         assert_ne!(a.checksum, b.checksum);
-        assert!(plan(&spec(&[]), "ns", "llama", None).is_none());
+        assert!(plan(&spec(&[]), "ns", "llama", &lora(4, None)).is_none());
+    }
+
+    #[test]
+    fn gpu_slots_are_bounded_host_memory_holds_every_adapter() {
+        let many: Vec<(String, String)> = (0..10).map(|i| (format!("a{i}"), format!("org/a{i}"))).collect();
+        let refs: Vec<(&str, &str)> = many.iter().map(|(n, s)| (n.as_str(), s.as_str())).collect();
+        let config = &plan(&spec(&refs), "ns", "llama", &lora(4, None)).unwrap().data[CONFIG_FILE];
+        assert!(config.contains("\nmax-loras: 4\nmax-cpu-loras: 10\n"), "{config}");
     }
 }

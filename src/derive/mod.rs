@@ -8,6 +8,8 @@
 
 pub mod adapters;
 pub mod autoscaling;
+pub mod drain;
+pub mod engine;
 pub mod gateway;
 pub mod gitops;
 pub mod kueue;
@@ -60,6 +62,8 @@ pub struct DesiredService {
     /// (see [`crate::derive::gitops`]).
     pub replicas: Option<i32>,
     pub rollout: RolloutPlan,
+    /// The preStop hooks and grace period (see [`drain`]).
+    pub drain: crate::derive::drain::DrainPlan,
     /// The autoscaler; `None` for a service scaled to zero.
     pub autoscaler: Option<Autoscaler>,
     /// `spec.replicas` as written (the steady state).
@@ -128,12 +132,18 @@ pub struct Container {
     pub limits: BTreeMap<String, String>,
     /// Size of the memory-backed `/dev/shm`.
     pub shm_size: String,
+    /// Size of the model cache volume (`sizeLimit`, and the
+    /// `ephemeral-storage` request outside Kueue).
+    pub cache_size: String,
     pub probes: ProbePlan,
     /// Node selector and tolerations of the pod.
     pub node_selector: BTreeMap<String, String>,
     pub tolerations: Vec<crate::model::platform::Toleration>,
     /// Volume mounts besides `/dev/shm`, as Kubernetes writes them.
     pub volume_mounts: Vec<serde_json::Value>,
+    /// The environment of the server (and of multi-node workers): isvc's
+    /// own, the Hugging Face token, then `spec.env` (see [`engine`]).
+    pub env: Vec<k8s_openapi::api::core::v1::EnvVar>,
 }
 
 /// Probe settings, all three on the same HTTP path and port.
@@ -246,7 +256,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         (MANAGED_BY.0.to_string(), MANAGED_BY.1.to_string()),
     ]);
     let pod_labels = labels.clone();
-    let multi_node = crate::derive::multinode::plan(spec, &pod_labels);
+    let multi_node =
+        crate::derive::multinode::plan(spec, &pod_labels, d.probes.startup_timeout_seconds, d.probes.timeout_seconds);
     let all_pods = BTreeMap::from([("app.kubernetes.io/name".to_string(), name.clone())]);
     // Only a group's leader serves; a Deployment's pods all do.
     let mut selector = all_pods.clone();
@@ -280,7 +291,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         validate_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
     let gpu = gpus.to_string();
-    let requests = BTreeMap::from([
+    let mut requests = BTreeMap::from([
         ("cpu".to_string(), cpu),
         ("memory".to_string(), memory.clone()),
         ("nvidia.com/gpu".to_string(), gpu.clone()),
@@ -291,18 +302,18 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     }
 
     let port = d.port;
-    let mut args = vec![
-        "--model".to_string(),
-        spec.base_model.clone(),
+    let mut args = vec!["--model".to_string(), spec.base_model.clone()];
+    args.extend(crate::derive::engine::identity_args(spec));
+    args.extend([
         "--tensor-parallel-size".to_string(),
         gpus.to_string(),
         "--host".to_string(),
         "0.0.0.0".to_string(),
         "--port".to_string(),
         port.to_string(),
-    ];
+    ]);
     args.extend(crate::derive::multinode::args(spec));
-    let adapters = crate::derive::adapters::plan(spec, &namespace, &name, d.lora.max_lora_rank);
+    let adapters = crate::derive::adapters::plan(spec, &namespace, &name, &d.lora);
     let mut pod_annotations = BTreeMap::new();
     let mut volume_mounts = Vec::new();
     let mut volumes = Vec::new();
@@ -315,6 +326,9 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         volumes.push(serde_json::json!({"name": crate::derive::adapters::VOLUME, "configMap": {"name": name}}));
     }
     let p = &d.probes;
+    let (drain, drain_args) = crate::derive::drain::plan(&d.drain, &d.image);
+    args.extend(drain_args);
+    args.extend(spec.args.iter().cloned());
     let probes = ProbePlan {
         path: p.path.clone(),
         period_seconds: p.period_seconds,
@@ -385,10 +399,45 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let writable = [("home", &security.home_dir), ("cache", &security.cache_dir), ("tmp", &security.tmp_dir)];
     let security_mounts: Vec<serde_json::Value> =
         writable.iter().map(|(volume, path)| serde_json::json!({"name": volume, "mountPath": path})).collect();
-    let security_volumes: Vec<serde_json::Value> =
-        writable.iter().map(|(volume, _)| serde_json::json!({"name": volume, "emptyDir": {}})).collect();
+    // The cache holds the downloaded weights: bounded, and requested from
+    // the node's disk, so the scheduler places the pod where they fit
+    // (docs/engine.md). Kueue refuses pods that request a resource its
+    // ClusterQueue does not cover (kubernetes-sigs/kueue flavorassigner,
+    // "resource %s unavailable in ClusterQueue"), so a queued service gets
+    // the limit alone.
+    let cache_size = match &d.model_cache.size_limit {
+        Some(q) => q.0.clone(),
+        None => {
+            let size = crate::model::size::ModelSize::guess(
+                &spec.base_model,
+                crate::derive::engine::arg_value(&spec.args, &["--quantization", "-q"]),
+                crate::derive::engine::arg_value(&spec.args, &["--dtype"]),
+            );
+            format!("{}Gi", crate::model::size::cache_gib(size.as_ref()))
+        }
+    };
+    if placement.queue.is_none() {
+        requests.insert("ephemeral-storage".to_string(), cache_size.clone());
+    }
+    let security_volumes: Vec<serde_json::Value> = writable
+        .iter()
+        .map(|(volume, _)| match *volume {
+            "cache" => serde_json::json!({"name": volume, "emptyDir": {"sizeLimit": cache_size}}),
+            _ => serde_json::json!({"name": volume, "emptyDir": {}}),
+        })
+        .collect();
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
+    let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);
+    // A service that may run one pod surges rather than stop its only pod
+    // for the model's whole load time, unless no GPU is spare.
+    let lowest = autoscaler.as_ref().map_or(spec_replicas, |a| a.min_replicas);
+    let (max_surge, max_unavailable) =
+        if lowest <= 1 && spec.nodes_per_replica <= 1 && !d.rollout.no_spare_gpus && d.rollout.max_unavailable > 0 {
+            (d.rollout.max_surge.max(1), 0)
+        } else {
+            (d.rollout.max_surge, d.rollout.max_unavailable)
+        };
 
     Ok(DesiredService {
         endpoint: crate::derive::gateway::endpoint(spec, &name, &namespace, port),
@@ -411,17 +460,20 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             requests,
             limits,
             shm_size,
+            cache_size,
             probes,
             node_selector: d.node_selector.clone(),
             tolerations: d.tolerations.clone(),
             volume_mounts,
+            env,
         },
         replicas: Some(spec_replicas),
         rollout: RolloutPlan {
-            max_surge: d.rollout.max_surge,
-            max_unavailable: d.rollout.max_unavailable,
+            max_surge,
+            max_unavailable,
             progress_deadline_seconds: p.startup_timeout_seconds.max(600) + 600,
         },
+        drain,
         autoscaler,
         spec_replicas,
         tenant: placement.tenant,

@@ -8,6 +8,16 @@
 //! parallelism over the GPUs of a node and pipeline parallelism over the
 //! nodes, and only the leader serves, so only leaders are selected by the
 //! Service and the inference pool.
+//!
+//! The script's leader waits `--ray_init_timeout` seconds (300 by default)
+//! for every worker to join, then exits 1; a worker retries as long before
+//! it exits 1 (vllm-project/vllm
+//! `examples/online_serving/multi-node-serving.sh`). With
+//! `RecreateGroupOnPodRestart`, either exit recreates the whole group, so a
+//! group whose nodes are cold (pulling a 20 GB image) never forms. Both get
+//! the whole startup budget (`defaults.probes.startupTimeoutSeconds`)
+//! instead, and the workers a startup probe with the same budget that asks
+//! the leader's Ray head whether it is up (`ray health-check`).
 
 use std::collections::BTreeMap;
 
@@ -35,10 +45,27 @@ pub struct MultiNode {
     pub worker_command: Vec<String>,
     /// Labels of the worker pods.
     pub worker_labels: BTreeMap<String, String>,
+    /// The workers' startup probe command: the leader's Ray head answers.
+    pub worker_probe: Vec<String>,
+    /// Seconds one worker probe may take (the Ray CLI starts a Python
+    /// interpreter).
+    pub worker_probe_timeout_seconds: i32,
 }
 
+/// The port of the leader's Ray head (the script's default).
+pub const RAY_PORT: i32 = 6379;
+/// Shortest time one worker startup probe may take.
+pub const WORKER_PROBE_TIMEOUT_SECONDS: i32 = 10;
+
 /// The multi-node plan of a service, `None` for one node per replica.
-pub fn plan(spec: &InferenceServiceSpec, pod_labels: &BTreeMap<String, String>) -> Option<MultiNode> {
+/// `startup_seconds` is the startup budget, `probe_timeout_seconds` the
+/// platform's probe timeout.
+pub fn plan(
+    spec: &InferenceServiceSpec,
+    pod_labels: &BTreeMap<String, String>,
+    startup_seconds: i32,
+    probe_timeout_seconds: i32,
+) -> Option<MultiNode> {
     if spec.nodes_per_replica <= 1 {
         return None;
     }
@@ -50,16 +77,24 @@ pub fn plan(spec: &InferenceServiceSpec, pod_labels: &BTreeMap<String, String>) 
             "sh".to_string(),
             "-c".to_string(),
             format!(
-                "bash {RAY_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) && exec python3 -m vllm.entrypoints.openai.api_server \"$@\""
+                "bash {RAY_SCRIPT} leader --ray_cluster_size=$(LWS_GROUP_SIZE) --ray_init_timeout={startup_seconds} && exec python3 -m vllm.entrypoints.openai.api_server \"$@\""
             ),
             "vllm".to_string(),
         ],
         worker_command: vec![
             "sh".to_string(),
             "-c".to_string(),
-            format!("exec bash {RAY_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS)"),
+            format!(
+                "exec bash {RAY_SCRIPT} worker --ray_address=$(LWS_LEADER_ADDRESS) --ray_init_timeout={startup_seconds}"
+            ),
         ],
         worker_labels,
+        worker_probe: vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            format!("ray health-check --address=\"$LWS_LEADER_ADDRESS:{RAY_PORT}\""),
+        ],
+        worker_probe_timeout_seconds: probe_timeout_seconds.max(WORKER_PROBE_TIMEOUT_SECONDS),
     })
 }
 
@@ -94,9 +129,12 @@ mod tests {
 
     #[test]
     fn only_several_nodes_make_a_group() {
-        assert!(plan(&spec(8, 1), &BTreeMap::new()).is_none());
-        let p = plan(&spec(16, 2), &BTreeMap::new()).unwrap();
+        assert!(plan(&spec(8, 1), &BTreeMap::new(), 3600, 5).is_none());
+        let p = plan(&spec(16, 2), &BTreeMap::new(), 3600, 5).unwrap();
         assert_eq!(p.size, 2);
+        assert!(p.leader_command[2].contains(" --ray_init_timeout=3600 && exec "), "{:?}", p.leader_command);
+        assert!(p.worker_command[2].ends_with(" --ray_init_timeout=3600"), "{:?}", p.worker_command);
+        assert_eq!(p.worker_probe_timeout_seconds, 10);
         assert_eq!(p.worker_labels["app.kubernetes.io/component"], "inference-worker");
         assert_eq!(args(&spec(16, 2)), ["--pipeline-parallel-size", "2", "--distributed-executor-backend", "ray"]);
     }

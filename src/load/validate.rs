@@ -24,6 +24,7 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
     out.extend(autoscaling(spec));
     out.extend(multinode(spec));
     out.extend(gateway(spec));
+    out.extend(engine(spec));
     for (field, q) in
         spec.resources.iter().flat_map(|r| [("cpu", &r.cpu), ("memory", &r.memory), ("shmSize", &r.shm_size)])
     {
@@ -35,6 +36,89 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
             )),
             Ok(_) => {}
             Err(e) => out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}"))),
+        }
+    }
+    out
+}
+
+/// Problems in the engine inputs: arguments isvc owns, environment
+/// variables it sets, revisions and served names vLLM cannot take.
+fn engine(spec: &InferenceServiceSpec) -> Vec<Problem> {
+    use crate::model::engine::{HF_TOKEN_LEGACY, RESERVED_ENV, owned_arg};
+    let mut out = Vec::new();
+    let at = |field: &str, i: usize, key: Option<&str>| {
+        let mut p = vec![PathSegment::Key("spec".into()), PathSegment::Key(field.into()), PathSegment::Index(i)];
+        p.extend(key.map(|k| PathSegment::Key(k.into())));
+        p
+    };
+    for (i, arg) in spec.args.iter().enumerate() {
+        if let Some((flag, instead)) = owned_arg(arg) {
+            out.push(
+                Problem::new(at("args", i, None), format!("argument {flag} is set by isvc; it cannot be in spec.args"))
+                    .help(format!("use {instead}")),
+            );
+        } else if i == 0 && !arg.starts_with('-') {
+            out.push(
+                Problem::new(at("args", i, None), format!("\"{arg}\" is not an option; spec.args are vLLM options"))
+                    .help("write options as \"--name=value\" or as \"--name\", \"value\""),
+            );
+        }
+    }
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, e) in spec.env.iter().enumerate() {
+        if let Some(first) = seen.insert(e.name.as_str(), i) {
+            out.push(Problem::new(
+                at("env", i, Some("name")),
+                format!("environment variable {} is listed twice (first as env[{first}])", e.name),
+            ));
+        } else if RESERVED_ENV.contains(&e.name.as_str()) {
+            out.push(
+                Problem::new(at("env", i, Some("name")), format!("environment variable {} is set by isvc", e.name))
+                    .help("isvc points it at the pod's writable volumes; leave it out"),
+            );
+        } else if e.name == HF_TOKEN_LEGACY {
+            out.push(
+                Problem::new(at("env", i, Some("name")), format!("{HF_TOKEN_LEGACY} is the old name of HF_TOKEN"))
+                    .help("name it HF_TOKEN"),
+            );
+        } else if e.name.is_empty() || e.name.contains('=') {
+            out.push(Problem::new(
+                at("env", i, Some("name")),
+                format!("invalid environment variable name \"{}\"", e.name),
+            ));
+        }
+        if e.value.is_some() && e.value_from.is_some() {
+            out.push(Problem::new(
+                at("env", i, Some("valueFrom")),
+                format!("environment variable {} has both value and valueFrom", e.name),
+            ));
+        }
+        if e.name == crate::model::engine::HF_TOKEN && e.value.is_some() {
+            out.push(
+                Problem::new(
+                    at("env", i, Some("value")),
+                    "HF_TOKEN is written in the file; it would be committed to git",
+                )
+                .help("take it from a Secret: valueFrom: {secretKeyRef: {name: ..., key: ...}}"),
+            );
+        }
+    }
+    if let Some(r) = &spec.revision
+        && (r.chars().any(|c| c.is_whitespace() || c.is_control()) || r.starts_with('-'))
+    {
+        out.push(Problem::new(
+            spec_path(&["revision"]),
+            format!("invalid revision \"{r}\": give a commit id, branch or tag"),
+        ));
+    }
+    if let Some(n) = &spec.served_model_name {
+        if n.trim() != n || n.is_empty() || n.chars().any(char::is_control) {
+            out.push(Problem::new(spec_path(&["servedModelName"]), format!("invalid servedModelName \"{n}\"")));
+        } else if spec.adapters.iter().any(|a| &a.name == n) {
+            out.push(Problem::new(
+                spec_path(&["servedModelName"]),
+                format!("servedModelName \"{n}\" is also the name of an adapter"),
+            ));
         }
     }
     out
@@ -780,6 +864,38 @@ mod tests {
         assert_eq!(msgs(with_scaling(Some(1), Some((1, 2, 3)))), ["give spec.replicas or spec.autoscaling, not both"]);
         assert_eq!(msgs(with_scaling(None, Some((5, 3, 1)))), ["autoscaling.min (5) is above autoscaling.max (3)"]);
         assert!(msgs(with_scaling(None, Some((3, 3, 1)))).is_empty());
+    }
+
+    #[test]
+    fn engine_inputs_leave_isvcs_own_alone() {
+        let msgs = |s: &InferenceServiceSpec| engine(s).into_iter().map(|p| p.message).collect::<Vec<_>>();
+        let mut s = with_adapters(&[("sql", "org/a")]);
+        s.args = vec!["serve".into(), "-tp".into(), "2".into(), "--max-model-len=8192".into()];
+        s.served_model_name = Some("sql".into());
+        s.revision = Some("--main".into());
+        s.env = vec![
+            k8s_openapi::api::core::v1::EnvVar { name: "TMPDIR".into(), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "HUGGING_FACE_HUB_TOKEN".into(), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "A".into(), value: Some("1".into()), ..Default::default() },
+            k8s_openapi::api::core::v1::EnvVar { name: "A".into(), value: Some("2".into()), ..Default::default() },
+        ];
+        assert_eq!(
+            msgs(&s),
+            [
+                "\"serve\" is not an option; spec.args are vLLM options",
+                "argument --tensor-parallel-size is set by isvc; it cannot be in spec.args",
+                "environment variable TMPDIR is set by isvc",
+                "HUGGING_FACE_HUB_TOKEN is the old name of HF_TOKEN",
+                "environment variable A is listed twice (first as env[2])",
+                "invalid revision \"--main\": give a commit id, branch or tag",
+                "servedModelName \"sql\" is also the name of an adapter",
+            ]
+        );
+        let mut ok = base();
+        ok.args = vec!["--max-model-len".into(), "32768".into(), "--enable-auto-tool-choice".into()];
+        ok.revision = Some("0e9e39f249a16976918f6564b8830bc894c89659".into());
+        ok.served_model_name = Some("llama".into());
+        assert!(msgs(&ok).is_empty());
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!   `autoscaling` keeps the reference autoscaler bounds).
 //! - v1alpha2 to v1alpha1 keeps what v1alpha1 can say and does not drop the
 //!   rest: the fields v1alpha1 cannot express (adapters, autoscaling, nodes,
-//!   resources, gateway, and the new status fields) are stored as JSON in
+//!   resources, gateway, served model name, revision, engine arguments and
+//!   environment, and the new status fields) are stored as JSON in
 //!   the annotation [`LOST_FIELDS_ANNOTATION`], the usual Kubernetes pattern,
 //!   and restored from it on the way back. A v1alpha1 reader sees
 //!   `replicas` as the autoscaling minimum and `gpusPerReplica` as the GPUs
@@ -40,6 +41,10 @@ pub fn spec_to_hub(spec: &v1::InferenceServiceSpec) -> v2::InferenceServiceSpec 
         gateway: None,
         priority: spec.priority.clone(),
         queue: spec.queue.clone(),
+        served_model_name: None,
+        revision: None,
+        args: Vec::new(),
+        env: Vec::new(),
     }
 }
 

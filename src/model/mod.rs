@@ -4,11 +4,13 @@
 
 pub mod conversion;
 pub mod crd;
+pub mod engine;
 pub mod kinds;
 pub mod labels;
 pub mod objects;
 pub mod platform;
 pub mod route;
 pub mod schema;
+pub mod size;
 pub mod v1alpha1;
 pub mod v1alpha2;

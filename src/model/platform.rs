@@ -124,6 +124,14 @@ pub struct Defaults {
     pub security: Security,
     /// vLLM's LoRA settings for services with adapters.
     pub lora: Lora,
+    /// Access to the Hugging Face Hub: the token for gated models.
+    #[serde(skip_serializing_if = "HuggingFace::is_empty")]
+    pub hugging_face: HuggingFace,
+    /// How a server that is told to stop finishes the requests in flight.
+    pub drain: Drain,
+    /// The volume the server downloads the model into.
+    #[serde(skip_serializing_if = "ModelCache::is_empty")]
+    pub model_cache: ModelCache,
 }
 
 impl Default for Defaults {
@@ -140,20 +148,110 @@ impl Default for Defaults {
             tolerations: Vec::new(),
             security: Security::default(),
             lora: Lora::default(),
+            hugging_face: HuggingFace::default(),
+            drain: Drain::default(),
+            model_cache: ModelCache::default(),
         }
     }
 }
 
-/// vLLM's LoRA settings for services with adapters.
+/// The model cache: an `emptyDir` on the node's disk that holds the
+/// downloaded weights and compiled kernels.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ModelCache {
+    /// Size of every service's cache (its `sizeLimit` and `ephemeral-storage`
+    /// request), replacing the estimate from the model's name (weights plus
+    /// 10% plus 10Gi; 109Gi when the name gives no size).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size_limit: Option<QuantityText>,
+}
+
+impl ModelCache {
+    pub fn is_empty(&self) -> bool {
+        self.size_limit.is_none()
+    }
+}
+
+/// Graceful drain: a pod that is deleted (rollout, scale-down, node drain)
+/// keeps serving while the Service and the Gateway stop sending it new
+/// requests, then finishes the requests in flight before it exits.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Drain {
+    /// Seconds the server keeps serving after the pod is deleted, before it
+    /// gets SIGTERM (a preStop sleep): time for endpoints, kube-proxy and
+    /// the Gateway to stop routing new requests to it.
+    #[schemars(range(min = 0, max = 600))]
+    pub pre_stop_seconds: i32,
+    /// Longest a request in flight may take to finish (a long generation).
+    /// vLLM 0.18 and later get `--shutdown-timeout` with it; older images,
+    /// which abort every request on SIGTERM, sleep this much longer first.
+    #[schemars(range(min = 0, max = 3600))]
+    pub request_seconds: i32,
+}
+
+impl Default for Drain {
+    fn default() -> Drain {
+        Drain { pre_stop_seconds: 15, request_seconds: 120 }
+    }
+}
+
+/// Access to the Hugging Face Hub.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HuggingFace {
+    /// The Secret key holding a Hugging Face token: every server and
+    /// multi-node worker gets it as `HF_TOKEN`, so gated models (Llama,
+    /// Mistral, Gemma) download. The Secret must exist in each service's
+    /// namespace; isvc never renders it (it does not belong in git). A
+    /// service's own `HF_TOKEN` in `spec.env` replaces it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret: Option<SecretKeyRef>,
+}
+
+impl HuggingFace {
+    pub fn is_empty(&self) -> bool {
+        self.token_secret.is_none()
+    }
+}
+
+/// A key of a Secret in the service's namespace.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SecretKeyRef {
+    /// The Secret's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key in the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// vLLM's LoRA settings for services with adapters.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Lora {
+    /// Most adapters one batch may mix (vLLM's `--max-loras`): vLLM
+    /// preallocates GPU memory for this many adapters of `maxLoraRank` in
+    /// every LoRA layer, taken from the KV cache. A service with fewer
+    /// adapters gets its adapter count; every adapter stays loaded in host
+    /// memory (`--max-cpu-loras`), and is copied to the GPU when a batch
+    /// needs it.
+    #[schemars(range(min = 1, max = 64))]
+    pub max_loras: i32,
     /// Highest rank of any adapter (vLLM's `--max-lora-rank`; it reserves
     /// GPU memory for it). vLLM's default (16) when left out; an adapter of a
     /// higher rank fails to load.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("enum" = [1, 8, 16, 32, 64, 128, 256, 320, 512]))]
     pub max_lora_rank: Option<i32>,
+}
+
+impl Default for Lora {
+    fn default() -> Lora {
+        Lora { max_loras: 4, max_lora_rank: None }
+    }
 }
 
 /// Kubernetes image pull policy.
@@ -267,8 +365,10 @@ impl Default for Autoscaling {
     }
 }
 
-/// Rolling-update settings. The default never needs a spare GPU: one old pod
-/// goes before its replacement starts (`maxSurge: 0`).
+/// Rolling-update settings. The default needs no spare GPU for services of
+/// several pods: one old pod goes before its replacement starts
+/// (`maxSurge: 0`). A service that may run one pod surges instead, unless
+/// `noSpareGpus`.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Rollout {
@@ -279,11 +379,19 @@ pub struct Rollout {
     /// Pods a rollout may take down at once.
     #[schemars(range(min = 0, max = 100))]
     pub max_unavailable: i32,
+    /// The cluster has no GPU to spare for a surge pod. Unset, a service
+    /// that may run a single pod (replicas 0 or 1, or an autoscaling minimum
+    /// of 1) starts its new pod before it stops the old one (`maxSurge: 1,
+    /// maxUnavailable: 0`), as a rollout would otherwise be an outage of the
+    /// model's load time; set, it follows `maxSurge` and `maxUnavailable`
+    /// like every other service.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_spare_gpus: bool,
 }
 
 impl Default for Rollout {
     fn default() -> Rollout {
-        Rollout { max_surge: 0, max_unavailable: 1 }
+        Rollout { max_surge: 0, max_unavailable: 1, no_spare_gpus: false }
     }
 }
 
@@ -557,6 +665,10 @@ pub struct Tenant {
     /// Deny ingress from other namespaces except `network.allowFrom`.
     #[serde(default = "yes")]
     pub isolation: bool,
+    /// The tenant's own Hugging Face access, replacing
+    /// `defaults.huggingFace` for its services.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugging_face: Option<HuggingFace>,
 }
 
 /// LimitRange values for one container.
@@ -644,6 +756,12 @@ impl Tenant {
         let allowed: Vec<&String> =
             if self.priorities.is_empty() { tiers.keys().collect() } else { self.priorities.iter().collect() };
         allowed.iter().find(|p| p.as_str() == "online").or(allowed.first()).map(|p| p.to_string())
+    }
+
+    /// The Hugging Face token of the tenant's services: its own, else the
+    /// platform's.
+    pub fn hf_token<'a>(&'a self, platform: &'a Platform) -> Option<&'a SecretKeyRef> {
+        self.hugging_face.as_ref().unwrap_or(&platform.defaults.hugging_face).token_secret.as_ref()
     }
 
     /// Whether services may use tier `name`.

@@ -86,7 +86,8 @@ fn exactly_one_scaling(mut document: Value) -> Value {
 fn document<S: JsonSchema>(api_version: &str, description: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.inline_subschemas = true;
-    let spec = settings.into_generator().into_root_schema_for::<S>().to_value();
+    let mut spec = settings.into_generator().into_root_schema_for::<S>().to_value();
+    close_objects(&mut spec);
     let mut spec = spec.as_object().cloned().unwrap_or_default();
     for k in ["$schema", "title"] {
         spec.remove(k);
@@ -105,6 +106,23 @@ fn document<S: JsonSchema>(api_version: &str, description: &str) -> Value {
             "spec": Value::Object(spec),
         },
     })
+}
+
+/// Refuses unknown fields in every object that lists its fields, as the
+/// spec's own types do (`deny_unknown_fields`), including the Kubernetes
+/// types a spec embeds (`env` items: a misspelt `valeu` is an error, not a
+/// variable without a value).
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(o) => {
+            if o.contains_key("properties") && !o.contains_key("additionalProperties") {
+                o.insert("additionalProperties".to_string(), Value::Bool(false));
+            }
+            o.values_mut().for_each(close_objects);
+        }
+        Value::Array(a) => a.iter_mut().for_each(close_objects),
+        _ => {}
+    }
 }
 
 fn metadata() -> Value {

@@ -30,7 +30,7 @@ pub const MAX_ADAPTERS: usize = 64;
 
 /// An LLM served by vLLM: a base model, its LoRA adapters, how it scales,
 /// and where the gateway routes to it.
-#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "ai.example.com",
     version = "v1alpha2",
@@ -114,6 +114,40 @@ pub struct InferenceServiceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub queue: Option<String>,
+
+    /// The name clients ask for (vLLM's `--served-model-name`, also the
+    /// `model_name` label of its metrics). Left out, `baseModel`, as vLLM
+    /// itself defaults to the model it loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub served_model_name: Option<String>,
+
+    /// The revision of the base model's weights: a commit id (best: the
+    /// rendered output then pins the weights too), a branch or a tag
+    /// (vLLM's `--revision`). Left out, the repository's default branch
+    /// at the time the pod starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 255))]
+    pub revision: Option<String>,
+
+    /// Extra vLLM server arguments, appended after the ones isvc derives
+    /// (`--max-model-len=32768`, `--gpu-memory-utilization=0.85`,
+    /// `--quantization=fp8`, `--enable-auto-tool-choice`,
+    /// `--tool-call-parser=hermes`). Arguments isvc owns (`--model`,
+    /// `--host`, `--port`, the parallel sizes, `--config`, the LoRA options,
+    /// `--served-model-name`, `--revision`, ...) are refused: use the spec
+    /// field that sets them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 128), inner(length(min = 1, max = 4096)))]
+    pub args: Vec<String>,
+
+    /// Extra environment variables of the server (and of multi-node
+    /// workers), as Kubernetes writes them: `value` or `valueFrom`. Names
+    /// isvc sets (`HOME`, `HF_HOME`, `TMPDIR`, ...) are refused; `HF_TOKEN`
+    /// replaces the platform's Hugging Face token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 128))]
+    pub env: Vec<k8s_openapi::api::core::v1::EnvVar>,
 }
 
 fn one() -> i32 {

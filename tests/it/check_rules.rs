@@ -103,10 +103,15 @@ fn quiet(objects: &[Object], id: &str) {
     assert!(found.is_empty(), "{id} should not fire: {:#?}", found.iter().map(|f| &f.message).collect::<Vec<_>>());
 }
 
+/// A platform that gives every server a Hugging Face token.
+fn with_token() -> String {
+    platform("  huggingFace:\n    tokenSecret: {name: hf-token, key: token}\n")
+}
+
 #[test]
 fn the_built_in_templates_pass_every_rule() {
     for s in [qwen3(), service("big", "meta-llama/Llama-3.3-70B-Instruct", 2, 8), service("zero", "x/M-1B", 0, 2)] {
-        let findings = check::run(&render(&s));
+        let findings = check::run(&render_with(&s, Some(&with_token()), &[]));
         assert!(findings.is_empty(), "{s}\n{findings:#?}");
     }
 }
@@ -421,8 +426,17 @@ fn isvc019_rollout_cannot_proceed() {
         "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 4 needed, 3 allowed",
     );
     quiet(&with(render_with(&qwen3(), Some(&surge), &[]), &[&gpu_quota("4")]), "ISVC019");
-    // isvc's default rollout needs no spare quota.
-    quiet(&with(render(&qwen3()), &[&gpu_quota("3")]), "ISVC019");
+    // A service that may run one pod (replicas 3: an autoscaler minimum of
+    // 1) surges by default, and ISVC019 still checks the quota holds the
+    // surge pod on top of the 3 it starts with.
+    fires(
+        &with(render(&qwen3()), &[&gpu_quota("3")]),
+        "ISVC019",
+        "a rollout starts 1 extra pod (maxSurge 1), but ResourceQuota ml/gpus has no room for requests.nvidia.com/gpu: 4 needed, 3 allowed",
+    );
+    // The platform's rollout for services of several pods needs no spare quota.
+    let six = service("qwen3", "Qwen/Qwen3-0.6B", 6, 1);
+    quiet(&with(render(&six), &[&gpu_quota("3")]), "ISVC019");
 }
 
 #[test]
@@ -689,7 +703,9 @@ fn run(c: &mut Command) -> (i32, String, String) {
 fn check_reports_warnings_with_file_line_symptom_and_fix() {
     let dir = setup(
         &service("llama", "meta-llama/Llama-3.3-70B-Instruct", 2, 4),
-        Some(&platform("  probes: {startupTimeoutSeconds: 900}\n")),
+        Some(&platform(
+            "  probes: {startupTimeoutSeconds: 900}\n  huggingFace:\n    tokenSecret: {name: hf-token, key: token}\n",
+        )),
     );
     let (code, out, err) = run(isvc(dir.path()).args(["check", "services", "--platform", "platform.yaml"]));
     assert_eq!(code, 0, "warnings alone pass: {out}{err}");
@@ -799,6 +815,219 @@ fn sarif_has_rules_results_and_locations_for_code_scanning() {
     let prints: std::collections::BTreeSet<&str> =
         results.iter().map(|r| r["partialFingerprints"]["isvcFinding/v1"].as_str().unwrap()).collect();
     assert_eq!(prints.len(), 4);
+}
+
+#[test]
+fn isvc050_gated_model_without_token() {
+    let llama = service("llama", "meta-llama/Llama-3.1-8B-Instruct", 1, 1);
+    fires(
+        &render(&llama),
+        "ISVC050",
+        "container \"vllm\" downloads the gated model meta-llama/Llama-3.1-8B-Instruct with no HF_TOKEN; the download is refused",
+    );
+    // The platform's token reaches the server, from the Secret.
+    let objects = render_with(&llama, Some(&with_token()), &[]);
+    quiet(&objects, "ISVC050");
+    let mut objects = objects;
+    let env = container(&mut objects)["env"].as_array().unwrap().clone();
+    assert!(
+        env.contains(&json!({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}))
+    );
+    // A template that writes its own environment loses it.
+    let bad = template("deployment.yaml", "env: {{ container.env }}", "env: {{ security.env }}");
+    fires(&render_with(&llama, Some(&with_token()), &[bad]), "ISVC050", "gated model");
+    // Models outside the gated organisations, and offline servers, need none.
+    quiet(&render(&qwen3()), "ISVC050");
+    let offline = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+                   spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  revision: main\n  \
+                   env: [{name: HF_HUB_OFFLINE, value: \"1\"}]\n";
+    quiet(&render(offline), "ISVC050");
+}
+
+#[test]
+fn isvc051_drain_cut_short() {
+    let mut objects = render(&qwen3());
+    quiet(&objects, "ISVC051");
+    let c = container(&mut objects).clone();
+    assert_eq!(c["lifecycle"], json!({"preStop": {"exec": {"command": ["sleep", "135"]}}}));
+    assert_eq!(find(&mut objects, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"], 150);
+    let no_hook = template(
+        "deployment.yaml",
+        "          lifecycle:\n            preStop:\n              exec:\n                command: {{ drain.pre_stop }}\n",
+        "",
+    );
+    fires(
+        &render_with(&qwen3(), None, &[no_hook]),
+        "ISVC051",
+        "container \"vllm\" has no preStop hook: it gets SIGTERM while the Service and Gateway still route to it",
+    );
+    let short = template(
+        "deployment.yaml",
+        "terminationGracePeriodSeconds: {{ drain.termination_grace_period_seconds }}",
+        "terminationGracePeriodSeconds: 30",
+    );
+    fires(
+        &render_with(&qwen3(), None, std::slice::from_ref(&short)),
+        "ISVC051",
+        "container \"vllm\" drains for 135s (preStop 135s + --shutdown-timeout 0s) but is killed after terminationGracePeriodSeconds 30s",
+    );
+    // vLLM 0.18 and later drain themselves after a short preStop sleep.
+    let new = platform("  image: vllm/vllm-openai:v0.18.0\n  drain: {preStopSeconds: 10, requestSeconds: 600}\n");
+    let mut objects = render_with(&qwen3(), Some(&new), &[]);
+    quiet(&objects, "ISVC051");
+    let c = container(&mut objects).clone();
+    assert!(c["args"].as_array().unwrap().contains(&json!("--shutdown-timeout=600")));
+    assert_eq!(c["lifecycle"]["preStop"]["exec"]["command"], json!(["sleep", "10"]));
+    fires(
+        &render_with(&qwen3(), Some(&new), &[short]),
+        "ISVC051",
+        "drains for 610s (preStop 10s + --shutdown-timeout 600s) but is killed after terminationGracePeriodSeconds 30s",
+    );
+}
+
+#[test]
+fn isvc052_rollout_stops_only_pod() {
+    // replicas 3 gives the autoscaler a minimum of 1: the service surges.
+    let mut objects = render(&qwen3());
+    quiet(&objects, "ISVC052");
+    let rolling = find(&mut objects, "Deployment")["spec"]["strategy"]["rollingUpdate"].clone();
+    assert_eq!(rolling, json!({"maxSurge": 1, "maxUnavailable": 0}));
+    // Services that never run fewer than two pods keep the platform's rollout.
+    let mut six = render(&service("qwen3", "Qwen/Qwen3-0.6B", 6, 1));
+    quiet(&six, "ISVC052");
+    let rolling = find(&mut six, "Deployment")["spec"]["strategy"]["rollingUpdate"].clone();
+    assert_eq!(rolling, json!({"maxSurge": 0, "maxUnavailable": 1}));
+    // A platform without spare GPUs gets what it asked for, and the warning.
+    let full = platform("  rollout: {noSpareGpus: true}\n");
+    fires(
+        &render_with(&qwen3(), Some(&full), &[]),
+        "ISVC052",
+        "maxSurge 0 and maxUnavailable 1 at 1 replica: a rollout stops the only pod before its replacement has loaded the model",
+    );
+    let recreate = template("deployment.yaml", "type: RollingUpdate", "type: Recreate");
+    fires(
+        &render_with(&qwen3(), None, &[recreate]),
+        "ISVC052",
+        "strategy Recreate stops the only pod before its replacement has loaded the model",
+    );
+}
+
+#[test]
+fn isvc053_model_cache_unbounded() {
+    let llama = service("llama", "meta-llama/Llama-3.1-8B-Instruct", 1, 1);
+    let mut objects = render_with(&llama, Some(&with_token()), &[]);
+    quiet(&objects, "ISVC053");
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "27Gi");
+    let volumes = &mut find(&mut objects, "Deployment")["spec"]["template"]["spec"]["volumes"];
+    let cache = volumes.as_array_mut().unwrap().iter_mut().find(|v| v["name"] == "cache").unwrap();
+    assert_eq!(cache["emptyDir"], json!({"sizeLimit": "27Gi"}));
+    cache["emptyDir"] = json!({});
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) into emptyDir \"cache\", which has no sizeLimit",
+    );
+    let mut objects = render_with(&llama, Some(&with_token()), &[]);
+    let volumes = &mut find(&mut objects, "Deployment")["spec"]["template"]["spec"]["volumes"];
+    let cache = volumes.as_array_mut().unwrap().iter_mut().find(|v| v["name"] == "cache").unwrap();
+    cache["emptyDir"]["sizeLimit"] = json!("10Gi");
+    container(&mut objects)["resources"]["requests"].as_object_mut().unwrap().remove("ephemeral-storage");
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) into emptyDir \"cache\", whose sizeLimit 10Gi is smaller",
+    );
+    fires(
+        &objects,
+        "ISVC053",
+        "container \"vllm\" downloads meta-llama/Llama-3.1-8B-Instruct (about 15Gi) to the node's disk but requests no ephemeral-storage",
+    );
+    // The platform can fix the size; quantization in spec.args shrinks the estimate.
+    let fixed = platform("  modelCache: {sizeLimit: 200Gi}\n");
+    let mut objects = render_with(&qwen3(), Some(&fixed), &[]);
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "200Gi");
+    let fp8 = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big, namespace: ml}\n\
+               spec: {baseModel: Qwen/Qwen3-32B, replicas: 1, args: [--quantization=fp8]}\n";
+    let mut objects = render(fp8);
+    assert_eq!(container(&mut objects)["resources"]["requests"]["ephemeral-storage"], "43Gi");
+}
+
+#[test]
+fn isvc054_ray_wait_shorter_than_startup() {
+    let big = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big, namespace: ml}\n\
+               spec: {baseModel: Qwen/Qwen3-235B-A22B, replicas: 1, gpusPerReplica: 16, nodesPerReplica: 2}\n";
+    let mut objects = render(big);
+    quiet(&objects, "ISVC054");
+    let lwt = find(&mut objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"].clone();
+    let leader = &lwt["leaderTemplate"]["spec"]["containers"][0]["command"][2];
+    assert!(leader.as_str().unwrap().contains("--ray_init_timeout=3600 && exec"), "{leader}");
+    let worker = &lwt["workerTemplate"]["spec"]["containers"][0];
+    assert_eq!(worker["startupProbe"]["exec"]["command"][2], "ray health-check --address=\"$LWS_LEADER_ADDRESS:6379\"");
+    assert_eq!(worker["startupProbe"]["failureThreshold"], 360);
+    // The script's own 300 s, as in LeaderWorkerSet's vLLM example.
+    let lwt = &mut find(&mut objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"];
+    let command = &mut lwt["leaderTemplate"]["spec"]["containers"][0]["command"][2];
+    *command = json!(command.as_str().unwrap().replace(" --ray_init_timeout=3600", ""));
+    lwt["workerTemplate"]["spec"]["containers"][0].as_object_mut().unwrap().remove("startupProbe");
+    fires(
+        &objects,
+        "ISVC054",
+        "container \"vllm\" (leader) waits 300s for the Ray cluster, less than the startup budget of 3600s: a slow node restarts the whole group",
+    );
+    fires(&objects, "ISVC054", "container \"vllm\" (worker) has no startup probe");
+}
+
+#[test]
+fn isvc055_lora_slots() {
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: qwen3, namespace: ml}\n\
+               spec:\n  baseModel: Qwen/Qwen3-8B\n  replicas: 1\n  adapters:\n    - {name: a, source: org/a}\n    \
+               - {name: b, source: org/b}\n    - {name: c, source: org/c}\n";
+    let two = platform("  lora: {maxLoras: 2}\n");
+    let mut objects = render_with(svc, Some(&two), &[]);
+    quiet(&objects, "ISVC055");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    let config = data.as_str().unwrap().to_string();
+    assert!(config.contains("\nmax-loras: 2\nmax-cpu-loras: 3\n"), "{config}");
+    *data = json!(config.replace("max-cpu-loras: 3", "max-cpu-loras: 1"));
+    fires(&objects, "ISVC055", "max-cpu-loras 1 is below max-loras 2: vLLM refuses to start");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    *data = json!(config.replace("max-cpu-loras: 3\n", ""));
+    fires(&objects, "ISVC055", "max-cpu-loras 2 holds fewer than the 3 adapters served: the rest are reloaded on use");
+    let data = &mut find(&mut objects, "ConfigMap")["data"]["lora.yaml"];
+    *data = json!(config.replace("max-loras: 2", "max-loras: 32").replace("max-cpu-loras: 3", "max-cpu-loras: 64"));
+    fires(
+        &objects,
+        "ISVC055",
+        "max-loras 32 preallocates GPU memory for 32 adapters in every LoRA layer (more than 16)",
+    );
+}
+
+#[test]
+fn engine_inputs_reach_the_server() {
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
+               spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \
+               revision: 0e9e39f249a16976918f6564b8830bc894c89659\n  args: [--max-model-len=32768, --enable-auto-tool-choice]\n  \
+               env:\n    - {name: VLLM_LOGGING_LEVEL, value: DEBUG}\n    - name: HF_TOKEN\n      \
+               valueFrom: {secretKeyRef: {name: team-token, key: hf}}\n";
+    let mut objects = render_with(svc, Some(&with_token()), &[]);
+    let c = container(&mut objects).clone();
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(
+        args[..6],
+        [
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--served-model-name",
+            "llama",
+            "--revision",
+            "0e9e39f249a16976918f6564b8830bc894c89659"
+        ]
+    );
+    assert_eq!(args[args.len() - 2..], ["--max-model-len=32768", "--enable-auto-tool-choice"]);
+    let env: Vec<&Value> = c["env"].as_array().unwrap().iter().filter(|e| e["name"] == "HF_TOKEN").collect();
+    assert_eq!(env, [&json!({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "team-token", "key": "hf"}}})]);
+    assert_eq!(c["env"].as_array().unwrap().last().unwrap()["name"], "HF_TOKEN");
+    assert!(c["env"].as_array().unwrap().iter().any(|e| e == &json!({"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"})));
 }
 
 #[test]

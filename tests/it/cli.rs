@@ -96,10 +96,14 @@ fn doubling_replicas_changes_only_scaling() {
     assert_eq!(hpa["impact"], "scaling-only");
     assert_eq!(hpa["fields"], serde_json::json!(["spec.maxReplicas", "spec.minReplicas"]));
     assert!(hpa["diff"].as_str().unwrap().contains("+  minReplicas: 3"));
-    // The starting count, which a GitOps engine ignores once the Deployment exists.
+    // The starting count, which a GitOps engine ignores once the Deployment
+    // exists, and the strategy: at a minimum of 3 pods a rollout no longer
+    // needs to surge. No pod changes.
     let deploy = of("Deployment");
-    assert_eq!(deploy["impact"], "scaling-only");
-    assert_eq!(deploy["fields"], serde_json::json!(["spec.replicas"]));
+    assert_eq!(deploy["impact"], "no-pod-change");
+    let fields = deploy["fields"].as_array().unwrap();
+    assert!(fields.contains(&serde_json::json!("spec.replicas")), "{fields:?}");
+    assert!(fields.iter().any(|f| f.as_str().unwrap().starts_with("spec.strategy")), "{fields:?}");
 }
 
 #[test]

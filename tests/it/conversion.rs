@@ -11,6 +11,7 @@ use isvc::model::conversion::{LOST_FIELDS_ANNOTATION, from_hub, to_hub};
 use isvc::model::objects::Object;
 use isvc::model::v1alpha1 as v1;
 use isvc::model::v1alpha2 as v2;
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -99,8 +100,10 @@ prop_compose! {
         priority in proptest::option::of(dns_label()),
         queue in proptest::option::of(dns_label()),
         status in proptest::option::of(status_v2()),
+        engine in engine(),
     ) -> v2::InferenceService {
         let (replicas, autoscaling) = scaling;
+        let (served_model_name, revision, args, env) = engine;
         v2::InferenceService {
             metadata,
             spec: v2::InferenceServiceSpec {
@@ -114,10 +117,35 @@ prop_compose! {
                 gateway: gateway.map(|(route, priority)| v2::Gateway { route, priority }),
                 priority,
                 queue,
+                served_model_name,
+                revision,
+                args,
+                env,
             },
             status,
         }
     }
+}
+
+/// The engine inputs: served name, revision, arguments, environment (a
+/// value or a Secret key).
+#[allow(clippy::type_complexity)]
+fn engine() -> impl Strategy<Value = (Option<String>, Option<String>, Vec<String>, Vec<EnvVar>)> {
+    let env = ("[A-Z][A-Z0-9_]{0,10}", proptest::option::of("[a-z0-9]{0,8}"), proptest::option::of(dns_label()))
+        .prop_map(|(name, value, secret)| EnvVar {
+            name,
+            value: if secret.is_some() { None } else { value },
+            value_from: secret.map(|s| EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector { name: s, key: "token".into(), optional: None }),
+                ..EnvVarSource::default()
+            }),
+        });
+    (
+        proptest::option::of(text()),
+        proptest::option::of(prop_oneof!["[0-9a-f]{40}", "main", "v[0-9]\\.[0-9]"]),
+        proptest::collection::vec(prop_oneof!["--max-model-len=[0-9]{4,6}", Just("--enforce-eager".to_string())], 0..3),
+        proptest::collection::vec(env, 0..3),
+    )
 }
 
 proptest! {

@@ -70,7 +70,7 @@ fn adapters_are_a_config_map_mounted_into_the_server() {
     assert_eq!(
         cm["data"]["lora.yaml"],
         "# vLLM options for the LoRA adapters of llm/llama, read at startup (vllm serve --config).\n\
-         enable-lora: true\nmax-loras: 2\nmax-lora-rank: 32\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/adapters/chat\"\n"
+         enable-lora: true\nmax-loras: 2\nmax-cpu-loras: 2\nmax-lora-rank: 32\nlora-modules:\n  - \"sql=org/sql-lora\"\n  - \"chat=/adapters/chat\"\n"
     );
     let pod = &find(&objects, "Deployment", "llama").unwrap()["spec"]["template"];
     let container = &pod["spec"]["containers"][0];
@@ -431,7 +431,10 @@ fn resource_overrides_replace_the_per_gpu_defaults_and_must_fit() {
     let objects = compile(plain, &svc("{cpu: 6, memory: 100Gi}")).unwrap();
     let pod = &find(&objects, "Deployment", "a").unwrap()["spec"]["template"]["spec"];
     let resources = &pod["containers"][0]["resources"];
-    assert_eq!(resources["requests"], json!({"cpu": "6", "memory": "100Gi", "nvidia.com/gpu": "2"}));
+    assert_eq!(
+        resources["requests"],
+        json!({"cpu": "6", "ephemeral-storage": "109Gi", "memory": "100Gi", "nvidia.com/gpu": "2"})
+    );
     assert_eq!(resources["limits"], json!({"cpu": "16", "memory": "100Gi", "nvidia.com/gpu": "2"}));
     assert_eq!(pod["volumes"][0]["emptyDir"]["sizeLimit"], "8Gi", "shared memory keeps the per-GPU default");
 

@@ -95,19 +95,28 @@ fn converged_cluster_plans_nothing_and_is_ready() {
 fn doubling_replicas_raises_the_deployment_to_the_new_minimum_and_updates_the_autoscaler() {
     let (plan, statuses) = reconcile(&qwen3(6), &snapshot("converged.yaml"));
     assert_eq!(actions(&plan), ["update deployment default/qwen3", "update horizontalpodautoscaler default/qwen3"]);
-    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 1 -> 3"]);
+    // At a minimum of 3 pods a rollout no longer surges (docs/engine.md).
+    assert_eq!(
+        fields(&plan, "Deployment"),
+        [
+            "spec.strategy.rollingUpdate.maxSurge: 1 -> 0",
+            "spec.strategy.rollingUpdate.maxUnavailable: 0 -> 1",
+            "spec.replicas: 1 -> 3"
+        ]
+    );
     assert_eq!(fields(&plan, "HorizontalPodAutoscaler"), ["spec.minReplicas: 1 -> 3", "spec.maxReplicas: 9 -> 18"]);
     assert_eq!(statuses[0].phase, Phase::Progressing);
 }
 
 #[test]
 fn replicas_the_autoscaler_chose_inside_the_bounds_are_left_alone() {
-    // Under load the HPA had scaled to 4: within the new 3..18, so only the
-    // autoscaler changes.
+    // Under load the HPA had scaled to 4: within the new 3..18, so the
+    // replicas stay (only the rollout strategy of a 3-pod minimum changes).
     let mut live = snapshot("converged.yaml");
     live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(4);
     let (plan, _) = reconcile(&qwen3(6), &live);
-    assert_eq!(actions(&plan), ["update horizontalpodautoscaler default/qwen3"]);
+    assert_eq!(actions(&plan), ["update deployment default/qwen3", "update horizontalpodautoscaler default/qwen3"]);
+    assert!(fields(&plan, "Deployment").iter().all(|f| f.starts_with("spec.strategy.")), "{plan:#?}");
     // Above the maximum the HPA scales down at its own pace.
     live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(12);
     let (plan, _) = reconcile(&qwen3(3), &live);
@@ -136,7 +145,14 @@ fn scaling_to_zero_deletes_the_autoscaler_and_zeroes_the_deployment() {
     live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(0);
     let (plan, _) = reconcile(&qwen3(4), &live);
     assert_eq!(actions(&plan), ["update deployment default/qwen3", "create horizontalpodautoscaler default/qwen3"]);
-    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 0 -> 2"]);
+    assert_eq!(
+        fields(&plan, "Deployment"),
+        [
+            "spec.strategy.rollingUpdate.maxSurge: 1 -> 0",
+            "spec.strategy.rollingUpdate.maxUnavailable: 0 -> 1",
+            "spec.replicas: 0 -> 2"
+        ]
+    );
 }
 
 #[test]
@@ -272,7 +288,8 @@ fn plan_and_status_exit_0_when_converged_and_1_otherwise() {
     assert_eq!(code, 1);
     assert_eq!(
         out,
-        "~ update Deployment default/qwen3\n    spec.replicas: 1 -> 3  (raised to the minimum of HorizontalPodAutoscaler default/qwen3)\n\
+        "~ update Deployment default/qwen3\n    spec.strategy.rollingUpdate.maxSurge: 1 -> 0\n    \
+         spec.strategy.rollingUpdate.maxUnavailable: 0 -> 1\n    spec.replicas: 1 -> 3  (raised to the minimum of HorizontalPodAutoscaler default/qwen3)\n\
          ~ update HorizontalPodAutoscaler default/qwen3\n    spec.minReplicas: 1 -> 3\n    spec.maxReplicas: 9 -> 18\n\
          plan: 0 to create, 2 to update, 0 to delete, 1 unchanged\n"
     );

@@ -248,7 +248,7 @@ fn the_shipped_override_example_keeps_the_security_settings() {
         "securityContext: {{ security.container }}",
         "automountServiceAccountToken: {{ security.automount_service_account_token }}",
         "annotations: {{ security.pod_annotations or none }}",
-        "env: {{ security.env }}",
+        "env: {{ container.env }}",
     ] {
         assert!(text.contains(needle), "examples/gpu-pool/templates/deployment.yaml lacks {needle}");
     }

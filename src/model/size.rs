@@ -1,6 +1,8 @@
-//! How big a model is, from its name, and what that means for start-up time
-//! and host memory. Heuristics, documented in docs/check.md and in
-//! `isvc check --explain ISVC009` / `ISVC015`:
+//! How big a model is, from its name, and what that means for start-up time,
+//! host memory and disk. Heuristics, documented in docs/check.md,
+//! docs/engine.md and in `isvc check --explain ISVC009` / `ISVC015` /
+//! `ISVC053`; the derivation sizes the model cache with them, the checks
+//! the budgets:
 //!
 //! - **Parameters** come from the model id when it names a count: `70B`,
 //!   `0.6B`, `8x7B` (mixtures of experts: experts x size, an upper bound),
@@ -87,7 +89,7 @@ impl ModelSize {
             x if x <= 2.0 => "16-bit",
             _ => "32-bit",
         };
-        format!("{count} parameters, {width} weights of about {}", super::gib(self.weight_bytes()))
+        format!("{count} parameters, {width} weights of about {}", gib(self.weight_bytes()))
     }
 }
 
@@ -126,6 +128,24 @@ pub const LOAD_BYTES_PER_SECOND: f64 = 100e6;
 /// Host memory of one worker process besides the weights.
 pub const RUNTIME_BYTES_PER_WORKER: f64 = (4u64 << 30) as f64;
 
+/// Room the model cache needs besides the weights: compiled kernels
+/// (torch.compile, Triton, FlashInfer), tokenizer and config files, LoRA
+/// adapters downloaded from the Hub.
+pub const CACHE_HEADROOM_BYTES: f64 = (10u64 << 30) as f64;
+/// The weights assumed for a model whose name gives no parameter count.
+pub const UNKNOWN_WEIGHT_BYTES: f64 = (90u64 << 30) as f64;
+
+/// The size, in whole GiB, of the cache a server downloads the model into:
+/// the weights (or [`UNKNOWN_WEIGHT_BYTES`]) plus 10% (safetensors metadata,
+/// the original checkpoint files some repositories also ship) plus
+/// [`CACHE_HEADROOM_BYTES`].
+pub fn cache_gib(size: Option<&ModelSize>) -> i64 {
+    let weights = size.map_or(UNKNOWN_WEIGHT_BYTES, ModelSize::weight_bytes);
+    // Rounded to a millionth of a GiB first, so 99.00000001 is 99.
+    let gib = (weights * 1.1 + CACHE_HEADROOM_BYTES) / (1u64 << 30) as f64;
+    ((gib * 1e6).round() / 1e6).ceil() as i64
+}
+
 /// The start-up time, in seconds, a server of this model should be allowed.
 pub fn startup_seconds(size: Option<&ModelSize>) -> i64 {
     STARTUP_BASE_SECONDS + size.map_or(0, |s| (s.weight_bytes() / LOAD_BYTES_PER_SECOND).ceil() as i64)
@@ -135,6 +155,13 @@ pub fn startup_seconds(size: Option<&ModelSize>) -> i64 {
 /// of each worker, and the memory-backed `/dev/shm`.
 pub fn loading_peak_bytes(size: Option<&ModelSize>, workers: i64, shm_bytes: f64) -> f64 {
     size.map_or(0.0, ModelSize::weight_bytes) + RUNTIME_BYTES_PER_WORKER * workers as f64 + shm_bytes
+}
+
+/// A byte count for messages, in GiB.
+pub fn gib(bytes: f64) -> String {
+    let g = bytes / (1u64 << 30) as f64;
+    let text = if g < 10.0 { format!("{g:.1}") } else { format!("{g:.0}") };
+    format!("{}Gi", text.strip_suffix(".0").unwrap_or(&text))
 }
 
 #[cfg(test)]
@@ -180,5 +207,15 @@ mod tests {
         let gib = (1u64 << 30) as f64;
         assert_eq!(loading_peak_bytes(None, 2, 8.0 * gib), 16.0 * gib);
         assert_eq!(loading_peak_bytes(size("x/M-8B").as_ref(), 1, 0.0), 16e9 + 4.0 * gib);
+    }
+
+    #[test]
+    fn the_cache_holds_the_weights_and_some() {
+        let size = |m: &str| ModelSize::guess(m, None, None);
+        assert_eq!(cache_gib(size("Qwen/Qwen3-0.6B").as_ref()), 12);
+        assert_eq!(cache_gib(size("meta-llama/Llama-3.1-8B-Instruct").as_ref()), 27);
+        // 405B FP8: about 377Gi of weights.
+        assert_eq!(cache_gib(size("meta-llama/Llama-3.1-405B-Instruct-FP8").as_ref()), 425);
+        assert_eq!(cache_gib(None), 109);
     }
 }

@@ -1,0 +1,142 @@
+//! The engine inputs of a service: the server arguments and environment
+//! variables it adds to the ones isvc derives, and the Hugging Face token.
+//!
+//! - `spec.servedModelName` becomes `--served-model-name`; left out, no flag,
+//!   so vLLM serves the model under its `--model` (`baseModel`), as before.
+//! - `spec.revision` becomes `--revision`, so the weights are pinned in the
+//!   rendered output like the image. With `HF_HUB_OFFLINE`, vLLM resolves
+//!   the cached snapshot with this revision (vllm-project/vllm
+//!   `vllm/transformers_utils/repo_utils.py`, `get_model_path`), so it must
+//!   be the one the cache was filled with.
+//! - `spec.args` follow every derived argument; input validation refuses
+//!   the ones isvc owns ([`crate::model::engine::OWNED_ARGS`]).
+//! - The environment is isvc's own (the writable directories), then
+//!   `HF_TOKEN` from the platform's (or the tenant's) token Secret, then
+//!   `spec.env`. A service's own `HF_TOKEN` replaces the platform's.
+
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
+
+use crate::model::engine::HF_TOKEN;
+use crate::model::platform::Platform;
+use crate::model::v1alpha2::InferenceServiceSpec;
+
+/// The value `args` give the option `names` (`--name value` or
+/// `--name=value`), the last one as vLLM's parser keeps it.
+pub fn arg_value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
+    let mut found = None;
+    for (i, a) in args.iter().enumerate() {
+        for n in names {
+            if a == n {
+                found = args.get(i + 1).map(String::as_str).or(found);
+            } else if let Some(v) = a.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                found = Some(v);
+            }
+        }
+    }
+    found
+}
+
+/// Server arguments from the spec's served name and revision.
+pub fn identity_args(spec: &InferenceServiceSpec) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(n) = &spec.served_model_name {
+        out.extend(["--served-model-name".to_string(), n.clone()]);
+    }
+    if let Some(r) = &spec.revision {
+        out.extend(["--revision".to_string(), r.clone()]);
+    }
+    out
+}
+
+/// The environment of the server and workers: `base` (isvc's own), the
+/// Hugging Face token unless the service gives its own, then `spec.env`.
+pub fn env(spec: &InferenceServiceSpec, platform: &Platform, namespace: &str, base: &[EnvVar]) -> Vec<EnvVar> {
+    let mut out = base.to_vec();
+    let secret = match platform.tenant_of(namespace) {
+        Some(t) => t.hf_token(platform),
+        None => platform.defaults.hugging_face.token_secret.as_ref(),
+    };
+    if let Some(s) = secret.filter(|_| !spec.env.iter().any(|e| e.name == HF_TOKEN)) {
+        out.push(EnvVar {
+            name: HF_TOKEN.to_string(),
+            value: None,
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector { name: s.name.clone(), key: s.key.clone(), optional: None }),
+                ..EnvVarSource::default()
+            }),
+        });
+    }
+    out.extend(spec.env.iter().cloned());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::platform::{HuggingFace, SecretKeyRef, Tenant};
+
+    fn spec() -> InferenceServiceSpec {
+        crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
+            model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+            replicas: 1,
+            gpus_per_replica: 1,
+            priority: None,
+            queue: None,
+        })
+    }
+
+    fn token(name: &str) -> HuggingFace {
+        HuggingFace { token_secret: Some(SecretKeyRef { name: name.into(), key: "token".into() }) }
+    }
+
+    fn secret_of(env: &[EnvVar]) -> Option<String> {
+        env.iter()
+            .find(|e| e.name == HF_TOKEN)
+            .and_then(|e| e.value_from.as_ref()?.secret_key_ref.as_ref())
+            .map(|s| s.name.clone())
+    }
+
+    #[test]
+    fn the_token_comes_from_the_tenant_then_the_platform_unless_the_service_gives_one() {
+        let mut platform = Platform::default();
+        assert_eq!(secret_of(&env(&spec(), &platform, "default", &[])), None);
+        platform.defaults.hugging_face = token("hf-platform");
+        assert_eq!(secret_of(&env(&spec(), &platform, "default", &[])).as_deref(), Some("hf-platform"));
+        let mut tenant: Tenant = serde_json::from_value(serde_json::json!({"name": "team-a"})).unwrap();
+        tenant.hugging_face = Some(token("hf-team-a"));
+        platform.tenants.push(tenant);
+        assert_eq!(secret_of(&env(&spec(), &platform, "team-a", &[])).as_deref(), Some("hf-team-a"));
+        let mut own = spec();
+        own.env = vec![EnvVar {
+            name: HF_TOKEN.into(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector { name: "mine".into(), key: "t".into(), optional: None }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }];
+        let e = env(&own, &platform, "team-a", &[]);
+        assert_eq!(e.len(), 1);
+        assert_eq!(secret_of(&e).as_deref(), Some("mine"));
+    }
+
+    #[test]
+    fn argument_values_in_both_spellings() {
+        let args: Vec<String> = ["--quantization", "fp8", "--dtype=float32", "-q=awq"].map(String::from).into();
+        assert_eq!(arg_value(&args, &["--quantization", "-q"]), Some("awq"));
+        assert_eq!(arg_value(&args, &["--dtype"]), Some("float32"));
+        assert_eq!(arg_value(&args, &["--max-model-len"]), None);
+    }
+
+    #[test]
+    fn served_name_and_revision_become_flags() {
+        let mut s = spec();
+        assert!(identity_args(&s).is_empty());
+        s.served_model_name = Some("llama".into());
+        s.revision = Some("0e9e39f249a16976918f6564b8830bc894c89659".into());
+        assert_eq!(
+            identity_args(&s),
+            ["--served-model-name", "llama", "--revision", "0e9e39f249a16976918f6564b8830bc894c89659"]
+        );
+    }
+}
