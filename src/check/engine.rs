@@ -148,6 +148,25 @@ pub const LORA_SLOTS: Rule = Rule::new(
      needs them, which is cheap. So the GPU slots should be few and the host slots should hold every adapter.",
 );
 
+pub const OFFLINE_WITHOUT_REVISION: Rule = Rule::new(
+    "ISVC056",
+    Severity::Warning,
+    "a server that runs with HF_HUB_OFFLINE loads a Hugging Face model id without --revision",
+)
+.symptom(
+    "the server exits at start-up with `LocalEntryNotFoundError` (cannot find the requested files in the local cache) \
+     although the weights are on the volume, or serves whatever snapshot `refs/main` points at",
+)
+.fix("give the service spec.revision: the commit id the cache was filled with")
+.explain(
+    "With HF_HUB_OFFLINE, vLLM resolves the model id to a cached snapshot with its --revision \
+     (vllm-project/vllm vllm/engine/arg_utils.py and vllm/transformers_utils/repo_utils.py, get_model_path; \
+     snapshot_download with local_files_only). Without --revision it looks up the branch `main` in the cache's \
+     refs/ folder, which huggingface_hub only writes when the cache was filled by branch name, not by commit id \
+     (huggingface/huggingface_hub _snapshot_download.py). A pinned revision also makes the rendered output say \
+     which weights run.",
+);
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
@@ -162,6 +181,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     for template in pod_templates(o) {
         for c in containers(template) {
             gated_model(o, c, out);
+            offline_revision(o, c, out);
             drain(o, template, c, out);
             model_cache(o, template, c, out);
         }
@@ -391,6 +411,23 @@ fn ray_wait(o: &Object, out: &mut Vec<Finding>) {
                 format!("container \"{name}\" (worker) has no startup probe"),
             ));
         }
+    }
+}
+
+fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
+    let cl = CommandLine::of(c);
+    let Some(model) = cl.model() else { return };
+    let offline =
+        env(c, HF_HUB_OFFLINE).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
+    if offline && !model.starts_with('/') && model.contains('/') && cl.value(&["--revision"]).is_none() {
+        out.push(Finding::new(
+            OFFLINE_WITHOUT_REVISION,
+            o,
+            format!(
+                "container \"{}\" runs with HF_HUB_OFFLINE and loads {model} without --revision",
+                container_name(c)
+            ),
+        ));
     }
 }
 

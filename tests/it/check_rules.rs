@@ -1003,6 +1003,23 @@ fn isvc055_lora_slots() {
 }
 
 #[test]
+fn isvc056_offline_without_revision() {
+    let svc = |revision: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: qwen3, namespace: ml}}\n\
+             spec:\n  baseModel: Qwen/Qwen3-8B\n  replicas: 1\n{revision}  env: [{{name: HF_HUB_OFFLINE, value: \"1\"}}]\n"
+        )
+    };
+    fires(
+        &render(&svc("")),
+        "ISVC056",
+        "container \"vllm\" runs with HF_HUB_OFFLINE and loads Qwen/Qwen3-8B without --revision",
+    );
+    quiet(&render(&svc("  revision: 0e9e39f249a16976918f6564b8830bc894c89659\n")), "ISVC056");
+    quiet(&render(&qwen3()), "ISVC056");
+}
+
+#[test]
 fn engine_inputs_reach_the_server() {
     let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: llama, namespace: ml}\n\
                spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  replicas: 1\n  servedModelName: llama\n  \
