@@ -221,7 +221,10 @@ pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
 
 /// The staged file of `m`: (the real file, the staged file, its metadata).
 fn stage(m: &Migration) -> Result<(PathBuf, PathBuf, std::fs::Metadata), Diagnostic> {
-    let fail = |p: &std::path::Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", p.display()));
+    let fail = |p: &std::path::Path, e: std::io::Error| {
+        Diagnostic::error(format!("cannot write {}: {e}", p.display()))
+            .help(format!("no file was changed; the new text is staged as {STAGE_PREFIX}<name> beside each file first"))
+    };
     let target = std::fs::canonicalize(&m.path).map_err(|e| fail(&m.path, e))?;
     let meta = std::fs::metadata(&target).map_err(|e| fail(&m.path, e))?;
     let tmp = staged_name(&target);

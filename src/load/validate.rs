@@ -34,7 +34,13 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
                 format!("resources.{field} must be more than zero"),
             )),
             Ok(_) => {}
-            Err(e) => out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}"))),
+            Err(e) => {
+                let help = match field {
+                    "cpu" => "write cores, for example 8 or 500m",
+                    _ => "write a size with a binary suffix, for example 64Gi",
+                };
+                out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}")).help(help))
+            }
         }
     }
     out
