@@ -200,10 +200,9 @@ pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
             }
         }
     }
-    let mut done = 0;
-    for (i, (target, tmp, meta)) in staged.iter().enumerate() {
+    for (done, (target, tmp, meta)) in staged.iter().enumerate() {
         if let Err(e) = put_in_place(target, tmp, meta) {
-            unstage(&staged[i..]);
+            unstage(&staged[done..]);
             let d = Diagnostic::error(format!("cannot write {}: {e}", target.display()));
             return Err(if done == 0 {
                 d.into()
@@ -214,7 +213,6 @@ pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
                     .into()
             });
         }
-        done += 1;
     }
     Ok(())
 }
