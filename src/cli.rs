@@ -323,10 +323,8 @@ pub fn main() -> ExitCode {
 static STDOUT_ERROR: std::sync::Mutex<Option<std::io::Error>> = std::sync::Mutex::new(None);
 
 fn record_stdout(result: std::io::Result<()>) {
-    if let Err(e) = result {
-        if let Ok(mut first) = STDOUT_ERROR.lock() {
-            first.get_or_insert(e);
-        }
+    if let (Err(e), Ok(mut first)) = (result, STDOUT_ERROR.lock()) {
+        first.get_or_insert(e);
     }
 }
 

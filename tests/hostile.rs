@@ -283,7 +283,7 @@ fn migrate_writes_nothing_unless_every_file_can_be_staged() {
     assert_eq!(code, 2, "{out}{err}");
     assert_eq!(
         err,
-        "error: cannot write services/b.yaml: File exists (os error 17)\n\nerror: aborting due to 1 error; nothing was written\n"
+        "error: cannot write services/b.yaml: File exists (os error 17)\n  = help: no file was changed; the new text is staged as .isvc-migrate~<name> beside each file first\n\nerror: aborting due to 1 error; nothing was written\n"
     );
     assert!(std::fs::read_to_string(s.join("a.yaml")).unwrap().contains("v1alpha1"));
     assert!(!s.join(".isvc-migrate~a.yaml").exists());

@@ -200,10 +200,9 @@ pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
             }
         }
     }
-    let mut done = 0;
-    for (i, (target, tmp, meta)) in staged.iter().enumerate() {
+    for (done, (target, tmp, meta)) in staged.iter().enumerate() {
         if let Err(e) = put_in_place(target, tmp, meta) {
-            unstage(&staged[i..]);
+            unstage(&staged[done..]);
             let d = Diagnostic::error(format!("cannot write {}: {e}", target.display()));
             return Err(if done == 0 {
                 d.into()
@@ -214,14 +213,16 @@ pub fn write(migrations: &[Migration]) -> Result<(), Diagnostics> {
                     .into()
             });
         }
-        done += 1;
     }
     Ok(())
 }
 
 /// The staged file of `m`: (the real file, the staged file, its metadata).
 fn stage(m: &Migration) -> Result<(PathBuf, PathBuf, std::fs::Metadata), Diagnostic> {
-    let fail = |p: &std::path::Path, e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", p.display()));
+    let fail = |p: &std::path::Path, e: std::io::Error| {
+        Diagnostic::error(format!("cannot write {}: {e}", p.display()))
+            .help(format!("no file was changed; the new text is staged as {STAGE_PREFIX}<name> beside each file first"))
+    };
     let target = std::fs::canonicalize(&m.path).map_err(|e| fail(&m.path, e))?;
     let meta = std::fs::metadata(&target).map_err(|e| fail(&m.path, e))?;
     let tmp = staged_name(&target);

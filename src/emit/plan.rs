@@ -74,10 +74,8 @@ pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
     // refuse the surrogate-pair escapes (`\ud83d\ude00`) JSON uses for
     // characters beyond the Basic Multilingual Plane.
     let trimmed = source.text.trim_start_matches('\u{feff}').trim_start();
-    if trimmed.starts_with('{') {
-        if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-            return snapshot_objects(source, vec![(value, None)]);
-        }
+    if let Some(Ok(value)) = trimmed.starts_with('{').then(|| serde_json::from_str::<Value>(trimmed)) {
+        return snapshot_objects(source, vec![(value, None)]);
     }
     let limits = Limits {
         max_depth: 128,

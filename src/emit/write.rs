@@ -529,8 +529,11 @@ fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Chan
     for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
-    // Each file is replaced atomically, but not the tree as a whole: an
-    // error after the first write says so instead of "nothing was written".
+    // Files are replaced one by one, not the tree as a whole. But every new
+    // file is written beside its target first, so a write error (a full
+    // disk, a permission) strikes before anything is replaced and nothing
+    // changes. Only a rename failing after the first leaves a mixed tree,
+    // and then the error says so instead of "nothing was written".
     let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
     let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
     let partial = |d: Diagnostic| {
@@ -539,15 +542,44 @@ fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Chan
             out.display()
         ))
     };
+    let mut created: Vec<PathBuf> = Vec::new();
     for dir in &dirs {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| partial(Diagnostic::error(format!("cannot create {}: {e}", dir.display()))))?;
+        let missing: Vec<PathBuf> = dir.ancestors().take_while(|a| !a.exists()).map(Path::to_path_buf).collect();
+        created.extend(missing);
+        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
     }
-    let errors: Vec<Diagnostic> =
-        to_write.par_iter().filter_map(|rel| write_atomic(&out.join(rel), planned[*rel].as_bytes()).err()).collect();
-    if !errors.is_empty() {
-        let all_failed = errors.len() == to_write.len();
-        return Err(Diagnostics(errors.into_iter().map(|d| if all_failed { d } else { partial(d) }).collect()));
+    let staged: Vec<Result<(PathBuf, tempfile::NamedTempFile), Diagnostic>> = to_write
+        .par_iter()
+        .map(|rel| {
+            let path = out.join(rel);
+            stage_file(&path, planned[*rel].as_bytes()).map(|tmp| (path, tmp))
+        })
+        .collect();
+    // The directories this run created, deepest first: removed again
+    // (once empty) when nothing is written after all.
+    created.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    let remove_created = || {
+        for d in &created {
+            let _ = std::fs::remove_dir(d);
+        }
+    };
+    if staged.iter().any(Result::is_err) {
+        let errors: Vec<Diagnostic> = staged.into_iter().filter_map(Result::err).collect();
+        remove_created(); // the staged files were removed as they dropped
+        return Err(Diagnostics(errors));
+    }
+    let mut staged = staged.into_iter().flatten().enumerate();
+    while let Some((i, (path, tmp))) = staged.next() {
+        if let Err(e) = tmp.persist(&path) {
+            let d = Diagnostic::error(format!("cannot write {}: {}", path.display(), e.error));
+            drop(e);
+            if i == 0 {
+                drop(staged);
+                remove_created();
+                return Err(d.into());
+            }
+            return Err(partial(d).into());
+        }
     }
     for rel in &changes.delete {
         let path = out.join(rel);
@@ -598,13 +630,20 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
+    let tmp = stage_file(path, bytes)?;
+    tmp.persist(path).map_err(|e| Diagnostic::error(format!("cannot write {}: {}", path.display(), e.error)))?;
+    Ok(())
+}
+
+/// `bytes` in a temporary file beside `path`, ready to be renamed over it
+/// (removed if dropped instead).
+fn stage_file(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, Diagnostic> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
     let mut tmp =
         tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(readable()).tempfile_in(dir).map_err(fail)?;
     tmp.write_all(bytes).map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    Ok(tmp)
 }
 
 /// Mode of written files: readable by everyone, like files `git checkout` writes.
@@ -751,6 +790,31 @@ mod tests {
             let n = rustix::fs::lgetxattr(out.join("a"), "user.isvc-test", &mut value[..]).unwrap();
             assert_eq!(&value[..n], b"kept");
         }
+    }
+
+    #[test]
+    fn replacing_files_one_by_one_says_when_some_were_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("z.yaml", "1")])).unwrap();
+        // A name the file system refuses: staged fine, its rename fails.
+        let long = format!("b/{}.yaml", "x".repeat(300));
+        let attempt = |files: &[(&str, &str)]| {
+            let next = planned(files);
+            let existing = scan(&out).unwrap();
+            let c = changes(&next, &existing);
+            write_in_place(&out, &next, &existing, c).unwrap_err().render(false)
+        };
+        // The failing rename comes first: nothing was replaced.
+        let err = attempt(&[(long.as_str(), "3"), ("z.yaml", "2")]);
+        assert!(err.contains("File name too long") && err.ends_with("; nothing was written\n"), "{err}");
+        assert_eq!(std::fs::read_to_string(out.join("z.yaml")).unwrap(), format!("{HEADER_PREFIX}\n1"));
+        assert!(!out.join("b").exists(), "a directory this run created is removed again");
+        // After a rename that succeeded, the message says so.
+        let err = attempt(&[("a.yaml", "2"), (long.as_str(), "3")]);
+        assert!(err.ends_with("some output was written before the error (see above)\n"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(out.join("b")).unwrap().collect();
+        assert!(left.is_empty(), "staged files are removed: {left:?}");
     }
 
     #[cfg(unix)]

@@ -35,7 +35,13 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
                 format!("resources.{field} must be more than zero"),
             )),
             Ok(_) => {}
-            Err(e) => out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}"))),
+            Err(e) => {
+                let help = match field {
+                    "cpu" => "write cores, for example 8 or 500m",
+                    _ => "write a size with a binary suffix, for example 64Gi",
+                };
+                out.push(Problem::new(spec_path(&["resources", field]), format!("resources.{field}: {e}")).help(help))
+            }
         }
     }
     out
@@ -744,28 +750,66 @@ fn platform_values(platform: &Platform) -> Vec<Problem> {
                 .help("write one image reference, for example \"vllm/vllm-openai:v0.11.0\""),
         );
     }
-    let selector = |path: Vec<PathSegment>, map: &BTreeMap<String, String>, out: &mut Vec<Problem>| {
+    let labels = |what: &str, path: Vec<PathSegment>, map: &BTreeMap<String, String>, out: &mut Vec<Problem>| {
         for (k, v) in map {
             let mut at = path.clone();
             at.push(key(k));
             if let Err(e) = crate::base::names::qualified_name(k) {
                 out.push(
-                    Problem::new(at.clone(), format!("invalid nodeSelector key {k:?}: {e}"))
+                    Problem::new(at.clone(), format!("invalid {what} key {k:?}: {e}"))
                         .help("a node label key is [prefix/]name, for example \"nvidia.com/gpu.product\""),
                 );
             }
             if let Err(e) = crate::base::names::label_value(v, true) {
                 out.push(
-                    Problem::new(at, format!("invalid nodeSelector value {v:?} for {k:?}: {e}"))
+                    Problem::new(at, format!("invalid {what} value {v:?} for {k:?}: {e}"))
                         .help("a node label value is at most 63 letters, digits, '-', '_' or '.'"),
                 );
             }
         }
     };
-    selector(vec![key("defaults"), key("nodeSelector")], &platform.defaults.node_selector, &mut out);
+    labels("nodeSelector", vec![key("defaults"), key("nodeSelector")], &platform.defaults.node_selector, &mut out);
+    if let Some(k) = &platform.kueue {
+        labels("node label", vec![key("kueue"), key("flavor"), key("nodeLabels")], &k.flavor.node_labels, &mut out);
+    }
+    let tolerations = platform
+        .defaults
+        .tolerations
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (vec![key("defaults"), key("tolerations"), PathSegment::Index(i)], t))
+        .chain(platform.kueue.iter().flat_map(|k| {
+            k.flavor
+                .tolerations
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (vec![key("kueue"), key("flavor"), key("tolerations"), PathSegment::Index(i)], t))
+        }));
+    for (at, t) in tolerations {
+        if !t.key.is_empty() {
+            if let Err(e) = crate::base::names::qualified_name(&t.key) {
+                let mut path = at.clone();
+                path.push(key("key"));
+                out.push(
+                    Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
+                        .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
+                );
+            }
+        }
+        if let Some(v) = &t.value {
+            if let Err(e) = crate::base::names::label_value(v, true) {
+                let mut path = at.clone();
+                path.push(key("value"));
+                out.push(
+                    Problem::new(path, format!("invalid toleration value {v:?}: {e}"))
+                        .help("a taint value is at most 63 letters, digits, '-', '_' or '.'"),
+                );
+            }
+        }
+    }
     for (i, c) in platform.clusters.iter().enumerate() {
         let at = |k: &str| vec![key("clusters"), PathSegment::Index(i), key(k)];
-        selector(at("nodeSelector"), &c.node_selector, &mut out);
+        labels("nodeSelector", at("nodeSelector"), &c.node_selector, &mut out);
         if let Some(r) = &c.image_registry {
             if let Err(e) = image_reference(r) {
                 out.push(
