@@ -13,6 +13,7 @@ mod conversion;
 mod crash;
 mod examples;
 mod gitops;
+mod hostile;
 mod kustomize;
 mod lora;
 mod plan;
