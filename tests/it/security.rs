@@ -330,14 +330,10 @@ fn every_allow_listed_scanner_check_is_argued_in_the_readme() {
 }
 
 /// Runs the scanner (`.ci/scan`, checkov with the allow-list) over services
-/// that are not in the examples. `.ci/run` sets `ISVC_SECURITY_SCAN` once the
-/// scanner is installed.
+/// that are not in the examples. `.ci/run` installs the scanner and runs it.
 #[test]
+#[ignore = "needs checkov (.ci/scan --install); .ci/run runs the ignored tests"]
 fn the_scanner_passes_rendered_services_beyond_the_examples() {
-    if std::env::var_os("ISVC_SECURITY_SCAN").is_none() {
-        eprintln!("SKIPPED: set ISVC_SECURITY_SCAN=1 to run checkov (.ci/run does, after .ci/scan --install)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let services = dir.path().join("services");
     std::fs::create_dir(&services).unwrap();
