@@ -475,7 +475,12 @@ fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
 /// Names input files relative to `base`, as output headers show them.
 fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
     let base = absolute(base);
-    move |s: &LoadedService| slash_path(&relative_to(&absolute(&s.source.name), &base))
+    move |s: &LoadedService| {
+        if s.source.name == Path::new(load::STDIN) {
+            return "-".to_string();
+        }
+        slash_path(&relative_to(&absolute(&s.source.name), &base))
+    }
 }
 
 /// `path`'s components joined with `/` on every system. A `\` inside a

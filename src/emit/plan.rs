@@ -29,7 +29,6 @@
 //! objects of services that are not among the inputs are left alone.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,15 +51,7 @@ const NAME_LABEL: &str = "app.kubernetes.io/name";
 /// Reads a snapshot file (`-` for standard input).
 pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
     let source = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .take(MAX_SNAPSHOT_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| Diagnostic::error(format!("cannot read the snapshot from standard input: {e}")))?;
-        if text.len() as u64 > MAX_SNAPSHOT_BYTES {
-            return Err(Diagnostic::error(format!("the snapshot is larger than {MAX_SNAPSHOT_BYTES} bytes")).into());
-        }
-        Source::new("<stdin>", text)
+        crate::load::read_stdin("the snapshot", MAX_SNAPSHOT_BYTES)?
     } else {
         crate::load::read_source_limited(path, MAX_SNAPSHOT_BYTES)?
     };

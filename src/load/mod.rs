@@ -153,6 +153,30 @@ pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, D
     Ok(Source::new(path, text))
 }
 
+/// The name standard input goes by in messages.
+pub const STDIN: &str = "<stdin>";
+
+/// Standard input as a source, read up to `max_bytes`; `what` names it in
+/// errors ("the services", "the snapshot").
+pub fn read_stdin(what: &str, max_bytes: u64) -> Result<Arc<Source>, Diagnostic> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Diagnostic::error(format!("cannot read {what} from standard input: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(Diagnostic::error(format!("standard input ({what}) is larger than {max_bytes} bytes")));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Diagnostic::error(format!(
+            "standard input ({what}) is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok(Source::new(STDIN, text))
+}
+
 /// The diagnostic for a file that could not be read.
 pub fn read_error(path: &Path, e: crate::load::files::ReadError, max_bytes: u64) -> Diagnostic {
     use crate::load::files::ReadError;
@@ -213,15 +237,24 @@ pub fn template_sources(dir: &Path) -> Result<Vec<Arc<Source>>, Diagnostics> {
 /// Loads every InferenceService under `paths`. Returns them sorted by
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
-    let files = input_files(paths)?;
+    // `-` is standard input, read once whatever else is given.
+    let stdin = paths.iter().any(|p| p == Path::new("-"));
+    let others: Vec<PathBuf> = paths.iter().filter(|p| *p != Path::new("-")).cloned().collect();
+    let files = if others.is_empty() { Vec::new() } else { input_files(&others)? };
     let run = yaml::RunBudget::new();
-    let results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
+    let mut results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
         .map(|path| match read_source(path) {
             Ok(source) => parse_services_in(&source, &run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
+    if stdin {
+        results.push(match read_stdin("the services", MAX_FILE_BYTES) {
+            Ok(source) => parse_services_in(&source, &run),
+            Err(d) => (Vec::new(), vec![d]),
+        });
+    }
     let mut diags = Diagnostics::new();
     let mut services = Vec::new();
     for (s, d) in results {
