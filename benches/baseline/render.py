@@ -8,6 +8,7 @@ fastest stock tools Python has:
   1. find the InferenceService files (*.yaml, *.yml; hidden entries skipped)
      and parse each with PyYAML's libyaml loader (CSafeLoader);
   2. derive the values of every object (labels, resources, probes, replicas,
+     rollout, drain, model cache size from the model name,
      autoscaler bounds, pod security) from isvc's built-in platform defaults;
   3. render the Jinja2 templates in templates/, loaded and compiled once:
      every `{{ value }}` is written as JSON, so values cannot change the YAML
@@ -31,7 +32,9 @@ Usage: render.py [--crd FILE] [--no-parse-back] PATH... > stream.yaml
 """
 
 import json
+import math
 import os
+import re
 import sys
 
 import jinja2
@@ -66,6 +69,8 @@ DEFAULTS = {
     "scale_down_stabilization_seconds": 600,
     "max_surge": 0,
     "max_unavailable": 1,
+    "pre_stop_seconds": 15,
+    "request_seconds": 120,
     "node_selector": {},
     "tolerations": [],
 }
@@ -141,6 +146,46 @@ def times(quantity, n):
     return number + suffix
 
 
+# Model cache sizing (src/model/size.rs): the weights the model name implies
+# (or 90 GiB when it names no parameter count), plus 10%, plus 10 GiB of
+# headroom, in whole GiB.
+FOUR_BIT = {"awq", "gptq", "int4", "4bit", "w4a16", "w4a4", "nf4", "fp4", "nvfp4", "mxfp4",
+            "bnb", "bitsandbytes", "q4", "awq_marlin", "gptq_marlin"}
+EIGHT_BIT = {"fp8", "int8", "8bit", "w8a8", "w8a16", "q8", "fbgemm_fp8"}
+GIB = 1 << 30
+WORD_SEPARATORS = re.compile(r"[/\-_ :]")
+
+
+def parameter_count(word):
+    """`70b` -> 70e9, `0.6b` -> 0.6e9, `8x7b` -> 56e9, `125m` -> 125e6, `1t` -> 1e12."""
+    multiplier, rest = 1.0, word
+    n, x, tail = word.partition("x")
+    if x and n and n.isascii() and n.isdigit():
+        multiplier, rest = float(n), tail
+    unit = {"b": 1e9, "m": 1e6, "t": 1e12}.get(rest[-1:])
+    number = rest[:-1]
+    if unit is None or not number or not number[0].isdigit() or number.count(".") > 1:
+        return None
+    if not all(c.isdigit() or c == "." for c in number) or not number.isascii():
+        return None
+    value = float(number)
+    return multiplier * value * unit if value > 0 else None
+
+
+def cache_gib(model):
+    """Size of the model cache in GiB, from the model name."""
+    words = [w.lower() for w in WORD_SEPARATORS.split(model) if w]
+    counts = [c for c in map(parameter_count, words) if c is not None]
+    if not counts:
+        weights = 90 * GIB
+    else:
+        marks = {part for w in words for part in w.split(".")}
+        per_param = 0.5 if marks & FOUR_BIT else 1.0 if marks & EIGHT_BIT else 2.0
+        weights = max(counts) * per_param
+    gib = (weights * 1.1 + 10 * GIB) / GIB
+    return math.ceil(round(gib * 1e6) / 1e6)
+
+
 def find_inputs(paths):
     files = []
     for path in paths:
@@ -189,6 +234,8 @@ def derive(doc):
     limits = {"memory": memory, "nvidia.com/gpu": str(gpus)}
     if d["cpu_limit_per_gpu"] is not None:
         limits = dict(sorted({**limits, "cpu": times(d["cpu_limit_per_gpu"], gpus)}.items()))
+    cache_size = f"{cache_gib(spec['model'])}Gi"
+    requests["ephemeral-storage"] = cache_size
     period = d["period_seconds"]
     autoscaler = None
     if replicas > 0:
@@ -199,6 +246,16 @@ def derive(doc):
             "target_average_value": d["target_average_value"],
             "scale_down_stabilization_seconds": d["scale_down_stabilization_seconds"],
         }
+    # A service that may run a single pod surges one pod rather than stop
+    # its only one during a rollout.
+    lowest = autoscaler["min_replicas"] if autoscaler else replicas
+    if lowest <= 1 and d["max_unavailable"] > 0:
+        max_surge, max_unavailable = max(d["max_surge"], 1), 0
+    else:
+        max_surge, max_unavailable = d["max_surge"], d["max_unavailable"]
+    # The image (v0.11) predates vLLM's --shutdown-timeout: the preStop hook
+    # sleeps through routing catching up and the longest request.
+    drain_seconds = d["pre_stop_seconds"] + d["request_seconds"]
     kinds = ["Service", "Deployment"] + (["HorizontalPodAutoscaler"] if autoscaler else [])
     return kinds, {
         "name": name,
@@ -225,6 +282,7 @@ def derive(doc):
             "requests": requests,
             "limits": limits,
             "shm_size": times(d["shm_size_per_gpu"], gpus),
+            "cache_size": cache_size,
             "probes": {
                 "path": d["probe_path"],
                 "period_seconds": period,
@@ -238,9 +296,13 @@ def derive(doc):
         },
         "replicas": replicas,
         "rollout": {
-            "max_surge": d["max_surge"],
-            "max_unavailable": d["max_unavailable"],
+            "max_surge": max_surge,
+            "max_unavailable": max_unavailable,
             "progress_deadline_seconds": max(d["startup_timeout_seconds"], 600) + 600,
+        },
+        "drain": {
+            "pre_stop": ["sleep", str(drain_seconds)],
+            "termination_grace_period_seconds": drain_seconds + 15,
         },
         "autoscaler": autoscaler,
         "priority": None,
