@@ -746,22 +746,7 @@ fn write_schemas(dir: &Path) -> Result<ExitCode, Diagnostics> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `path` made absolute against the working directory, with `.` and `..`
-/// resolved lexically (symbolic links are not followed).
-pub fn absolute(path: &Path) -> PathBuf {
-    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+pub use crate::load::files::absolute;
 
 /// `path` relative to `base` (both absolute), using `..` where needed.
 pub fn relative_to(path: &Path, base: &Path) -> PathBuf {

@@ -265,7 +265,7 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
 pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic> {
     use std::path::Component;
     let dotted = out.components().any(|c| matches!(c, Component::CurDir | Component::ParentDir));
-    let resolved = if dotted { lexical_absolute(out) } else { out.to_path_buf() };
+    let resolved = if dotted { crate::load::files::absolute(out) } else { out.to_path_buf() };
     let abs_out = real_or_lexical(&resolved);
     for input in inputs {
         let abs_in = real_or_lexical(input);
@@ -288,28 +288,10 @@ pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic>
     Ok(resolved)
 }
 
-/// `path` made absolute against the working directory, `.` and `..`
-/// resolved lexically.
-fn lexical_absolute(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut out = PathBuf::new();
-    for c in joined.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// The canonical form of `path`, or of its nearest existing ancestor with
 /// the rest appended, so paths that do not exist yet compare too.
 fn real_or_lexical(path: &Path) -> PathBuf {
-    let abs = lexical_absolute(path);
+    let abs = crate::load::files::absolute(path);
     let mut base = abs.as_path();
     let mut rest = Vec::new();
     loop {

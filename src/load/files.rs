@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Why a file was not read.
 #[derive(Debug)]
@@ -132,4 +132,22 @@ mod tests {
             assert!(read_regular(&link, 10, true).is_ok());
         }
     }
+}
+
+/// `path` made absolute against the working directory, with `.` and `..`
+/// resolved lexically (symbolic links are not followed).
+pub fn absolute(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -3,31 +3,7 @@
 
 use std::path::Path;
 
-use assert_cmd::Command;
-
-const QWEN3: &str = "apiVersion: ai.example.com/v1alpha1
-kind: InferenceService
-metadata: {name: qwen3}
-spec: {model: Qwen/Qwen3-0.6B, replicas: 3, gpusPerReplica: 1}
-";
-
-fn isvc(dir: &Path) -> Command {
-    let mut c = Command::cargo_bin("isvc").unwrap();
-    c.current_dir(dir).env_remove("NO_COLOR").arg("--color").arg("never");
-    c
-}
-
-fn setup(spec: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("services")).unwrap();
-    std::fs::write(dir.path().join("services/qwen3.yaml"), spec).unwrap();
-    dir
-}
-
-fn stdout(c: &mut Command) -> (i32, String, String) {
-    let out = c.output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
-}
+use crate::harness::{QWEN3, isvc, run as stdout, setup};
 
 fn render(dir: &Path) {
     isvc(dir).args(["render", "services", "--out", "rendered"]).assert().success();

@@ -147,3 +147,35 @@ impl Test {
         Run { dir, output }
     }
 }
+
+/// The five-line service, as v1alpha1.
+pub const QWEN3: &str = "apiVersion: ai.example.com/v1alpha1
+kind: InferenceService
+metadata: {name: qwen3}
+spec: {model: Qwen/Qwen3-0.6B, replicas: 3, gpusPerReplica: 1}
+";
+
+/// `isvc` run in `dir`, without colours.
+pub fn isvc(dir: &std::path::Path) -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("isvc").unwrap();
+    c.current_dir(dir).env_remove("NO_COLOR").arg("--color").arg("never");
+    c
+}
+
+/// A temporary directory with `services/qwen3.yaml` holding `spec`.
+pub fn setup(spec: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("services")).unwrap();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), spec).unwrap();
+    dir
+}
+
+/// Runs `c`: its exit code, standard output and standard error.
+pub fn run(c: &mut assert_cmd::Command) -> (i32, String, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
