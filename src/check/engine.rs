@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, pod_templates};
-use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_LEGACY, is_gated};
+use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_LEGACY, HF_TOKEN_PATH, is_gated};
 use crate::model::objects::Object;
 
 pub const GATED_MODEL_WITHOUT_TOKEN: Rule = Rule::new(
@@ -439,7 +439,10 @@ fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     }
     let offline =
         env(c, HF_HUB_OFFLINE).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
-    let token = env(c, HF_TOKEN).is_some() || env(c, HF_TOKEN_LEGACY).is_some() || cl.value(&["--hf-token"]).is_some();
+    let token = env(c, HF_TOKEN).is_some()
+        || env(c, HF_TOKEN_LEGACY).is_some()
+        || env(c, HF_TOKEN_PATH).is_some()
+        || cl.value(&["--hf-token"]).is_some();
     if !offline && !token {
         out.push(Finding::new(
             GATED_MODEL_WITHOUT_TOKEN,

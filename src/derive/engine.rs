@@ -11,13 +11,16 @@
 //! - `spec.args` follow every derived argument; input validation refuses
 //!   the ones isvc owns ([`crate::model::engine::OWNED_ARGS`]).
 //! - The environment is isvc's own (the writable directories), then
-//!   `HF_TOKEN` from the platform's (or the tenant's) token Secret, then
-//!   `spec.env`. A service's own `HF_TOKEN` replaces the platform's.
+//!   `HF_TOKEN_PATH` naming the platform's (or the tenant's) token Secret,
+//!   mounted read-only as a file, then `spec.env`. A service's own
+//!   `HF_TOKEN` replaces the platform's. A file keeps the token out of the
+//!   process environment (crash dumps, `/proc/<pid>/environ`), as checkov's
+//!   CKV_K8S_35 asks.
 
-use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, SecretKeySelector};
+use k8s_openapi::api::core::v1::EnvVar;
 
-use crate::model::engine::HF_TOKEN;
-use crate::model::platform::Platform;
+use crate::model::engine::{HF_TOKEN, HF_TOKEN_PATH, TOKEN_DIR, TOKEN_FILE, TOKEN_VOLUME};
+use crate::model::platform::{Platform, SecretKeyRef};
 use crate::model::v1alpha2::InferenceServiceSpec;
 
 /// The value `args` give the option `names` (`--name value` or
@@ -52,27 +55,49 @@ pub fn identity_args(spec: &InferenceServiceSpec) -> Vec<String> {
 /// Hugging Face token unless the service gives its own, then `spec.env`.
 pub fn env(spec: &InferenceServiceSpec, platform: &Platform, namespace: &str, base: &[EnvVar]) -> Vec<EnvVar> {
     let mut out = base.to_vec();
-    let secret = match platform.tenant_of(namespace) {
-        Some(t) => t.hf_token(platform),
-        None => platform.defaults.hugging_face.token_secret.as_ref(),
-    };
-    if let Some(s) = secret.filter(|_| !spec.env.iter().any(|e| e.name == HF_TOKEN)) {
+    if token_secret(spec, platform, namespace).is_some() {
         out.push(EnvVar {
-            name: HF_TOKEN.to_string(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector { name: s.name.clone(), key: s.key.clone(), optional: None }),
-                ..EnvVarSource::default()
-            }),
+            name: HF_TOKEN_PATH.to_string(),
+            value: Some(format!("{TOKEN_DIR}/{TOKEN_FILE}")),
+            value_from: None,
         });
     }
     out.extend(spec.env.iter().cloned());
     out
 }
 
+/// The token Secret the servers mount: the tenant's or the platform's,
+/// unless the service gives its own `HF_TOKEN`.
+fn token_secret<'p>(spec: &InferenceServiceSpec, platform: &'p Platform, namespace: &str) -> Option<&'p SecretKeyRef> {
+    let secret = match platform.tenant_of(namespace) {
+        Some(t) => t.hf_token(platform),
+        None => platform.defaults.hugging_face.token_secret.as_ref(),
+    };
+    secret.filter(|_| !spec.env.iter().any(|e| e.name == HF_TOKEN))
+}
+
+/// The read-only volume and mount of the token Secret, for the server and
+/// every multi-node worker: only the Secret's key, as the file `token`,
+/// readable by the pod's group (the pod's `fsGroup` owns it).
+pub fn token_volume(
+    spec: &InferenceServiceSpec,
+    platform: &Platform,
+    namespace: &str,
+) -> Option<(serde_json::Value, serde_json::Value)> {
+    let s = token_secret(spec, platform, namespace)?;
+    let volume = serde_json::json!({
+        "name": TOKEN_VOLUME,
+        "secret": {"secretName": s.name, "items": [{"key": s.key, "path": TOKEN_FILE}], "defaultMode": 0o440},
+    });
+    let mount = serde_json::json!({"name": TOKEN_VOLUME, "mountPath": TOKEN_DIR, "readOnly": true});
+    Some((volume, mount))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::{EnvVarSource, SecretKeySelector};
+
     use crate::model::platform::{HuggingFace, SecretKeyRef, Tenant};
 
     fn spec() -> InferenceServiceSpec {
@@ -89,23 +114,27 @@ mod tests {
         HuggingFace { token_secret: Some(SecretKeyRef { name: name.into(), key: "token".into() }) }
     }
 
-    fn secret_of(env: &[EnvVar]) -> Option<String> {
-        env.iter()
-            .find(|e| e.name == HF_TOKEN)
-            .and_then(|e| e.value_from.as_ref()?.secret_key_ref.as_ref())
-            .map(|s| s.name.clone())
+    /// The Secret a service mounts, and whether its environment points at
+    /// the file.
+    fn secret_of(spec: &InferenceServiceSpec, platform: &Platform, ns: &str) -> Option<String> {
+        let e = env(spec, platform, ns, &[]);
+        let (volume, mount) = token_volume(spec, platform, ns)?;
+        assert_eq!(mount, serde_json::json!({"name": "hf-token", "mountPath": "/etc/isvc/hf-token", "readOnly": true}));
+        assert!(e.iter().any(|e| e.name == HF_TOKEN_PATH && e.value.as_deref() == Some("/etc/isvc/hf-token/token")));
+        assert!(e.iter().all(|e| e.name != HF_TOKEN), "no token in the environment");
+        volume["secret"]["secretName"].as_str().map(str::to_string)
     }
 
     #[test]
     fn the_token_comes_from_the_tenant_then_the_platform_unless_the_service_gives_one() {
         let mut platform = Platform::default();
-        assert_eq!(secret_of(&env(&spec(), &platform, "default", &[])), None);
+        assert_eq!(secret_of(&spec(), &platform, "default"), None);
         platform.defaults.hugging_face = token("hf-platform");
-        assert_eq!(secret_of(&env(&spec(), &platform, "default", &[])).as_deref(), Some("hf-platform"));
+        assert_eq!(secret_of(&spec(), &platform, "default").as_deref(), Some("hf-platform"));
         let mut tenant: Tenant = serde_json::from_value(serde_json::json!({"name": "team-a"})).unwrap();
         tenant.hugging_face = Some(token("hf-team-a"));
         platform.tenants.push(tenant);
-        assert_eq!(secret_of(&env(&spec(), &platform, "team-a", &[])).as_deref(), Some("hf-team-a"));
+        assert_eq!(secret_of(&spec(), &platform, "team-a").as_deref(), Some("hf-team-a"));
         let mut own = spec();
         own.env = vec![EnvVar {
             name: HF_TOKEN.into(),
@@ -115,9 +144,10 @@ mod tests {
             }),
             ..EnvVar::default()
         }];
+        // The service's own HF_TOKEN wins: no mount, no HF_TOKEN_PATH.
         let e = env(&own, &platform, "team-a", &[]);
-        assert_eq!(e.len(), 1);
-        assert_eq!(secret_of(&e).as_deref(), Some("mine"));
+        assert_eq!(e, own.env);
+        assert!(token_volume(&own, &platform, "team-a").is_none());
     }
 
     #[test]

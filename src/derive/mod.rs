@@ -419,13 +419,18 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     if placement.queue.is_none() {
         requests.insert("ephemeral-storage".to_string(), cache_size.clone());
     }
-    let security_volumes: Vec<serde_json::Value> = writable
+    let mut security_volumes: Vec<serde_json::Value> = writable
         .iter()
         .map(|(volume, _)| match *volume {
             "cache" => serde_json::json!({"name": volume, "emptyDir": {"sizeLimit": cache_size}}),
             _ => serde_json::json!({"name": volume, "emptyDir": {}}),
         })
         .collect();
+    let mut security_mounts = security_mounts;
+    if let Some((volume, mount)) = crate::derive::engine::token_volume(spec, platform, &namespace) {
+        security_volumes.push(volume);
+        security_mounts.push(mount);
+    }
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
     let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);

@@ -59,11 +59,22 @@ pub const RESERVED_ENV: &[&str] = &[
     "LWS_LEADER_ADDRESS",
     "LWS_GROUP_SIZE",
     "LWS_WORKER_INDEX",
+    "HF_TOKEN_PATH",
 ];
 
 /// The variable huggingface_hub reads its token from (huggingface/huggingface_hub
 /// `docs/source/en/package_reference/environment_variables.md`, "HF_TOKEN").
 pub const HF_TOKEN: &str = "HF_TOKEN";
+/// Where huggingface_hub reads the token when `HF_TOKEN` is unset
+/// (huggingface/huggingface_hub `constants.py`, `HF_TOKEN_PATH`; the
+/// environment variables reference: `HF_TOKEN` "will overwrite the token
+/// stored on the machine (in either `$HF_TOKEN_PATH` or ...)").
+pub const HF_TOKEN_PATH: &str = "HF_TOKEN_PATH";
+/// The read-only volume holding the platform's token Secret, and the file
+/// in it.
+pub const TOKEN_VOLUME: &str = "hf-token";
+pub const TOKEN_DIR: &str = "/etc/isvc/hf-token";
+pub const TOKEN_FILE: &str = "token";
 /// The older name huggingface_hub still reads.
 pub const HF_TOKEN_LEGACY: &str = "HUGGING_FACE_HUB_TOKEN";
 /// With this set, no download is attempted (`HF_HUB_OFFLINE`).

@@ -202,8 +202,8 @@ impl Default for Drain {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct HuggingFace {
     /// The Secret key holding a Hugging Face token: every server and
-    /// multi-node worker gets it as `HF_TOKEN`, so gated models (Llama,
-    /// Mistral, Gemma) download. The Secret must exist in each service's
+    /// multi-node worker mounts it read-only as a file that `HF_TOKEN_PATH`
+    /// names, so gated models (Llama, Mistral, Gemma) download. The Secret must exist in each service's
     /// namespace; isvc never renders it (it does not belong in git). A
     /// service's own `HF_TOKEN` in `spec.env` replaces it.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -825,14 +825,20 @@ fn isvc050_gated_model_without_token() {
         "ISVC050",
         "container \"vllm\" downloads the gated model meta-llama/Llama-3.1-8B-Instruct with no HF_TOKEN; the download is refused",
     );
-    // The platform's token reaches the server, from the Secret.
+    // The platform's token reaches the server as a file from the Secret,
+    // mounted read-only, which HF_TOKEN_PATH names.
     let objects = render_with(&llama, Some(&with_token()), &[]);
     quiet(&objects, "ISVC050");
     let mut objects = objects;
-    let env = container(&mut objects)["env"].as_array().unwrap().clone();
-    assert!(
-        env.contains(&json!({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf-token", "key": "token"}}}))
-    );
+    let c = container(&mut objects).clone();
+    let env = c["env"].as_array().unwrap();
+    assert!(env.contains(&json!({"name": "HF_TOKEN_PATH", "value": "/etc/isvc/hf-token/token"})));
+    assert!(env.iter().all(|e| e["name"] != "HF_TOKEN"), "no token in the environment");
+    let mounts = c["volumeMounts"].as_array().unwrap();
+    assert!(mounts.contains(&json!({"name": "hf-token", "mountPath": "/etc/isvc/hf-token", "readOnly": true})));
+    let volumes = find(&mut objects, "Deployment")["spec"]["template"]["spec"]["volumes"].as_array().unwrap().clone();
+    assert!(volumes.contains(&json!({"name": "hf-token", "secret": {"secretName": "hf-token",
+        "items": [{"key": "token", "path": "token"}], "defaultMode": 288}})));
     // A template that writes its own environment loses it.
     let bad = template("deployment.yaml", "env: {{ container.env }}", "env: {{ security.env }}");
     fires(&render_with(&llama, Some(&with_token()), &[bad]), "ISVC050", "gated model");
