@@ -101,13 +101,7 @@ mod tests {
     use crate::model::platform::{HuggingFace, SecretKeyRef, Tenant};
 
     fn spec() -> InferenceServiceSpec {
-        crate::model::conversion::spec_to_hub(&crate::model::v1alpha1::InferenceServiceSpec {
-            model: "meta-llama/Llama-3.1-8B-Instruct".into(),
-            replicas: 1,
-            gpus_per_replica: 1,
-            priority: None,
-            queue: None,
-        })
+        crate::model::conversion::sample_spec()
     }
 
     fn token(name: &str) -> HuggingFace {

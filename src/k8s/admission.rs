@@ -466,15 +466,9 @@ mod tests {
     use serde_json::json;
 
     fn lr(limits: Value) -> Object {
-        let value = json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "ns"}, "spec": {"limits": limits}});
-        Object {
-            id: crate::model::objects::ObjectId::of(&value).unwrap(),
-            value,
-            owner: None,
-            source: None,
-            cluster: None,
-            bootstrap: false,
-        }
+        object(
+            json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": "ns"}, "spec": {"limits": limits}}),
+        )
     }
 
     #[test]

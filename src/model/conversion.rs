@@ -158,6 +158,18 @@ fn object_of<T: serde::Serialize>(value: &T) -> Map<String, Value> {
     }
 }
 
+/// A one-replica, one-GPU v1alpha2 spec of a gated Llama model, for tests.
+#[cfg(test)]
+pub(crate) fn sample_spec() -> v2::InferenceServiceSpec {
+    spec_to_hub(&v1::InferenceServiceSpec {
+        model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+        replicas: 1,
+        gpus_per_replica: 1,
+        priority: None,
+        queue: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
