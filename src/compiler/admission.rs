@@ -32,11 +32,11 @@ pub struct QuotaUsage {
 /// resource the pods do not fit (at steady state, else at the autoscalers'
 /// maximum), and the quota table.
 pub(crate) fn quotas(
+    cx: &Context<'_>,
     objects: &[Object],
     services: &[LoadedService],
     platform_file: Option<&str>,
 ) -> (Vec<Diagnostic>, Vec<QuotaUsage>) {
-    let cx = Context::new(objects);
     let by_name: HashMap<(&str, &str), &LoadedService> =
         services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
     let at = |ns: &str, workload: &str| -> Option<Location> {

@@ -13,7 +13,6 @@ use crate::k8s::admission;
 use crate::k8s::index::{Context, Workload, namespace};
 use crate::load::LoadedService;
 use crate::model::labels::QUEUE_LABEL;
-use crate::model::objects::Object;
 use crate::model::platform::{Platform, QuantityText, Queue, Tenant};
 
 fn parse(map: &BTreeMap<String, QuantityText>, key: &str) -> Option<Quantity> {
@@ -27,7 +26,7 @@ fn sum<'a>(items: impl Iterator<Item = Quantity> + 'a) -> Quantity {
 /// Checks the queues against quotas and capacity, and the queued services
 /// against what their queue can ever admit.
 pub fn admit(
-    objects: &[Object],
+    cx: &Context<'_>,
     services: &[LoadedService],
     platform: &Platform,
     platform_file: Option<&str>,
@@ -62,7 +61,6 @@ pub fn admit(
     }
     // Queued workloads, as rendered: resources the queue does not cover, and
     // peaks it can never admit (the admission engine's numbers).
-    let cx = Context::new(objects);
     let by_name: HashMap<(&str, &str), &LoadedService> =
         services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
     let at = |w: &Workload<'_>, path: &[&str]| {
@@ -81,7 +79,7 @@ pub fn admit(
                         continue;
                     }
                     for r in
-                        admission::requested_resources(&cx, w).iter().filter(|r| !queue.nominal_quota.contains_key(*r))
+                        admission::requested_resources(cx, w).iter().filter(|r| !queue.nominal_quota.contains_key(*r))
                     {
                         let mut d = Diagnostic::error(format!(
                             "{ns}/{} requests {r}, which queue \"{}\" does not cover: Kueue never admits its pods",
@@ -98,7 +96,7 @@ pub fn admit(
             for (r, nominal) in queue.nominal_quota.iter().filter_map(|(r, q)| Some((r, Quantity::parse(q).ok()?))) {
                 let borrowable = borrowable(tenant, queue, r, platform);
                 let ceiling = nominal.plus(&borrowable);
-                let (peak, largest) = admission::queue_peak(&cx, &namespaces, &local, r);
+                let (peak, largest) = admission::queue_peak(cx, &namespaces, &local, r);
                 let Some(w) = largest.filter(|_| peak > ceiling) else { continue };
                 let mut d = Diagnostic::error(format!(
                     "queue \"{}\" of tenant \"{}\" can admit at most {r}={ceiling} (nominal {nominal} + borrowable {borrowable}), \

@@ -349,8 +349,10 @@ impl Stage<'_> {
         }
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
-        diags.extend(kueue::admit(&objects, services, platform, self.platform_file));
-        let (quota_errors, quota) = admission::quotas(&objects, services, self.platform_file);
+        // One index of the rendered objects for quota and Kueue admission.
+        let cx = crate::k8s::index::Context::new(&objects);
+        diags.extend(kueue::admit(&cx, services, platform, self.platform_file));
+        let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
         diags.extend(quota_errors);
         (objects, diags, quota)
     }
