@@ -26,7 +26,7 @@ use crate::k8s::typecheck;
 use crate::model::objects::{Object, ObjectId};
 
 /// The built-in templates, by file name.
-pub const BUILTIN: [(&str, &str); 11] = [
+pub const BUILTIN: [(&str, &str); 19] = [
     ("deployment.yaml", include_str!("../templates/deployment.yaml")),
     ("service.yaml", include_str!("../templates/service.yaml")),
     ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
@@ -38,6 +38,14 @@ pub const BUILTIN: [(&str, &str); 11] = [
     ("inferencepool.yaml", include_str!("../templates/inferencepool.yaml")),
     ("inferenceobjective.yaml", include_str!("../templates/inferenceobjective.yaml")),
     ("servicemonitor.yaml", include_str!("../templates/servicemonitor.yaml")),
+    ("endpointpicker-serviceaccount.yaml", include_str!("../templates/endpointpicker-serviceaccount.yaml")),
+    ("endpointpicker-role.yaml", include_str!("../templates/endpointpicker-role.yaml")),
+    ("endpointpicker-rolebinding.yaml", include_str!("../templates/endpointpicker-rolebinding.yaml")),
+    ("endpointpicker-configmap.yaml", include_str!("../templates/endpointpicker-configmap.yaml")),
+    ("endpointpicker-service.yaml", include_str!("../templates/endpointpicker-service.yaml")),
+    ("endpointpicker-deployment.yaml", include_str!("../templates/endpointpicker-deployment.yaml")),
+    ("endpointpicker-poddisruptionbudget.yaml", include_str!("../templates/endpointpicker-poddisruptionbudget.yaml")),
+    ("endpointpicker-servicemonitor.yaml", include_str!("../templates/endpointpicker-servicemonitor.yaml")),
 ];
 
 /// Work one template render may do before it is stopped.
@@ -187,7 +195,11 @@ pub fn render_service(
     let mut objects = Vec::new();
     let mut diags = Vec::new();
     for child in &desired.objects {
-        let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), &desired.name);
+        let name = match desired.gateway.as_ref().and_then(|g| g.pool.as_ref()) {
+            Some(pool) if child.picker => pool.picker.name.as_str(),
+            _ => desired.name.as_str(),
+        };
+        let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), name);
         let tsrc = templates.source(child.template);
         let rendered = templates.env.get_template(child.template).and_then(|t| t.render(&ctx));
         let text = match rendered {
@@ -198,8 +210,8 @@ pub fn render_service(
                 continue;
             }
         };
-        let name = format!("templates/{} (rendered for {}/{})", child.template, desired.namespace, desired.name);
-        match parse_back(Source::new(name, text), &id) {
+        let label = format!("templates/{} (rendered for {}/{})", child.template, desired.namespace, desired.name);
+        match parse_back(Source::new(label, text), &id) {
             Ok(value) => objects.push(Object {
                 id,
                 value,

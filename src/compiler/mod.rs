@@ -326,6 +326,8 @@ impl Stage<'_> {
                 Err(e) => diags.push(e),
             }
         }
+        // Services sharing a weighted route render one HTTPRoute.
+        derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
 
         let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
             .par_iter()

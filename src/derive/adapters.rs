@@ -129,7 +129,7 @@ pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
 }
 
 /// 64-bit FNV-1a: a stable checksum, not a security measure.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 

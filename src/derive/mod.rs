@@ -195,39 +195,63 @@ pub struct Child {
     pub kind: &'static str,
     /// Template file that gives the object its shape.
     pub template: &'static str,
+    /// Whether the object is one of the endpoint picker's, named after the
+    /// picker rather than the service.
+    pub picker: bool,
 }
 
-pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml" };
-pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml" };
+pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml", picker: false };
+pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml", picker: false };
 pub const DISRUPTION_BUDGET: Child =
-    Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml" };
+    Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml", picker: false };
 pub const AUTOSCALER: Child =
-    Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml" };
-pub const CONFIG_MAP: Child = Child { api_version: "v1", kind: "ConfigMap", template: "configmap.yaml" };
+    Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml", picker: false };
+pub const CONFIG_MAP: Child = Child { api_version: "v1", kind: "ConfigMap", template: "configmap.yaml", picker: false };
 pub const LEADER_WORKER_SET: Child = Child {
     api_version: crate::derive::multinode::API_VERSION,
     kind: crate::derive::multinode::KIND,
     template: "leaderworkerset.yaml",
+    picker: false,
 };
 pub const SCALED_OBJECT: Child =
-    Child { api_version: "keda.sh/v1alpha1", kind: "ScaledObject", template: "scaledobject.yaml" };
+    Child { api_version: "keda.sh/v1alpha1", kind: "ScaledObject", template: "scaledobject.yaml", picker: false };
 pub const HTTP_ROUTE: Child =
-    Child { api_version: crate::derive::gateway::ROUTE_API_VERSION, kind: "HTTPRoute", template: "httproute.yaml" };
+    Child { api_version: crate::derive::gateway::ROUTE_API_VERSION, kind: "HTTPRoute", template: "httproute.yaml", picker: false };
 pub const INFERENCE_POOL: Child = Child {
     api_version: crate::derive::gateway::POOL_API_VERSION,
     kind: "InferencePool",
     template: "inferencepool.yaml",
+    picker: false,
 };
 pub const INFERENCE_OBJECTIVE: Child = Child {
     api_version: crate::derive::gateway::OBJECTIVE_API_VERSION,
     kind: "InferenceObjective",
     template: "inferenceobjective.yaml",
+    picker: false,
 };
 pub const SERVICE_MONITOR: Child = Child {
     api_version: crate::derive::monitoring::API_VERSION,
     kind: "ServiceMonitor",
     template: "servicemonitor.yaml",
+    picker: false,
 };
+
+const fn picker_child(api_version: &'static str, kind: &'static str, template: &'static str) -> Child {
+    Child { api_version, kind, template, picker: true }
+}
+
+/// The endpoint picker's objects, in the order they are rendered.
+pub const PICKER_CHILDREN: [Child; 7] = [
+    picker_child("v1", "ServiceAccount", "endpointpicker-serviceaccount.yaml"),
+    picker_child("rbac.authorization.k8s.io/v1", "Role", "endpointpicker-role.yaml"),
+    picker_child("rbac.authorization.k8s.io/v1", "RoleBinding", "endpointpicker-rolebinding.yaml"),
+    picker_child("v1", "ConfigMap", "endpointpicker-configmap.yaml"),
+    picker_child("v1", "Service", "endpointpicker-service.yaml"),
+    picker_child("apps/v1", "Deployment", "endpointpicker-deployment.yaml"),
+    picker_child("policy/v1", "PodDisruptionBudget", "endpointpicker-poddisruptionbudget.yaml"),
+];
+pub const PICKER_SERVICE_MONITOR: Child =
+    picker_child(crate::derive::monitoring::API_VERSION, "ServiceMonitor", "endpointpicker-servicemonitor.yaml");
 
 /// Autoscaler bounds for a service with `replicas` > 0, as the reference
 /// Operator sets them: min = max(1, replicas / 2), max = replicas x 3.
@@ -354,8 +378,21 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         .as_ref()
         .filter(|(_, tier)| tier.disruption_budget && spec_replicas > 0)
         .map(|_| DisruptionBudget { max_unavailable: 1, selector: all_pods.clone() });
-    let gateway = crate::derive::gateway::plan(spec, platform.gateway.as_ref(), &name, port);
+    let gateway = crate::derive::gateway::plan(
+        spec,
+        platform.gateway.as_ref(),
+        &name,
+        &namespace,
+        &labels,
+        port,
+        &security::settings_for(platform, &namespace, &name),
+    );
     let monitoring = crate::derive::monitoring::plan(platform.monitoring.as_ref(), &labels);
+    let mut gateway = gateway;
+    if let (Some(pool), Some(m)) = (gateway.as_mut().and_then(|g| g.pool.as_mut()), platform.monitoring.as_ref()) {
+        pool.picker.monitor_labels = pool.picker.labels.clone();
+        pool.picker.monitor_labels.extend(m.labels.clone());
+    }
 
     let workload = if multi_node.is_some() { LEADER_WORKER_SET } else { DEPLOYMENT };
     let mut objects = vec![SERVICE, workload.clone()];
@@ -374,6 +411,10 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         objects.push(HTTP_ROUTE);
         if g.pool.is_some() {
             objects.push(INFERENCE_POOL);
+            objects.extend(PICKER_CHILDREN);
+            if monitoring.is_some() {
+                objects.push(PICKER_SERVICE_MONITOR);
+            }
         }
         if g.priority.is_some() {
             objects.push(INFERENCE_OBJECTIVE);

@@ -223,16 +223,38 @@ pub fn limit_defaults(
     (default_limit, default_request)
 }
 
-/// Ingress only from the tenant's own namespaces, and from the platform's
-/// `allowFrom` namespaces to the serving port.
+/// Ingress only from the tenant's own namespaces; from the platform's
+/// `allowFrom` namespaces to the serving port (and to the endpoint pickers'
+/// metrics port, where the Inference Extension is on: those namespaces are
+/// the gateway's and monitoring's); and from the Gateway's namespace to the
+/// serving port and the pickers' ext-proc port. The Gateway calls the
+/// picker of a pool before it sends the request to the pod the picker
+/// chose, so both must be open to it.
 fn isolation(tenant: &Tenant, ns: &str, platform: &Platform, labels: &Value) -> Value {
     let mut ingress = vec![json!({"from": [{"namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}}}]})];
+    let picker = platform.gateway.as_ref().filter(|g| g.inference_extension).map(|g| &g.endpoint_picker);
+    let tcp = |port: i32| json!({"protocol": "TCP", "port": port});
     if !platform.network.allow_from.is_empty() {
+        let mut ports = vec![tcp(platform.defaults.port)];
+        if picker.is_some() {
+            ports.push(tcp(crate::derive::gateway::PICKER_METRICS_PORT));
+        }
         ingress.push(json!({
             "from": [{"namespaceSelector": {"matchExpressions": [{
                 "key": "kubernetes.io/metadata.name", "operator": "In", "values": platform.network.allow_from,
             }]}}],
-            "ports": [{"protocol": "TCP", "port": platform.defaults.port}],
+            "ports": ports,
+        }));
+    }
+    let gateway_ns = platform.gateway.as_ref().and_then(|g| g.parent_ref.namespace.as_deref());
+    if let Some(gns) = gateway_ns.filter(|g| !tenant.namespace_list().iter().any(|n| n == g)) {
+        let mut ports = vec![tcp(platform.defaults.port)];
+        if let Some(p) = picker {
+            ports.push(tcp(p.port));
+        }
+        ingress.push(json!({
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": gns}}}],
+            "ports": ports,
         }));
     }
     json!({

@@ -7,9 +7,12 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace, PodTemplateSpec, ResourceQuota, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, LimitRange, Namespace, PodTemplateSpec, ResourceQuota, Service, ServiceAccount,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::de::DeserializeOwned;
@@ -36,6 +39,9 @@ pub fn typecheck(value: &Value) -> Vec<Problem> {
         ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(value),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(value),
         ("v1", "ConfigMap") => round_trip::<ConfigMap>(value),
+        ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(value),
+        ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<Role>(value),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(value),
         (kinds::LWS, "LeaderWorkerSet") => leader_worker_set(value),
         (kinds::INFERENCE_OBJECTIVE, "InferenceObjective") => round_trip::<InferenceObjective>(value),
         // The other kinds of the table (Kueue, KEDA, the Gateway API, the

@@ -281,7 +281,7 @@ pub fn routes(
 ) -> Vec<Diagnostic> {
     let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
     let mut out = Vec::new();
-    let mut claimed: BTreeMap<Route, &LoadedService> = BTreeMap::new();
+    let mut claimed: BTreeMap<Route, Vec<&LoadedService>> = BTreeMap::new();
     for s in services {
         let Some(g) = &s.service.spec.gateway else { continue };
         let at = |field: &str| s.location(&[key("spec"), key("gateway"), key(field)]);
@@ -316,25 +316,76 @@ pub fn routes(
             );
         }
         let Ok(route) = parse_route(&g.route) else { continue };
-        match claimed.get(&route) {
-            Some(first) => out.push(
+        claimed.entry(route).or_default().push(s);
+    }
+    for (route, group) in &claimed {
+        out.extend(route_claims(route, group, label));
+    }
+    out
+}
+
+/// The services that claim one route: one alone, or several of one
+/// namespace that each give a weight, the weights adding up to 100 (the
+/// HTTPRoute's backendRefs split the requests in proportion to them,
+/// gateway-api `apis/v1/httproute_types.go` `BackendRef.Weight`).
+fn route_claims(
+    route: &Route,
+    group: &[&LoadedService],
+    label: &(dyn Fn(&LoadedService) -> String + Sync),
+) -> Vec<Diagnostic> {
+    let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
+    let at = |s: &LoadedService, field: &str| s.location(&[key("spec"), key("gateway"), key(field)]);
+    let weight = |s: &LoadedService| s.service.spec.gateway.as_ref().and_then(|g| g.weight);
+    let who = |s: &LoadedService| format!("{}/{} in {}", s.service.namespace_or_default(), s.service.name(), label(s));
+    let mut out = Vec::new();
+    let first = group[0];
+    if group.len() > 1 {
+        // Without weights, the second claim is a conflict.
+        if let Some(s) = group.iter().skip(1).find(|s| weight(s).is_none()).or(group.iter().find(|s| weight(s).is_none())) {
+            let other = if std::ptr::eq(*s, first) { group[1] } else { first };
+            out.push(
                 Diagnostic::error(format!(
-                    "route \"{route}\" is claimed by two services: {}/{} in {} and {}/{} in {}",
-                    first.service.namespace_or_default(),
-                    first.service.name(),
-                    label(first),
-                    s.service.namespace_or_default(),
-                    s.service.name(),
-                    label(s)
+                    "route \"{route}\" is claimed by two services: {} and {}",
+                    who(other),
+                    who(s)
                 ))
-                .at(at("route"))
-                .related(first.location(&[key("spec"), key("gateway"), key("route")]), "claimed here first")
-                .help("give each service its own hostname or path prefix"),
-            ),
-            None => {
-                claimed.insert(route, s);
-            }
+                .at(at(s, "route"))
+                .related(at(other, "route"), "claimed here first")
+                .help("give each service its own hostname or path prefix, or split the route's traffic: give every service of it gateway.weight, adding up to 100"),
+            );
+            return out;
         }
+        if let Some(s) = group.iter().find(|s| s.service.namespace_or_default() != first.service.namespace_or_default()) {
+            out.push(
+                Diagnostic::error(format!(
+                    "route \"{route}\" is split between namespaces: {} and {}",
+                    who(first),
+                    who(s)
+                ))
+                .at(at(s, "weight"))
+                .related(at(first, "weight"), "weighted here")
+                .help("services that share a route must be in one namespace: the HTTPRoute's backends are in its own"),
+            );
+            return out;
+        }
+    }
+    let Some(_) = weight(first) else { return out };
+    let total: i64 = group.iter().filter_map(|s| weight(s)).map(i64::from).sum();
+    if total != 100 {
+        let parts: Vec<String> = group
+            .iter()
+            .map(|s| format!("{} at {} ({})", weight(s).unwrap_or_default(), at(s, "weight"), who(s)))
+            .collect();
+        let mut d = Diagnostic::error(format!(
+            "the weights of route \"{route}\" add up to {total}, not 100: {}",
+            parts.join(", ")
+        ))
+        .at(at(first, "weight"))
+        .help("make the gateway.weight of the route's services add up to 100 (for a canary: 90 and 10)");
+        for s in group.iter().skip(1) {
+            d = d.related(at(s, "weight"), "weighted here");
+        }
+        out.push(d);
     }
     out
 }

@@ -83,6 +83,9 @@ pub const KINDS: &[Kind] = &[
     row("v1", "LimitRange", true, 7, Owner::Platform),
     row("networking.k8s.io/v1", "NetworkPolicy", true, 8, Owner::Platform),
     row(KUEUE, "LocalQueue", true, 9, Owner::Platform),
+    row("v1", "ServiceAccount", true, 10, Owner::Service),
+    row("rbac.authorization.k8s.io/v1", "Role", true, 10, Owner::Service),
+    row("rbac.authorization.k8s.io/v1", "RoleBinding", true, 10, Owner::Service),
     row("v1", "ConfigMap", true, 10, Owner::Service),
     row("v1", "Service", true, 11, Owner::Service),
     Kind {

@@ -116,7 +116,11 @@ impl Object {
         let base = self.cluster.as_ref().map(PathBuf::from).unwrap_or_default();
         base.join(match (&self.id.namespace, &self.owner) {
             (None, _) => PathBuf::from(CLUSTER_DIR).join(format!("{kind}-{}.yaml", self.id.name)),
-            (Some(ns), Some(owner)) => PathBuf::from(ns).join(owner).join(format!("{kind}.yaml")),
+            (Some(ns), Some(owner)) if *owner == self.id.name => {
+                PathBuf::from(ns).join(owner).join(format!("{kind}.yaml"))
+            }
+            // A service's objects of another name (its endpoint picker's).
+            (Some(ns), Some(owner)) => PathBuf::from(ns).join(owner).join(format!("{kind}-{}.yaml", self.id.name)),
             (Some(ns), None) => PathBuf::from(ns).join("_namespace").join(format!("{kind}-{}.yaml", self.id.name)),
         })
     }

@@ -915,24 +915,82 @@ pub struct ParentRef {
     pub section_name: Option<String>,
 }
 
-/// How an InferencePool reaches its endpoint picker: the Service
-/// `<service><serviceSuffix>` on `port`.
+/// The endpoint picker isvc renders for every InferencePool (llm-d's
+/// router, `cmd/epp`): its Service `<service><serviceSuffix>` on `port`, the
+/// Deployment behind it, and its configuration.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EndpointPicker {
-    /// Appended to the service name to name the picker's Service.
+    /// Appended to the service name to name the picker's Service,
+    /// Deployment, ServiceAccount, Role, ConfigMap and disruption budget.
     pub service_suffix: String,
-    /// The picker's gRPC port.
+    /// The picker's gRPC ext-proc port, which the Gateway calls.
     #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
-    /// What the Gateway does when the picker does not answer: `FailClose`
-    /// (reject) or `FailOpen` (route anyway).
+    /// What the Gateway does when the picker does not answer: `FailOpen`
+    /// (route to a pod of its own choosing) or `FailClose` (reject the
+    /// request).
     pub failure_mode: FailureMode,
+    /// The picker image. Pin a version.
+    #[schemars(length(min = 1))]
+    pub image: String,
+    /// `Always`, `IfNotPresent` or `Never`.
+    pub image_pull_policy: PullPolicy,
+    /// Pickers per pool. Above 1 they elect a leader (`--ha-enable-leader-election`).
+    #[schemars(range(min = 1, max = 10))]
+    pub replicas: i32,
+    /// The picker container's requests and limits, resource to quantity.
+    pub resources: PickerResources,
+    /// Turn the picker's flow control on (the `flowControl` feature gate):
+    /// requests wait in the picker, by priority, instead of in vLLM. Needed
+    /// for `gateway.priority` to act, for autoscaling on the picker's queue,
+    /// and for `autoscaling.min: 0`.
+    pub flow_control: bool,
+    /// apiVersion of the picker's configuration file: `llm-d.ai/v1alpha1`
+    /// for llm-d's router, `inference.networking.x-k8s.io/v1alpha1` for the
+    /// Inference Extension's own picker (v1.5 and older).
+    #[schemars(length(min = 1))]
+    pub config_api_version: String,
+    /// PromQL query for the requests a service's picker holds in its flow
+    /// control queue, where KEDA scales services behind a picker with flow
+    /// control; `{namespace}` and `{picker}` are replaced by the service's
+    /// namespace and its picker's Service name.
+    #[schemars(length(min = 1))]
+    pub queue_query: String,
 }
 
 impl Default for EndpointPicker {
     fn default() -> EndpointPicker {
-        EndpointPicker { service_suffix: "-epp".to_string(), port: 9002, failure_mode: FailureMode::FailClose }
+        EndpointPicker {
+            service_suffix: "-epp".to_string(),
+            port: 9002,
+            failure_mode: FailureMode::FailOpen,
+            image: "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0".to_string(),
+            image_pull_policy: PullPolicy::IfNotPresent,
+            replicas: 1,
+            resources: PickerResources::default(),
+            flow_control: false,
+            config_api_version: "llm-d.ai/v1alpha1".to_string(),
+            queue_query: "sum(llm_d_epp_flow_control_queue_size{namespace=\"{namespace}\",service=\"{picker}\"})"
+                .to_string(),
+        }
+    }
+}
+
+/// Requests and limits of the picker container.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PickerResources {
+    pub requests: BTreeMap<String, QuantityText>,
+    pub limits: BTreeMap<String, QuantityText>,
+}
+
+impl Default for PickerResources {
+    fn default() -> PickerResources {
+        PickerResources {
+            requests: BTreeMap::from([("cpu".to_string(), "1".into()), ("memory".to_string(), "2Gi".into())]),
+            limits: BTreeMap::from([("memory".to_string(), "4Gi".into())]),
+        }
     }
 }
 

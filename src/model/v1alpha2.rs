@@ -220,6 +220,13 @@ pub struct Gateway {
     /// Needs the platform's Gateway API Inference Extension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    /// Share of the route's requests, in percent, when several services of
+    /// one namespace share `route` (a canary or blue-green rollout): every
+    /// service of the route gives one, and they add up to 100. 0 keeps the
+    /// service on the route without traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 100))]
+    pub weight: Option<i32>,
 }
 
 /// A Kubernetes quantity in the CRD's terms: an integer or a string.

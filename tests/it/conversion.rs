@@ -114,7 +114,7 @@ prop_compose! {
                 gpus_per_replica: gpus_per_node * nodes,
                 nodes_per_replica: nodes,
                 resources: resources.map(|(cpu, memory, shm_size)| v2::Resources { cpu, memory, shm_size }),
-                gateway: gateway.map(|(route, priority)| v2::Gateway { route, priority }),
+                gateway: gateway.map(|(route, priority)| v2::Gateway { route, priority, weight: None }),
                 priority,
                 queue,
                 served_model_name,
