@@ -308,6 +308,7 @@ impl Stage<'_> {
         let mut diags = Diagnostics::new();
         diags.extend(placements(services, platform));
         diags.extend(crate::load::validate::routes(services, platform, self.label));
+        diags.extend(crate::load::validate::scale_from_zero(services, platform));
         if diags.has_errors() {
             return (Vec::new(), diags, Vec::new());
         }

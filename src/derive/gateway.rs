@@ -169,7 +169,7 @@ pub fn plan(
             endpoint_picker: picker_name(name, epp),
             endpoint_picker_port: epp.port,
             failure_mode: epp.failure_mode,
-            picker: picker(epp, name, namespace, labels, !spec.adapters.is_empty(), security),
+            picker: picker(epp, name, namespace, labels, !spec.adapters.is_empty(), g.priority.is_some(), security),
         }
     });
     let backend = match &pool {
@@ -209,11 +209,10 @@ pub fn picker_name(service: &str, epp: &EndpointPicker) -> String {
 }
 
 /// Whether a service's requests wait in its picker's flow control queue:
-/// the platform enables the extension and flow control, and the service
-/// has a route (so a pool and a picker).
+/// the service has a route (so a pool and a picker), and the platform turns
+/// flow control on or the service gives a priority.
 pub fn picker_holds_requests(spec: &InferenceServiceSpec, config: Option<&GatewayConfig>) -> bool {
-    spec.gateway.is_some()
-        && config.is_some_and(|c| c.inference_extension && c.endpoint_picker.flow_control)
+    spec.gateway.as_ref().is_some_and(|g| config.is_some_and(|c| c.picker_holds_requests(g.priority.is_some())))
 }
 
 /// The picker of the pool `name`: flags, probes and RBAC as llm-d's router
@@ -225,8 +224,11 @@ fn picker(
     namespace: &str,
     service_labels: &BTreeMap<String, String>,
     adapters: bool,
+    priority: bool,
     security: &crate::model::platform::Security,
 ) -> PickerPlan {
+    // A priority acts only through flow control: turn it on for the pool.
+    let flow_control = epp.flow_control || priority;
     let picker = picker_name(name, epp);
     let mut labels = service_labels.clone();
     labels.insert("app.kubernetes.io/name".to_string(), picker.clone());
@@ -271,7 +273,7 @@ fn picker(
     let quantities = |m: &BTreeMap<String, crate::model::platform::QuantityText>| {
         m.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect::<BTreeMap<_, _>>()
     };
-    let config = picker_config(epp, adapters);
+    let config = picker_config(epp, adapters, flow_control);
     let security = crate::derive::security::derive(&crate::model::platform::Security {
         mount_service_account_token: true,
         ..security.clone()
@@ -302,7 +304,7 @@ fn picker(
         config_dir: PICKER_CONFIG_DIR.to_string(),
         rules,
         termination_grace_period_seconds: PICKER_GRACE_SECONDS,
-        flow_control: epp.flow_control,
+        flow_control,
         pod_annotations,
         monitor_labels: BTreeMap::new(),
         security,
@@ -317,13 +319,13 @@ fn picker(
 /// queue settings keep their defaults. llm-d's router reads its metrics
 /// through data-source plugins; the extension's own picker (the older
 /// apiVersion) scrapes without them.
-pub fn picker_config(epp: &EndpointPicker, adapters: bool) -> String {
+pub fn picker_config(epp: &EndpointPicker, adapters: bool, flow_control: bool) -> String {
     let mut scorers = vec![("queue-scorer", 2), ("kv-cache-utilization-scorer", 2), ("prefix-cache-scorer", 3)];
     if adapters {
         scorers.push(("lora-affinity-scorer", 1));
     }
     let mut out = format!("apiVersion: {}\nkind: EndpointPickerConfig\n", epp.config_api_version);
-    if epp.flow_control {
+    if flow_control {
         out.push_str("featureGates:\n- flowControl\n");
     }
     out.push_str("plugins:\n");

@@ -174,6 +174,9 @@ pub struct Autoscaler {
     pub min_replicas: i32,
     pub max_replicas: i32,
     pub metric: String,
+    /// The picker's Service, whose queue metric the HPA reads as an Object
+    /// metric where the service's requests wait in the picker.
+    pub picker_service: Option<String>,
     pub target_average_value: String,
     pub scale_down_stabilization_seconds: i32,
 }
@@ -362,17 +365,33 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         readiness_failure_threshold: p.readiness_failure_threshold,
     };
 
+    // Behind a picker with flow control, the picker's queue is the demand.
+    let picker = platform
+        .gateway
+        .as_ref()
+        .filter(|_| crate::derive::gateway::picker_holds_requests(spec, platform.gateway.as_ref()))
+        .map(|g| (&g.endpoint_picker, crate::derive::gateway::picker_name(&name, &g.endpoint_picker)));
     let autoscaler = bounds.map(|(min_replicas, max_replicas)| Autoscaler {
         min_replicas,
         max_replicas,
-        metric: d.autoscaling.metric.clone(),
+        metric: match &picker {
+            Some(_) => crate::derive::autoscaling::PICKER_QUEUE_METRIC.to_string(),
+            None => d.autoscaling.metric.clone(),
+        },
+        picker_service: picker.as_ref().map(|(_, n)| n.clone()),
         target_average_value: spec
             .autoscaling
             .as_ref()
             .map_or_else(|| d.autoscaling.target_average_value.0.clone(), |a| a.target_queue_length.to_string()),
         scale_down_stabilization_seconds: d.autoscaling.scale_down_stabilization_seconds,
     });
-    let keda = crate::derive::autoscaling::keda_trigger(spec, platform.keda.as_ref(), &namespace, &name);
+    let keda = crate::derive::autoscaling::keda_trigger(
+        spec,
+        platform.keda.as_ref(),
+        picker.as_ref().map(|(e, n)| (*e, n.as_str())),
+        &namespace,
+        &name,
+    );
     let disruption_budget = placement
         .tier
         .as_ref()

@@ -35,6 +35,9 @@ pub enum Impact {
     DeletesPods,
     /// Only replica counts or autoscaler bounds change.
     ScalingOnly,
+    /// Only a route's backends or their weights change: requests move
+    /// between services (a canary step), no pod is touched.
+    TrafficShift,
     /// Nothing that runs changes (metadata, Service, CRD ...).
     NoPodChange,
 }
@@ -46,6 +49,7 @@ impl Impact {
             Impact::CreatesPods => "creates pods",
             Impact::DeletesPods => "deletes pods",
             Impact::ScalingOnly => "scaling only",
+            Impact::TrafficShift => "traffic shift",
             Impact::NoPodChange => "no pod change",
         }
     }
@@ -272,6 +276,15 @@ fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
     };
     if !fields.is_empty() && fields.iter().all(scaling) {
         return Impact::ScalingOnly;
+    }
+    // An HTTPRoute rule's backendRefs (gateway-api `apis/v1/httproute_types.go`
+    // `HTTPRouteRule.BackendRefs`): which services get its requests, and how many.
+    let backends = |p: &Vec<PathSegment>| {
+        matches!(p.as_slice(), [PathSegment::Key(a), PathSegment::Key(b), PathSegment::Index(_), PathSegment::Key(c), ..]
+            if a == "spec" && b == "rules" && c == "backendRefs")
+    };
+    if kind == "HTTPRoute" && !fields.is_empty() && fields.iter().all(backends) {
+        return Impact::TrafficShift;
     }
     Impact::NoPodChange
 }

@@ -390,6 +390,44 @@ fn route_claims(
     out
 }
 
+/// `autoscaling.min: 0` where something can scale the service back up: an
+/// endpoint picker with flow control holds its requests (they wait in the
+/// picker, not in vLLM, so its queue is the demand even at zero pods), and
+/// KEDA scales (it activates a workload from zero on a Prometheus metric;
+/// a HorizontalPodAutoscaler needs the alpha HPAScaleToZero gate).
+pub fn scale_from_zero(services: &[LoadedService], platform: &Platform) -> Vec<Diagnostic> {
+    let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    for s in services {
+        let spec = &s.service.spec;
+        if spec.autoscaling.as_ref().is_none_or(|a| a.min > 0) {
+            continue;
+        }
+        let priority = spec.gateway.as_ref().is_some_and(|g| g.priority.is_some());
+        let held = spec.gateway.is_some() && platform.gateway.as_ref().is_some_and(|g| g.picker_holds_requests(priority));
+        let why = match (held, platform.keda.is_some()) {
+            (true, true) => continue,
+            (false, _) => {
+                "the queue length is read from the serving pods (vllm:num_requests_waiting), so at zero pods nothing \
+                 would scale the service back up"
+            }
+            (true, false) => {
+                "a HorizontalPodAutoscaler cannot scale to zero (minReplicas: 0 needs the alpha HPAScaleToZero gate)"
+            }
+        };
+        out.push(
+            Diagnostic::error(format!("autoscaling.min is 0, but {why}"))
+                .at(s.location(&[key("spec"), key("autoscaling"), key("min")]))
+                .help(
+                    "set autoscaling.min to 1; scaling from zero needs a gateway.route to an endpoint picker that holds \
+                     requests (gateway.inferenceExtension and gateway.endpointPicker.flowControl in the platform file) \
+                     and KEDA (keda in the platform file)",
+                ),
+        );
+    }
+    out
+}
+
 /// Problems in the platform's `gateway` section, with the path of the field.
 fn platform_gateway(platform: &Platform) -> Vec<Problem> {
     let key = |k: &str| crate::base::yaml::PathSegment::Key(k.to_string());

@@ -899,6 +899,16 @@ pub struct GatewayConfig {
     pub request_timeout: Option<String>,
 }
 
+impl GatewayConfig {
+    /// Whether the endpoint picker of a service's pool holds requests in its
+    /// flow control queue (rather than vLLM in its own): the platform turns
+    /// flow control on, or the service gives a `gateway.priority`, which
+    /// acts only through flow control.
+    pub fn picker_holds_requests(&self, priority: bool) -> bool {
+        self.inference_extension && (self.endpoint_picker.flow_control || priority)
+    }
+}
+
 /// A Gateway: its name and namespace, and optionally one listener.
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

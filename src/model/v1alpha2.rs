@@ -173,15 +173,18 @@ pub struct Adapter {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Autoscaling {
-    /// Fewest replicas. At least 1: the queue length is read from the
+    /// Fewest replicas. At least 1, except behind a Gateway whose endpoint
+    /// picker holds requests (the platform's `gateway.endpointPicker.flowControl`)
+    /// and where KEDA scales: elsewhere the queue length is read from the
     /// serving pods, so nothing could scale a service back up from zero.
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = 0, max = 1000))]
     pub min: i32,
     /// Most replicas.
     #[schemars(range(min = 1, max = 3000))]
     pub max: i32,
-    /// Waiting requests per replica (vLLM's `vllm:num_requests_waiting`)
-    /// above which replicas are added.
+    /// Waiting requests per replica above which replicas are added: vLLM's
+    /// `vllm:num_requests_waiting`, or, behind an endpoint picker with flow
+    /// control, the requests the picker holds in its queue.
     #[schemars(range(min = 1, max = 100000))]
     pub target_queue_length: i32,
 }
