@@ -14,7 +14,8 @@
 //! - `scaling`: autoscalers, disruption budgets, rollouts;
 //! - `image`: image references;
 //! - `engine`: what vLLM needs to start and stop (tokens, drain, disk);
-//! - `tenancy`: ResourceQuota and LimitRange admission.
+//! - `tenancy`: ResourceQuota and LimitRange admission;
+//! - `gateway`: InferencePools' endpoint pickers: present, reachable, admitted.
 //!
 //! A family is a function over one object (run in parallel over all of
 //! them); a family that wants the whole list instead (`fn(&[Object]) ->
@@ -25,6 +26,7 @@
 //! per run with [`Config::disabled`]; both apply to every family.
 
 mod engine;
+mod gateway;
 mod image;
 mod network;
 mod probes;
@@ -54,6 +56,7 @@ pub use engine::{
     DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, LORA_SLOTS, MODEL_CACHE_UNBOUNDED, OFFLINE_WITHOUT_REVISION,
     RAY_WAIT_SHORTER_THAN_STARTUP, ROLLOUT_STOPS_ONLY_POD,
 };
+pub use gateway::{PICKER_ABSENT, PICKER_REFUSED, PICKER_UNREACHABLE};
 pub use image::MUTABLE_IMAGE;
 pub use network::{
     LISTENS_ON_LOOPBACK, SELECTOR_MATCHES_NO_POD, SERVER_PORT_NOT_DECLARED, TARGET_PORT_NOT_SERVED,
@@ -239,6 +242,9 @@ pub const RULES: &[Rule] = registry![
     RAY_WAIT_SHORTER_THAN_STARTUP,
     LORA_SLOTS,
     OFFLINE_WITHOUT_REVISION,
+    PICKER_ABSENT,
+    PICKER_UNREACHABLE,
+    PICKER_REFUSED,
     RUNS_AS_ROOT,
     PRIVILEGE_ESCALATION,
     CAPABILITIES_KEPT,
@@ -368,8 +374,16 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 /// number of objects: lookups are indexed once per run.
 pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
     let cx = Context::new(objects);
-    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 7] =
-        [network::check, probes::check, resources::check, scaling::check, image::check, tenancy::check, engine::check];
+    let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 8] = [
+        network::check,
+        probes::check,
+        resources::check,
+        scaling::check,
+        image::check,
+        tenancy::check,
+        engine::check,
+        gateway::check,
+    ];
     let mut findings: Vec<Finding> = objects
         .par_iter()
         .flat_map_iter(|o| {
@@ -566,7 +580,7 @@ mod tests {
         // Workload rules count up from ISVC001, the blocks of later rule
         // families from ISVC040 and ISVC050, security rules from ISVC100;
         // each block without gaps.
-        for (start, end) in [(1, 40), (40, 50), (50, 100), (100, 1000)] {
+        for (start, end) in [(1, 40), (40, 50), (50, 60), (60, 100), (100, 1000)] {
             let block: Vec<&Rule> =
                 RULES.iter().filter(|r| r.id[4..].parse::<usize>().is_ok_and(|n| (start..end).contains(&n))).collect();
             for (i, r) in block.iter().enumerate() {

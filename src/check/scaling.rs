@@ -198,7 +198,25 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or("Deployment");
     let name = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
     let Some(w) = cx.object(kind, ns, name).and_then(|t| cx.workload_of(t)) else { return };
-    let pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| super::labels(t, "/metadata/labels")).collect();
+    let mut pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| super::labels(t, "/metadata/labels")).collect();
+    // A query of the endpoint picker's metrics (`llm_d_epp_*`, llm-d/llm-d-router
+    // `pkg/epp/metrics/metrics.go`) reads the picker's pods: those of the
+    // Service the pool of the workload's pods names.
+    let mut whose = w.object.id.to_string();
+    if query.contains("llm_d_epp_") {
+        let picker = cx.objects_of_kind(ns, "InferencePool").iter().find_map(|pool| {
+            let sel = pool.value.pointer("/spec/selector")?;
+            pod_labels.iter().any(|l| super::selector_matches(sel, *l)).then_some(())?;
+            let svc = pool.value.pointer("/spec/endpointPickerRef/name").and_then(Value::as_str)?;
+            let svc = cx.object("Service", ns, svc)?;
+            let selector = svc.value.pointer("/spec/selector").and_then(Value::as_object)?;
+            Some((svc.id.to_string(), cx.selected(ns, selector)))
+        });
+        if let Some((svc, pods)) = picker {
+            whose = format!("the endpoint picker behind {svc}");
+            pod_labels = pods.iter().map(|t| super::labels(t, "/metadata/labels")).collect();
+        }
+    }
     let selects_pods =
         |selector: Option<&Value>| selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)));
     let by_pod_monitor =
@@ -221,9 +239,8 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
             METRIC_NOT_SCRAPED,
             o,
             format!(
-                "its Prometheus trigger queries `{query}`, but no ServiceMonitor or PodMonitor scrapes the pods of {}: \
-                 KEDA reads the empty result as 0 and never scales up",
-                w.object.id
+                "its Prometheus trigger queries `{query}`, but no ServiceMonitor or PodMonitor scrapes the pods of {whose}: \
+                 KEDA reads the empty result as 0 and never scales up"
             ),
         ));
     }

@@ -225,6 +225,15 @@ const REQUIRED_BY_QUOTA: [(&str, &str, &str); 6] = [
 ];
 
 fn quota_fields(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
+    for p in quota_field_problems(cx, w) {
+        out.push(Finding::new(QUOTA_EXCEEDED, w.object, p));
+    }
+}
+
+/// The ResourceQuota keys a workload's containers leave unset, which makes
+/// the quota admission refuse every pod, one line each.
+pub(crate) fn quota_field_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<String> {
+    let mut out = Vec::new();
     let ns = namespace(w.object);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
     for quota in cx.objects_of_kind(ns, "ResourceQuota").iter().filter(|q| scopes_known(&q.value)) {
@@ -243,17 +252,14 @@ fn quota_fields(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
         }
         for (key, names) in missing {
             let names: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-            out.push(Finding::new(
-                QUOTA_EXCEEDED,
-                w.object,
-                format!(
-                    "{} constrains {key}, which container {} does not set: every pod is refused (must specify {key})",
-                    quota.id,
-                    names.join(", ")
-                ),
+            out.push(format!(
+                "{} constrains {key}, which container {} does not set: every pod is refused (must specify {key})",
+                quota.id,
+                names.join(", ")
             ));
         }
     }
+    out
 }
 
 /// Checks one set of requests and limits (a container's, or a pod's sums)
@@ -458,10 +464,17 @@ fn reclaim_inverts_priority(cx: &Context<'_>, cq: &Object, out: &mut Vec<Finding
 }
 
 fn limit_ranges(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
+    for p in limit_range_problems(cx, w) {
+        out.push(Finding::new(LIMIT_RANGE_VIOLATION, w.object, p));
+    }
+}
+
+/// What LimitRanger refuses of a workload's pods, one line each.
+pub(crate) fn limit_range_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<String> {
     let ns = namespace(w.object);
     let lrs = cx.objects_of_kind(ns, "LimitRange");
     if lrs.is_empty() {
-        return;
+        return Vec::new();
     }
     let mut problems = Vec::new();
     for (template, _) in &w.templates {
@@ -493,7 +506,5 @@ fn limit_ranges(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
         }
     }
     problems.dedup();
-    for p in problems {
-        out.push(Finding::new(LIMIT_RANGE_VIOLATION, w.object, p));
-    }
+    problems
 }

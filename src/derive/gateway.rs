@@ -256,9 +256,7 @@ fn picker(
     if ha {
         args.push("--ha-enable-leader-election".to_string());
     }
-    let watch = |groups: &[&str], resources: &[&str]| {
-        serde_json::json!({"apiGroups": groups, "resources": resources, "verbs": ["get", "watch", "list"]})
-    };
+    let watch = |groups: &[&str], resources: &[&str]| serde_json::json!({"apiGroups": groups, "resources": resources, "verbs": ["get", "watch", "list"]});
     let mut rules = vec![
         watch(&[""], &["pods"]),
         watch(&[POOL_GROUP], &["inferencepools"]),

@@ -203,12 +203,21 @@ pub struct Child {
     pub picker: bool,
 }
 
-pub const DEPLOYMENT: Child = Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml", picker: false };
+pub const DEPLOYMENT: Child =
+    Child { api_version: "apps/v1", kind: "Deployment", template: "deployment.yaml", picker: false };
 pub const SERVICE: Child = Child { api_version: "v1", kind: "Service", template: "service.yaml", picker: false };
-pub const DISRUPTION_BUDGET: Child =
-    Child { api_version: "policy/v1", kind: "PodDisruptionBudget", template: "poddisruptionbudget.yaml", picker: false };
-pub const AUTOSCALER: Child =
-    Child { api_version: "autoscaling/v2", kind: "HorizontalPodAutoscaler", template: "horizontalpodautoscaler.yaml", picker: false };
+pub const DISRUPTION_BUDGET: Child = Child {
+    api_version: "policy/v1",
+    kind: "PodDisruptionBudget",
+    template: "poddisruptionbudget.yaml",
+    picker: false,
+};
+pub const AUTOSCALER: Child = Child {
+    api_version: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    template: "horizontalpodautoscaler.yaml",
+    picker: false,
+};
 pub const CONFIG_MAP: Child = Child { api_version: "v1", kind: "ConfigMap", template: "configmap.yaml", picker: false };
 pub const LEADER_WORKER_SET: Child = Child {
     api_version: crate::derive::multinode::API_VERSION,
@@ -218,8 +227,12 @@ pub const LEADER_WORKER_SET: Child = Child {
 };
 pub const SCALED_OBJECT: Child =
     Child { api_version: "keda.sh/v1alpha1", kind: "ScaledObject", template: "scaledobject.yaml", picker: false };
-pub const HTTP_ROUTE: Child =
-    Child { api_version: crate::derive::gateway::ROUTE_API_VERSION, kind: "HTTPRoute", template: "httproute.yaml", picker: false };
+pub const HTTP_ROUTE: Child = Child {
+    api_version: crate::derive::gateway::ROUTE_API_VERSION,
+    kind: "HTTPRoute",
+    template: "httproute.yaml",
+    picker: false,
+};
 pub const INFERENCE_POOL: Child = Child {
     api_version: crate::derive::gateway::POOL_API_VERSION,
     kind: "InferencePool",

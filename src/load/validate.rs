@@ -341,7 +341,9 @@ fn route_claims(
     let first = group[0];
     if group.len() > 1 {
         // Without weights, the second claim is a conflict.
-        if let Some(s) = group.iter().skip(1).find(|s| weight(s).is_none()).or(group.iter().find(|s| weight(s).is_none())) {
+        if let Some(s) =
+            group.iter().skip(1).find(|s| weight(s).is_none()).or(group.iter().find(|s| weight(s).is_none()))
+        {
             let other = if std::ptr::eq(*s, first) { group[1] } else { first };
             out.push(
                 Diagnostic::error(format!(
@@ -355,7 +357,8 @@ fn route_claims(
             );
             return out;
         }
-        if let Some(s) = group.iter().find(|s| s.service.namespace_or_default() != first.service.namespace_or_default()) {
+        if let Some(s) = group.iter().find(|s| s.service.namespace_or_default() != first.service.namespace_or_default())
+        {
             out.push(
                 Diagnostic::error(format!(
                     "route \"{route}\" is split between namespaces: {} and {}",
@@ -404,7 +407,8 @@ pub fn scale_from_zero(services: &[LoadedService], platform: &Platform) -> Vec<D
             continue;
         }
         let priority = spec.gateway.as_ref().is_some_and(|g| g.priority.is_some());
-        let held = spec.gateway.is_some() && platform.gateway.as_ref().is_some_and(|g| g.picker_holds_requests(priority));
+        let held =
+            spec.gateway.is_some() && platform.gateway.as_ref().is_some_and(|g| g.picker_holds_requests(priority));
         let why = match (held, platform.keda.is_some()) {
             (true, true) => continue,
             (false, _) => {

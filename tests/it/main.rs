@@ -12,6 +12,7 @@ mod cli;
 mod conversion;
 mod crash;
 mod examples;
+mod gateway;
 mod gitops;
 mod hostile;
 mod kustomize;
