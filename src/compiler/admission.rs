@@ -39,9 +39,19 @@ pub(crate) fn quotas(
 ) -> (Vec<Diagnostic>, Vec<QuotaUsage>) {
     let by_name: HashMap<(&str, &str), &LoadedService> =
         services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
+    // A service's other workloads (its endpoint picker) point at the
+    // service's gateway section.
+    let owners: HashMap<(&str, &str), &str> = objects
+        .iter()
+        .filter(|o| crate::model::kinds::runs_pods(&o.id.kind))
+        .filter_map(|o| Some(((namespace(o), o.id.name.as_str()), o.owner.as_deref()?)))
+        .collect();
     let at = |ns: &str, workload: &str| -> Option<Location> {
-        let s = by_name.get(&(ns, workload))?;
-        Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]))
+        if let Some(s) = by_name.get(&(ns, workload)) {
+            return Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]));
+        }
+        let s = by_name.get(&(ns, *owners.get(&(ns, workload))?))?;
+        Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("gateway".into())]))
     };
     let mut diags = Vec::new();
     let mut rows = Vec::new();

@@ -383,3 +383,25 @@ fn isvc062_picker_pods_refused_by_the_namespace() {
         .findings;
     assert!(ids(&findings, "ISVC062").is_empty(), "{findings:#?}");
 }
+
+#[test]
+fn picker_pods_count_in_the_tenant_quota() {
+    // One serving pod requests 4 CPUs, its picker 1: a quota of 4.5 CPUs
+    // refuses the picker, and the error points at the service's gateway.
+    let p = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n\
+             tenants:\n  - name: chat\n    quota: {requests.cpu: 4500m}\n\
+             gateway:\n  parentRef: {name: gw, namespace: gateway-system}\n  inferenceExtension: true\n";
+    let err = Test::new()
+        .file("services/a.yaml", service("a", "{route: a.example.com}", "replicas: 1"))
+        .platform(p)
+        .compile()
+        .unwrap_err()
+        .render(false);
+    assert!(
+        err.contains(
+            "exceeded quota: chat, requested: requests.cpu=1, used: requests.cpu=4, limited: requests.cpu=4500m"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--> services/a.yaml:7:12"), "{err}");
+}

@@ -57,12 +57,20 @@ fn adapters_are_a_config_map_mounted_into_the_server() {
         kinds(&objects, "llama"),
         [
             "ConfigMap",
+            "ConfigMap",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount",
+            "Service",
             "Service",
             "Deployment",
+            "Deployment",
             "ScaledObject",
+            "PodDisruptionBudget",
             "InferencePool",
             "InferenceObjective",
             "HTTPRoute",
+            "ServiceMonitor",
             "ServiceMonitor"
         ]
     );
@@ -137,7 +145,9 @@ fn keda_scales_services_with_autoscaling_and_never_alongside_an_hpa() {
         trigger["metadata"],
         json!({
             "serverAddress": "http://prometheus.monitoring.svc:9090",
-            "query": "sum(vllm:num_requests_waiting{namespace=\"llm\",service=\"llama\"})",
+            // llama's gateway.priority turns its picker's flow control on,
+            // so requests wait in the picker: it scales on the picker's queue.
+            "query": "sum(llm_d_epp_flow_control_queue_size{namespace=\"llm\",service=\"llama-epp\"})",
             "threshold": "4",
         })
     );

@@ -341,8 +341,9 @@ fn a_bad_snapshot_or_bad_input_exits_2() {
 }
 
 /// `plan` prunes every kind the kinds table says a service owns: a route,
-/// a pool, an objective, a monitor, a KEDA ScaledObject, a ConfigMap or a
-/// LeaderWorkerSet the service no longer wants is deleted, as the
+/// a pool, an objective, a monitor, a KEDA ScaledObject, a ConfigMap, a
+/// LeaderWorkerSet or an endpoint picker's ServiceAccount, Role and
+/// RoleBinding the service no longer wants is deleted, as the
 /// reference Operator's owner references would have it.
 #[test]
 fn plan_prunes_every_kind_a_service_owns() {
@@ -357,6 +358,9 @@ fn plan_prunes_every_kind_a_service_owns() {
         ("v1", "ConfigMap"),
         ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
         ("policy/v1", "PodDisruptionBudget"),
+        ("v1", "ServiceAccount"),
+        ("rbac.authorization.k8s.io/v1", "Role"),
+        ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ];
     for (api_version, kind) in stale {
         live.push(json!({
