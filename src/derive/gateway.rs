@@ -375,3 +375,40 @@ pub fn endpoint(spec: &InferenceServiceSpec, name: &str, namespace: &str, port: 
         None => format!("http://{name}.{namespace}.svc:{port}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_picker_config_has_the_scorers_and_the_flow_control_gate() {
+        let epp = EndpointPicker::default();
+        let plain = picker_config(&epp, false, false);
+        assert!(plain.starts_with("apiVersion: llm-d.ai/v1alpha1\nkind: EndpointPickerConfig\nplugins:\n"), "{plain}");
+        assert!(!plain.contains("lora-affinity-scorer") && !plain.contains("featureGates"));
+        let full = picker_config(&epp, true, true);
+        assert!(full.contains("featureGates:\n- flowControl\n"));
+        assert!(full.contains("  - pluginRef: lora-affinity-scorer\n    weight: 1\n"));
+        // The extension's own picker reads no data-source plugins.
+        let old = EndpointPicker { config_api_version: "inference.networking.x-k8s.io/v1alpha1".into(), ..epp };
+        assert!(!picker_config(&old, false, false).contains("metrics-data-source"));
+    }
+
+    #[test]
+    fn pickers_watch_what_the_chart_grants_and_elect_a_leader_when_several() {
+        let labels = BTreeMap::from([("app.kubernetes.io/name".to_string(), "a".to_string())]);
+        let sec = crate::model::platform::Security::default();
+        let one = picker(&EndpointPicker::default(), "a", "ns", &labels, false, false, &sec);
+        assert_eq!(one.name, "a-epp");
+        assert_eq!(one.labels["app.kubernetes.io/name"], "a-epp");
+        assert!(one.security.automount_service_account_token);
+        assert!(!one.args.contains(&"--ha-enable-leader-election".to_string()));
+        assert_eq!(one.rules.len(), 3);
+        let two =
+            picker(&EndpointPicker { replicas: 2, ..EndpointPicker::default() }, "a", "ns", &labels, false, true, &sec);
+        assert!(two.args.contains(&"--ha-enable-leader-election".to_string()));
+        assert_eq!((two.liveness_service.as_str(), two.readiness_service.as_str()), ("liveness", "readiness"));
+        assert!(two.flow_control, "a priority turns flow control on");
+        assert_ne!(one.pod_annotations[PICKER_CHECKSUM_ANNOTATION], two.pod_annotations[PICKER_CHECKSUM_ANNOTATION]);
+    }
+}

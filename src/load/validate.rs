@@ -459,6 +459,32 @@ fn platform_gateway(platform: &Platform) -> Vec<Problem> {
             ));
         }
     }
+    // The picker's requests and limits: quantities, a request not above its
+    // limit (the API server refuses the pod otherwise).
+    let res = &g.endpoint_picker.resources;
+    let at = |which: &str, r: &str| vec![key("gateway"), key("endpointPicker"), key("resources"), key(which), key(r)];
+    for (which, map) in [("requests", &res.requests), ("limits", &res.limits)] {
+        for (r, q) in map {
+            if let Err(e) = crate::base::quantity::Quantity::parse(q) {
+                out.push(Problem::new(at(which, r), e));
+            }
+        }
+    }
+    for (r, q) in &res.requests {
+        let limit = res.limits.get(r);
+        if let (Ok(q), Some(Ok(l))) =
+            (crate::base::quantity::Quantity::parse(q), limit.map(|l| crate::base::quantity::Quantity::parse(l)))
+        {
+            if q > l {
+                out.push(Problem::new(
+                    at("requests", r),
+                    format!(
+                        "the picker's {r} request ({q}) is above its limit ({l}); the API server refuses such a pod"
+                    ),
+                ));
+            }
+        }
+    }
     if g.inference_extension {
         let epp = format!("x{}", g.endpoint_picker.service_suffix);
         if crate::base::names::dns1035_label(&epp).is_err() || epp.len() > 40 {

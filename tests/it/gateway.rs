@@ -405,3 +405,18 @@ fn picker_pods_count_in_the_tenant_quota() {
     );
     assert!(err.contains("--> services/a.yaml:7:12"), "{err}");
 }
+
+#[test]
+fn picker_requests_above_their_limits_are_refused_in_the_platform_file() {
+    let err = Test::new()
+        .service(service("a", "{route: a.example.com}", "replicas: 1"))
+        .platform(platform("  endpointPicker:\n    resources: {requests: {memory: 8Gi}, limits: {memory: 4Gi}}\n", ""))
+        .compile()
+        .unwrap_err()
+        .render(false);
+    assert!(
+        err.contains("the picker's memory request (8Gi) is above its limit (4Gi); the API server refuses such a pod"),
+        "{err}"
+    );
+    assert!(err.contains("--> platform.yaml:"), "{err}");
+}
