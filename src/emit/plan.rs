@@ -506,9 +506,14 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
     let mut out = Vec::new();
     for s in services {
         let (ns, name) = (s.namespace_or_default(), s.name());
+        // The service's own objects, named after it (its endpoint picker's
+        // are named after the picker).
         let mine = |kind: &str| {
             desired.iter().find(|o| {
-                o.id.kind == kind && o.owner.as_deref() == Some(name) && o.id.namespace.as_deref() == Some(ns)
+                o.id.kind == kind
+                    && o.owner.as_deref() == Some(name)
+                    && o.id.name == name
+                    && o.id.namespace.as_deref() == Some(ns)
             })
         };
         let deployment = mine("Deployment");
@@ -590,7 +595,19 @@ fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
             .iter()
             .find(|o| o.id.kind == kind && o.owner.as_deref() == Some(name) && o.id.namespace.as_deref() == Some(ns))
     };
-    if let Some(route) = mine("HTTPRoute") {
+    // A route shared by weighted services is rendered by one of them and
+    // names every one among its backends.
+    let shared = || {
+        desired.iter().find(|o| {
+            o.id.kind == "HTTPRoute"
+                && o.id.namespace.as_deref() == Some(ns)
+                && o.value
+                    .pointer("/spec/rules/0/backendRefs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|b| b.iter().any(|r| r.get("name").and_then(Value::as_str) == Some(name)))
+        })
+    };
+    if let Some(route) = mine("HTTPRoute").or_else(shared) {
         let host = route.value.pointer("/spec/hostnames/0").and_then(Value::as_str);
         let path = route.value.pointer("/spec/rules/0/matches/0/path/value").and_then(Value::as_str).unwrap_or("/");
         if let Some(host) = host {
