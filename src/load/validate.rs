@@ -476,12 +476,17 @@ fn platform_gateway(platform: &Platform) -> Vec<Problem> {
             (crate::base::quantity::Quantity::parse(q), limit.map(|l| crate::base::quantity::Quantity::parse(l)))
         {
             if q > l {
-                out.push(Problem::new(
-                    at("requests", r),
-                    format!(
-                        "the picker's {r} request ({q}) is above its limit ({l}); the API server refuses such a pod"
-                    ),
-                ));
+                out.push(
+                    Problem::new(
+                        at("requests", r),
+                        format!(
+                            "the picker's {r} request ({q}) is above its limit ({l}); the API server refuses such a pod"
+                        ),
+                    )
+                    .help(format!(
+                        "lower gateway.endpointPicker.resources.requests.{r} or raise gateway.endpointPicker.resources.limits.{r}"
+                    )),
+                );
             }
         }
     }
