@@ -151,6 +151,13 @@ fn a_route_split_90_10_has_one_weighted_backend_per_service() {
         ])
     );
     assert!(get(&objects, "HTTPRoute", "llama-v2").is_none(), "one HTTPRoute per route");
+    // The files' order does not matter.
+    let reversed = Test::new()
+        .file("services/v2.yaml", service("llama-v2", "{route: llm.example.com/llama, weight: 10}", "replicas: 1"))
+        .file("services/v1.yaml", service("llama-v1", "{route: llm.example.com/llama, weight: 90}", "replicas: 1"))
+        .platform(platform("", ""))
+        .objects();
+    assert_eq!(get(&reversed, "HTTPRoute", "llama-v1"), Some(route));
     assert!(get(&objects, "Deployment", "llama-v2-epp").is_some());
     // Without the extension the backends are the Services, on their port.
     let plain = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ngateway:\n  parentRef: {name: gw, namespace: gateway-system}\n";
