@@ -40,6 +40,7 @@ mod tests {
             service_monitor: true,
             labels: BTreeMap::from([("release".into(), "prometheus".into())]),
             interval: None,
+            namespace: None,
         };
         let labels = BTreeMap::from([("app.kubernetes.io/name".to_string(), "a".to_string())]);
         let p = plan(Some(&m), &labels).unwrap();

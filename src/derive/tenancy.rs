@@ -226,7 +226,8 @@ pub fn limit_defaults(
 /// Ingress only from the tenant's own namespaces; from the platform's
 /// `allowFrom` namespaces to the serving port (and to the endpoint pickers'
 /// metrics port, where the Inference Extension is on: those namespaces are
-/// the gateway's and monitoring's); and from the Gateway's namespace to the
+/// the gateway's and monitoring's); from `monitoring.namespace` to the same
+/// ports; and from the Gateway's namespace to the
 /// serving port and the pickers' ext-proc port. The Gateway calls the
 /// picker of a pool before it sends the request to the pod the picker
 /// chose, so both must be open to it.
@@ -243,6 +244,18 @@ fn isolation(tenant: &Tenant, ns: &str, platform: &Platform, labels: &Value) -> 
             "from": [{"namespaceSelector": {"matchExpressions": [{
                 "key": "kubernetes.io/metadata.name", "operator": "In", "values": platform.network.allow_from,
             }]}}],
+            "ports": ports,
+        }));
+    }
+    // Prometheus: vLLM's metrics on the serving port, the pickers' on theirs.
+    let monitoring_ns = platform.monitoring.as_ref().and_then(|m| m.namespace.as_deref());
+    if let Some(mns) = monitoring_ns.filter(|m| !tenant.namespace_list().iter().any(|n| n == m)) {
+        let mut ports = vec![tcp(platform.defaults.port)];
+        if picker.is_some() {
+            ports.push(tcp(crate::derive::gateway::PICKER_METRICS_PORT));
+        }
+        ingress.push(json!({
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": mns}}}],
             "ports": ports,
         }));
     }

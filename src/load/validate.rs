@@ -607,6 +607,14 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
             ));
         }
     }
+    if let Some(ns) = platform.monitoring.as_ref().and_then(|m| m.namespace.as_ref()) {
+        if let Err(e) = crate::base::names::dns1123_label(ns) {
+            out.push(Problem::new(
+                vec![key("monitoring"), key("namespace")],
+                format!("invalid namespace \"{ns}\": {e}"),
+            ));
+        }
+    }
     if let Some(k) = &platform.kueue {
         if let Err(e) = crate::base::names::dns1123_subdomain(&k.flavor.name) {
             out.push(Problem::new(

@@ -1056,4 +1056,10 @@ pub struct Monitoring {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub interval: Option<String>,
+    /// The namespace Prometheus scrapes from: the tenant NetworkPolicy
+    /// admits it to the serving port (vLLM's metrics) and to the endpoint
+    /// pickers' metrics port. Left out, `network.allowFrom` must list it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
 }

@@ -93,6 +93,16 @@ fn every_pool_gets_its_picker_reachable_and_failing_open() {
             .iter()
             .any(|r| r["ports"].as_array().is_some_and(|p| p.contains(&json!({"protocol": "TCP", "port": 9090}))))
     );
+    // With monitoring.namespace, Prometheus' namespace gets both metrics ports.
+    let objects = Test::new()
+        .file("services/a.yaml", service("a", "{route: a.example.com}", "replicas: 1"))
+        .platform(platform("", "monitoring: {namespace: prometheus}\n"))
+        .objects();
+    let np = get(&objects, "NetworkPolicy", "tenant-isolation").unwrap();
+    assert!(np["spec"]["ingress"].as_array().unwrap().contains(&json!({
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "prometheus"}}}],
+        "ports": [{"protocol": "TCP", "port": 8000}, {"protocol": "TCP", "port": 9090}],
+    })));
     // And every rule passes on the picker's objects.
     let findings = Test::new()
         .file("services/a.yaml", service("a", "{route: a.example.com}", "replicas: 1"))
