@@ -105,7 +105,13 @@ impl Report {
     /// One line: "1 added, 2 changed (1 restarts pods), 0 removed, 3 unchanged".
     pub fn summary(&self) -> String {
         let restarts = self.objects.iter().filter(|o| o.impact == Impact::RestartsPods).count();
-        let restart_note = if restarts > 0 { format!(" ({restarts} restart pods)") } else { String::new() };
+        let shifts = self.objects.iter().filter(|o| o.impact == Impact::TrafficShift).count();
+        let notes: Vec<String> = [(restarts, "restart pods"), (shifts, "shift traffic")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+        let restart_note = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join(", ")) };
         format!(
             "{} added, {} changed{restart_note}, {} removed, {} unchanged",
             self.count(Change::Added),

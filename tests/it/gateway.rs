@@ -293,7 +293,7 @@ fn diff_shows_a_weight_change_as_a_traffic_shift() {
         .output()
         .unwrap();
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.contains("0 added, 1 changed, 0 removed"), "{md}");
+    assert!(md.contains("0 added, 1 changed (1 shift traffic), 0 removed"), "{md}");
     assert!(md.contains("| changed | HTTPRoute | chat | llama-v1 | traffic shift |"), "{md}");
     assert!(!md.contains("restarts pods"), "{md}");
 }
