@@ -432,9 +432,9 @@ fn manual() -> std::io::Result<String> {
 
 /// Loads the inputs, reporting every problem of every one together.
 fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
-    let platform = load::load_platform(inputs.platform.as_deref());
+    let platform = load::load_platform_with_origin(inputs.platform.as_deref());
     let template_dir = inputs.templates.clone().or_else(|| {
-        let p = platform.as_ref().ok()?;
+        let (p, _) = platform.as_ref().ok()?;
         let dir = p.templates.as_ref()?;
         let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
         Some(base.join(dir))
@@ -460,8 +460,12 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
         ));
     }
     let platform_file = inputs.platform.as_ref().map(|p| p.display().to_string());
+    let (platform, origin) = platform;
     Ok(Loaded {
-        inputs: compiler::Inputs::new(services).with_platform(platform, platform_file).with_templates(templates),
+        inputs: compiler::Inputs::new(services)
+            .with_platform(platform, platform_file)
+            .with_platform_origin(origin)
+            .with_templates(templates),
         config,
     })
 }

@@ -452,7 +452,11 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
                 if on_another_device(&from, entry.path()) {
                     return Err(Swap::Failed(cannot_swap(
                         out,
-                        format!("{} is a mount point (on another file system than {})", entry.path().display(), from.display()),
+                        format!(
+                            "{} is a mount point (on another file system than {})",
+                            entry.path().display(),
+                            from.display()
+                        ),
                     )));
                 }
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
@@ -502,9 +506,7 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     }
     let errors: Vec<Swap> = written
         .par_iter()
-        .filter_map(|rel| {
-            std::fs::write(stage.join(below(rel)), &planned[*rel]).err().map(|e| fail(&out.join(rel), e))
-        })
+        .filter_map(|rel| std::fs::write(stage.join(below(rel)), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
         .collect();
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
@@ -891,7 +893,10 @@ mod tests {
         let c = write(&out, &files("changed", "3")).unwrap();
         assert_eq!((c.update.len(), c.unchanged), (1, 3));
         let after: Vec<u64> = ["", "ns", "ns/a", "ns/b", "ns/c", "ns/c/d"].iter().map(|p| ino(p)).collect();
-        assert_eq!([after[0], after[1], after[2], after[4], after[5]], [before[0], before[1], before[2], before[4], before[5]]);
+        assert_eq!(
+            [after[0], after[1], after[2], after[4], after[5]],
+            [before[0], before[1], before[2], before[4], before[5]]
+        );
         assert_ne!(after[3], before[3], "the changed directory is the new one");
         // Changes in two services: their common parent is swapped, and the
         // unchanged service's directory is put back as it was.

@@ -546,13 +546,34 @@ fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
     }
 }
 
+/// Where the platform was read from: its file and document, for pointing
+/// later diagnostics (a cluster naming an unknown service) at its fields.
+#[derive(Clone, Debug)]
+pub struct PlatformOrigin {
+    pub source: Arc<Source>,
+    pub node: Node,
+}
+
+impl PlatformOrigin {
+    /// Location of a field of the platform document (or the nearest
+    /// existing parent; the empty path is the document).
+    pub fn location(&self, path: &[PathSegment]) -> Location {
+        Location::span(&self.source, self.node.at_path(path).span)
+    }
+}
+
 /// Loads the platform file, or the built-in defaults when `path` is `None`.
 pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
+    load_platform_with_origin(path).map(|(p, _)| p)
+}
+
+/// [`load_platform`], with where the platform came from.
+pub fn load_platform_with_origin(path: Option<&Path>) -> Result<(Platform, Option<PlatformOrigin>), Diagnostics> {
     let Some(path) = path else {
-        return Ok(Platform::default());
+        return Ok((Platform::default(), None));
     };
     let source = read_source(path)?;
-    parse_platform(&source).map_err(|d| {
+    parse_platform_with_origin(&source).map(|(p, o)| (p, Some(o))).map_err(|d| {
         let mut d = Diagnostics(d);
         d.sort();
         d
@@ -561,6 +582,11 @@ pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
 
 /// Parses a platform file's text.
 pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>> {
+    parse_platform_with_origin(source).map(|(p, _)| p)
+}
+
+/// [`parse_platform`], with the document it was read from.
+pub fn parse_platform_with_origin(source: &Arc<Source>) -> Result<(Platform, PlatformOrigin), Vec<Diagnostic>> {
     let docs = yaml::parse_documents(source, Limits::default()).map_err(|d| vec![d])?;
     let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
     if docs.len() != 1 {
@@ -585,7 +611,7 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     let platform: Platform = decode(source, &node)?;
     let problems = validate::platform(&platform);
     if problems.is_empty() {
-        return Ok(platform);
+        return Ok((platform, PlatformOrigin { source: source.clone(), node }));
     }
     Err(problems.into_iter().map(|p| p.diagnostic().at(Location::span(source, node.at_path(&p.path).span))).collect())
 }

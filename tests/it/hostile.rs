@@ -387,3 +387,36 @@ error: aborting due to 1 error; nothing was written
 "
     );
 }
+
+#[test]
+fn gitops_without_a_gitops_section_names_the_platform_file() {
+    let dir = setup(QWEN3);
+    std::fs::write(dir.path().join("platform.yaml"), "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n").unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args([
+        "render",
+        "services",
+        "--platform",
+        "platform.yaml",
+        "--gitops",
+        "argocd",
+        "--out",
+        "rendered",
+    ]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: --gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path\n  \
+         --> platform.yaml:1:1\n   |\n 1 | apiVersion: ai.example.com/v1alpha1\n   | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n  \
+         = help: add a `gitops` section to platform.yaml (isvc does not guess where the output lives or where it goes; \
+         see docs/gitops.md)\n\nerror: aborting due to 1 error; nothing was written\n"
+    );
+    assert!(!dir.path().join("rendered").exists());
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--gitops", "flux", "--stdout"]));
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: --gitops flux needs a platform file with a `gitops` section: name, repoURL, revision and path\n  \
+         = help: pass --platform with a file that has one (isvc does not guess where the output lives or where it \
+         goes; see docs/gitops.md)\n\nerror: aborting due to 1 error; nothing was written\n"
+    );
+}
