@@ -65,11 +65,13 @@ pub fn unprintable(text: &str) -> Option<char> {
     })
 }
 
-/// Most nodes aliases may copy over all the files of one run.
+/// Most nodes aliases may copy over all the inputs of one run: the
+/// services, the platform file and a snapshot together.
 pub const MAX_RUN_ALIAS_NODES: usize = 1_000_000;
 
-/// The alias expansion budget shared by every file of one run (see
-/// [`parse_stream_in`]), so many files cannot each spend a file's budget.
+/// The alias expansion budget shared by every input of one run (see
+/// [`parse_stream_in`]): the service files, the platform file and the
+/// snapshot, so many files cannot each spend a file's budget.
 #[derive(Debug, Default)]
 pub struct RunBudget {
     used: AtomicUsize,
@@ -221,7 +223,16 @@ pub struct ParsedDocument {
 
 /// Parses every document of `source`, strictly: the first problem is the error.
 pub fn parse_documents(source: &Arc<Source>, limits: Limits) -> Result<Vec<Document>, Diagnostic> {
-    let (docs, fatal) = parse_stream(source, limits);
+    strict(parse_stream(source, limits))
+}
+
+/// [`parse_documents`], with alias expansions also counted against `run`,
+/// the budget of every input of the run.
+pub fn parse_documents_in(source: &Arc<Source>, limits: Limits, run: &RunBudget) -> Result<Vec<Document>, Diagnostic> {
+    strict(parse_stream_in(source, limits, run))
+}
+
+fn strict((docs, fatal): (Vec<ParsedDocument>, Option<Diagnostic>)) -> Result<Vec<Document>, Diagnostic> {
     if let Some(e) = fatal {
         return Err(e);
     }

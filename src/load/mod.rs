@@ -237,21 +237,26 @@ pub fn template_sources(dir: &Path) -> Result<Vec<Arc<Source>>, Diagnostics> {
 /// Loads every InferenceService under `paths`. Returns them sorted by
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
+    load_services_in(paths, &yaml::RunBudget::new())
+}
+
+/// [`load_services`], with alias expansions counted against `run`, the
+/// budget of every input of the run.
+pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<LoadedService>, Diagnostics> {
     // `-` is standard input, read once whatever else is given.
     let stdin = paths.iter().any(|p| p == Path::new("-"));
     let others: Vec<PathBuf> = paths.iter().filter(|p| *p != Path::new("-")).cloned().collect();
     let files = if others.is_empty() { Vec::new() } else { input_files(&others)? };
-    let run = yaml::RunBudget::new();
     let mut results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
         .map(|path| match read_source(path) {
-            Ok(source) => parse_services_in(&source, &run),
+            Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
     if stdin {
         results.push(match read_stdin("the services", MAX_FILE_BYTES) {
-            Ok(source) => parse_services_in(&source, &run),
+            Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         });
     }
@@ -569,11 +574,20 @@ pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
 
 /// [`load_platform`], with where the platform came from.
 pub fn load_platform_with_origin(path: Option<&Path>) -> Result<(Platform, Option<PlatformOrigin>), Diagnostics> {
+    load_platform_in(path, &yaml::RunBudget::new())
+}
+
+/// [`load_platform_with_origin`], with alias expansions counted against
+/// `run`, the budget of every input of the run.
+pub fn load_platform_in(
+    path: Option<&Path>,
+    run: &yaml::RunBudget,
+) -> Result<(Platform, Option<PlatformOrigin>), Diagnostics> {
     let Some(path) = path else {
         return Ok((Platform::default(), None));
     };
     let source = read_source(path)?;
-    parse_platform_with_origin(&source).map(|(p, o)| (p, Some(o))).map_err(|d| {
+    parse_platform_in(&source, run).map(|(p, o)| (p, Some(o))).map_err(|d| {
         let mut d = Diagnostics(d);
         d.sort();
         d
@@ -587,7 +601,16 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
 
 /// [`parse_platform`], with the document it was read from.
 pub fn parse_platform_with_origin(source: &Arc<Source>) -> Result<(Platform, PlatformOrigin), Vec<Diagnostic>> {
-    let docs = yaml::parse_documents(source, Limits::default()).map_err(|d| vec![d])?;
+    parse_platform_in(source, &yaml::RunBudget::new())
+}
+
+/// [`parse_platform_with_origin`], with alias expansions counted against
+/// `run`, the budget of every input of the run.
+pub fn parse_platform_in(
+    source: &Arc<Source>,
+    run: &yaml::RunBudget,
+) -> Result<(Platform, PlatformOrigin), Vec<Diagnostic>> {
+    let docs = yaml::parse_documents_in(source, Limits::default(), run).map_err(|d| vec![d])?;
     let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
     if docs.len() != 1 {
         return Err(vec![
