@@ -206,6 +206,7 @@ impl<'a> Compiler<'a> {
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
+            platform_origin: self.inputs.platform_origin.as_ref(),
             config: &self.options.rules,
         }
     }
@@ -287,6 +288,7 @@ struct Stage<'a> {
     templates: &'a Templates,
     label: &'a Label,
     platform_file: Option<&'a str>,
+    platform_origin: Option<&'a crate::load::PlatformOrigin>,
     config: &'a check::Config,
 }
 
@@ -379,7 +381,7 @@ impl Stage<'_> {
         diags.extend(adapters::unmounted(&objects));
         // One index of the rendered objects for quota and Kueue admission.
         let cx = crate::k8s::index::Context::new(&objects);
-        diags.extend(kueue::admit(&cx, services, platform, self.platform_file));
+        diags.extend(kueue::admit(&cx, services, platform, self.platform_file, self.platform_origin));
         let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
         diags.extend(quota_errors);
         (objects, diags, quota)
