@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
 use serde_json::Value;
@@ -72,14 +72,40 @@ pub const MAX_RUN_ALIAS_NODES: usize = 1_000_000;
 /// The alias expansion budget shared by every input of one run (see
 /// [`parse_stream_in`]): the service files, the platform file and the
 /// snapshot, so many files cannot each spend a file's budget.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RunBudget {
     used: AtomicUsize,
+    /// Bytes of input read so far.
+    bytes: AtomicU64,
+    max_alias_nodes: usize,
+    max_bytes: u64,
+}
+
+/// Most bytes all the inputs of one run may have together: the service
+/// files, the platform file and a snapshot (itself up to 512 MiB).
+pub const MAX_RUN_INPUT_BYTES: u64 = 1 << 30;
+
+impl Default for RunBudget {
+    fn default() -> RunBudget {
+        RunBudget::with_limits(MAX_RUN_ALIAS_NODES, MAX_RUN_INPUT_BYTES)
+    }
 }
 
 impl RunBudget {
     pub fn new() -> RunBudget {
         RunBudget::default()
+    }
+
+    /// A budget with other limits than a run's (for tests and embedders).
+    pub fn with_limits(max_alias_nodes: usize, max_bytes: u64) -> RunBudget {
+        RunBudget { used: AtomicUsize::new(0), bytes: AtomicU64::new(0), max_alias_nodes, max_bytes }
+    }
+
+    /// Counts `len` bytes read from an input: the run's limit if the inputs
+    /// read so far, these included, are larger.
+    pub fn take_bytes(&self, len: u64) -> Result<(), u64> {
+        let total = self.bytes.fetch_add(len, Ordering::Relaxed).saturating_add(len);
+        if total > self.max_bytes { Err(self.max_bytes) } else { Ok(()) }
     }
 }
 
@@ -485,12 +511,13 @@ impl Builder<'_> {
         }
         if let Some(run) = self.run {
             let used = run.used.fetch_add(count, Ordering::Relaxed).saturating_add(count);
-            if used > MAX_RUN_ALIAS_NODES {
+            if used > run.max_alias_nodes {
                 return Err(self
                     .err(
                         span,
                         format!(
-                            "aliases in the input files expand to more than {MAX_RUN_ALIAS_NODES} nodes in all; refusing to expand them further"
+                            "aliases in the input files expand to more than {} nodes in all; refusing to expand them further",
+                            run.max_alias_nodes
                         ),
                     )
                     .help(help));

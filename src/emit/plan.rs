@@ -61,6 +61,7 @@ pub fn read_snapshot_in(path: &Path, run: &yaml::RunBudget) -> Result<Vec<Value>
     } else {
         crate::load::read_source_limited(path, MAX_SNAPSHOT_BYTES)?
     };
+    crate::load::take_bytes(&source, run)?;
     parse_snapshot_in(&source, run)
 }
 
@@ -617,6 +618,44 @@ fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Service files, the platform file and a snapshot share one byte budget.
+    #[test]
+    fn the_platform_file_and_the_snapshot_share_the_run_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = dir.path().join("qwen3.yaml");
+        std::fs::write(
+            &service,
+            "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {name: qwen3}\n\
+             spec: {model: Qwen/Qwen3-0.6B, replicas: 3, gpusPerReplica: 1}\n",
+        )
+        .unwrap();
+        let platform = dir.path().join("platform.yaml");
+        std::fs::write(&platform, "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n").unwrap();
+        let live = dir.path().join("live.yaml");
+        std::fs::write(&live, "apiVersion: v1\nkind: List\nitems: []\n").unwrap();
+        let help = "  = help: isvc reads at most 200 bytes per run (service files, platform file and snapshot together), \
+                    and at most 8388608 bytes per input file; render smaller sets of services, each into its own --out\n";
+        // 146 + 51 bytes fit in 200; the snapshot's 36 more do not.
+        let run = yaml::RunBudget::with_limits(yaml::MAX_RUN_ALIAS_NODES, 200);
+        assert_eq!(crate::load::load_services_in(std::slice::from_ref(&service), &run).unwrap().len(), 1);
+        crate::load::load_platform_in(Some(&platform), &run).unwrap();
+        let err = read_snapshot_in(&live, &run).unwrap_err().render(false);
+        let message = |p: &Path| {
+            format!(
+                "error: {} takes the inputs of this run over 200 bytes in all; refusing to read more\n{help}\n\
+                 error: aborting due to 1 error; nothing was written\n",
+                p.display()
+            )
+        };
+        assert_eq!(err, message(&live));
+        // The platform file read after the snapshot is the one refused.
+        let run = yaml::RunBudget::with_limits(yaml::MAX_RUN_ALIAS_NODES, 200);
+        crate::load::load_services_in(std::slice::from_ref(&service), &run).unwrap();
+        read_snapshot_in(&live, &run).unwrap();
+        let err = crate::load::load_platform_in(Some(&platform), &run).unwrap_err().render(false);
+        assert_eq!(err, message(&platform));
+    }
 
     /// Service files, the platform file and a snapshot share one alias
     /// budget: each file here is far under its own.

@@ -153,6 +153,28 @@ pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, D
     Ok(Source::new(path, text))
 }
 
+/// [`read_source_limited`], with the bytes counted against `run`, the
+/// budget of every input of the run.
+pub fn read_source_in(path: &Path, max_bytes: u64, run: &yaml::RunBudget) -> Result<Arc<Source>, Diagnostic> {
+    let source = read_source_limited(path, max_bytes)?;
+    take_bytes(&source, run)?;
+    Ok(source)
+}
+
+/// Counts the bytes of `source` against the run's budget.
+pub fn take_bytes(source: &Arc<Source>, run: &yaml::RunBudget) -> Result<(), Diagnostic> {
+    run.take_bytes(source.text.len() as u64).map_err(|max| {
+        Diagnostic::error(format!(
+            "{} takes the inputs of this run over {max} bytes in all; refusing to read more",
+            source.name.display()
+        ))
+        .help(format!(
+            "isvc reads at most {max} bytes per run (service files, platform file and snapshot together), \
+             and at most {MAX_FILE_BYTES} bytes per input file; render smaller sets of services, each into its own --out"
+        ))
+    })
+}
+
 /// The name standard input goes by in messages.
 pub const STDIN: &str = "<stdin>";
 
@@ -249,13 +271,14 @@ pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<
     let files = if others.is_empty() { Vec::new() } else { input_files(&others)? };
     let mut results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
-        .map(|path| match read_source(path) {
+        .map(|path| match read_source_in(path, MAX_FILE_BYTES, run) {
             Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
     if stdin {
-        results.push(match read_stdin("the services", MAX_FILE_BYTES) {
+        let source = read_stdin("the services", MAX_FILE_BYTES).and_then(|s| take_bytes(&s, run).map(|()| s));
+        results.push(match source {
             Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         });
@@ -586,7 +609,7 @@ pub fn load_platform_in(
     let Some(path) = path else {
         return Ok((Platform::default(), None));
     };
-    let source = read_source(path)?;
+    let source = read_source_in(path, MAX_FILE_BYTES, run)?;
     parse_platform_in(&source, run).map(|(p, o)| (p, Some(o))).map_err(|d| {
         let mut d = Diagnostics(d);
         d.sort();
