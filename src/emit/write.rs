@@ -554,10 +554,8 @@ fn exchange_refused(e: &std::io::Error) -> String {
 fn cannot_swap(out: &Path, why: String) -> Diagnostic {
     Diagnostic::error(format!("cannot replace {} in one step: {why}", out.display())).help(format!(
         "isvc builds the new tree beside the old one and swaps the two atomically; it never replaces files one by one, \
-         which a failed or killed run would leave half done. Render into a new directory on the same file system as its \
-         parent (for example `--out {}.new`, inside the mount if {} is one) and move it into place, or render on a \
-         local file system",
-        out.display(),
+         which a failed or killed run would leave half done. Render into a new directory (`--out {0}.new`) and move it \
+         into place, or keep the tree in a directory inside the mount (`--out {0}/tree`) or on a local file system",
         out.display()
     ))
 }
@@ -702,7 +700,7 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     let staged = staging.keep();
     std::fs::rename(&staged, out).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staged);
-        if is_cross_device(&e) {
+        if is_cross_device(&e) || on_another_device(parent, out) {
             let why = format!("{} is a mount point (on another file system than {})", out.display(), parent.display());
             return Diagnostics::from(cannot_swap(out, why));
         }
@@ -927,9 +925,9 @@ mod tests {
         let next = planned(&[("a/x.yaml", "changed"), ("b/y.yaml", "changed")]);
         let help = format!(
             "  = help: isvc builds the new tree beside the old one and swaps the two atomically; it never replaces files \
-             one by one, which a failed or killed run would leave half done. Render into a new directory on the same \
-             file system as its parent (for example `--out {0}.new`, inside the mount if {0} is one) and move it into \
-             place, or render on a local file system\n\nerror: aborting due to 1 error; nothing was written\n",
+             one by one, which a failed or killed run would leave half done. Render into a new directory (`--out \
+             {0}.new`) and move it into place, or keep the tree in a directory inside the mount (`--out {0}/tree`) or on \
+             a local file system\n\nerror: aborting due to 1 error; nothing was written\n",
             out.display()
         );
         // The file system cannot exchange directories.

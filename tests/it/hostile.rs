@@ -420,3 +420,35 @@ fn gitops_without_a_gitops_section_names_the_platform_file() {
          goes; see docs/gitops.md)\n\nerror: aborting due to 1 error; nothing was written\n"
     );
 }
+
+/// `--out` is a mount point: no tree can be built beside it on its file
+/// system, so the render is refused, never written file by file. Needs a
+/// mount namespace (`unshare -rm`) to mount a tmpfs without privileges.
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs unshare(1) and unprivileged mount namespaces"]
+fn an_out_that_is_a_mount_point_is_refused_not_written_file_by_file() {
+    let dir = setup(QWEN3);
+    isvc(dir.path()).args(["render", "services", "--out", "first"]).assert().success();
+    std::fs::create_dir(dir.path().join("rendered")).unwrap();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("isvc");
+    let script = format!(
+        "mount -t tmpfs none rendered || exit 99; \
+         {0} --color never render services --out rendered; echo \"rc=$?\" >&2; \
+         cp -a first/. rendered/ && {0} --color never render services --out rendered; echo \"rc=$?\" >&2; \
+         diff -r first rendered >&2 && echo same >&2",
+        bin.display()
+    );
+    let out = std::process::Command::new("unshare").args(["-rm", "sh", "-c", &script]).current_dir(dir.path()).output();
+    let out = out.expect("unshare runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let refused = "error: cannot replace rendered in one step: rendered is a mount point (on another file system than .)\n  \
+                   = help: isvc builds the new tree beside the old one and swaps the two atomically; it never replaces \
+                   files one by one, which a failed or killed run would leave half done. Render into a new directory \
+                   (`--out rendered.new`) and move it into place, or keep the tree in a directory inside the mount \
+                   (`--out rendered/tree`) or on a local file system\n\nerror: aborting due to 1 error; nothing was written\n";
+    // A first render into the empty mount point, then a render over a tree.
+    assert_eq!(err, format!("{refused}rc=2\n{refused}rc=2\nsame\n"));
+    assert!(!dir.path().join("rendered/default").exists(), "the mount is gone with the namespace");
+}
