@@ -4,8 +4,12 @@
 //! - A file is isvc's when its first line starts with [`HEADER_PREFIX`].
 //! - Everything is computed and checked before the first write, so an error
 //!   leaves the tree as it was.
-//! - Each file is written to a temporary file beside it and renamed into
-//!   place: a crash leaves the old file or the new one, never half of one.
+//! - The new tree is built beside the old one and swapped in with one
+//!   atomic exchange: a crash leaves the old tree or the new one, never a
+//!   mix. Where that is impossible, nothing is written (no file-by-file
+//!   fallback).
+//! - Directories without a change keep their inode, owner, mode, extended
+//!   attributes and modification time.
 //! - A file whose bytes would not change is not rewritten.
 //! - isvc's files that are no longer produced are removed, with the
 //!   directories that removal leaves empty. Other files are never touched,
