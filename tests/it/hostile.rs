@@ -452,3 +452,28 @@ fn an_out_that_is_a_mount_point_is_refused_not_written_file_by_file() {
     assert_eq!(err, format!("{refused}rc=2\n{refused}rc=2\nsame\n"));
     assert!(!dir.path().join("rendered/default").exists(), "the mount is gone with the namespace");
 }
+
+/// A render where one service changed swaps that service's directory alone:
+/// every other directory keeps its inode, mode and extended attributes.
+#[cfg(unix)]
+#[test]
+fn a_render_keeps_the_directories_of_unchanged_services() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = setup(QWEN3);
+    let other = QWEN3.replace("name: qwen3", "name: llama");
+    std::fs::write(dir.path().join("services/llama.yaml"), &other).unwrap();
+    isvc(dir.path()).args(["render", "services", "--out", "rendered"]).assert().success();
+    let out = dir.path().join("rendered");
+    std::fs::set_permissions(out.join("default/llama"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let meta = |p: &str| std::fs::metadata(out.join(p)).unwrap();
+    let before: Vec<u64> = ["", "default", "default/llama", "_cluster"].iter().map(|p| meta(p).ino()).collect();
+    let changed = meta("default/qwen3").ino();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.ends_with("0 created, 2 updated, 0 deleted, 8 unchanged\n"), "{err}");
+    let after: Vec<u64> = ["", "default", "default/llama", "_cluster"].iter().map(|p| meta(p).ino()).collect();
+    assert_eq!(after, before);
+    assert_ne!(meta("default/qwen3").ino(), changed);
+    assert_eq!(meta("default/llama").permissions().mode() & 0o777, 0o750);
+}
