@@ -182,7 +182,7 @@ impl<'a> Compiler<'a> {
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.cluster.is_some()),
             (Some(engine), None) if platform.gitops.is_none() => {
-                return Err(no_gitops_section(engine, &self.inputs).into());
+                return Err(no_gitops_section(engine, self.inputs).into());
             }
             (Some(engine), None) => {
                 add_engine_objects(&mut compiled, &platform, engine, self.inputs.platform_file.as_deref())?
