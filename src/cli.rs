@@ -430,8 +430,8 @@ fn manual() -> std::io::Result<String> {
     Ok(text)
 }
 
-/// The alias expansion budget of this run, shared by every input: the
-/// service files, the platform file and a snapshot.
+/// The budget of this run (alias expansions, bytes read), shared by every
+/// input: the service files, the platform file and a snapshot.
 fn run_budget() -> &'static crate::base::yaml::RunBudget {
     static RUN: std::sync::OnceLock<crate::base::yaml::RunBudget> = std::sync::OnceLock::new();
     RUN.get_or_init(crate::base::yaml::RunBudget::new)
