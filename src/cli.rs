@@ -430,17 +430,24 @@ fn manual() -> std::io::Result<String> {
     Ok(text)
 }
 
+/// The budget of this run (alias expansions, bytes read), shared by every
+/// input: the service files, the platform file and a snapshot.
+fn run_budget() -> &'static crate::base::yaml::RunBudget {
+    static RUN: std::sync::OnceLock<crate::base::yaml::RunBudget> = std::sync::OnceLock::new();
+    RUN.get_or_init(crate::base::yaml::RunBudget::new)
+}
+
 /// Loads the inputs, reporting every problem of every one together.
 fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
-    let platform = load::load_platform(inputs.platform.as_deref());
+    let platform = load::load_platform_in(inputs.platform.as_deref(), run_budget());
     let template_dir = inputs.templates.clone().or_else(|| {
-        let p = platform.as_ref().ok()?;
+        let (p, _) = platform.as_ref().ok()?;
         let dir = p.templates.as_ref()?;
         let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
         Some(base.join(dir))
     });
     let templates = load_templates(template_dir.as_deref());
-    let services = load::load_services(&inputs.paths);
+    let services = load::load_services_in(&inputs.paths, run_budget());
     let config = check::Config::with_disabled(&inputs.disable);
     let mut diags = Diagnostics::new();
     let platform = platform.map_err(|d| diags.extend(d)).ok();
@@ -460,8 +467,12 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
         ));
     }
     let platform_file = inputs.platform.as_ref().map(|p| p.display().to_string());
+    let (platform, origin) = platform;
     Ok(Loaded {
-        inputs: compiler::Inputs::new(services).with_platform(platform, platform_file).with_templates(templates),
+        inputs: compiler::Inputs::new(services)
+            .with_platform(platform, platform_file)
+            .with_platform_origin(origin)
+            .with_templates(templates),
         config,
     })
 }
@@ -667,7 +678,7 @@ fn reconcile(
 ) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
     // A snapshot is one cluster's: plan against that cluster's objects.
     let compiled = compile_one_cluster(&args.inputs, &header_base(), "plan or status against a snapshot");
-    let live = plan::read_snapshot(&args.live);
+    let live = plan::read_snapshot_in(&args.live, run_budget());
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),
         (c, l) => {

@@ -1,7 +1,12 @@
 //! Any bytes as a platform file: an error or a platform, never a panic or a
-//! hang. A platform that loads is rendered with a valid service, and every
-//! file of the tree must stay inside the output directory: no absolute
-//! path, no `..`, no empty component, one comment line per file.
+//! hang. The platform is read under one run's alias budget that the same
+//! bytes, read first as a service file, have already spent from, so the
+//! run limit is reached as well as the file's. A platform that loads is
+//! rendered with a valid service (with `--gitops` whether or not it has a
+//! `gitops` section, and its clusters' `services` checked against the
+//! inputs, errors pointing into the file), and every file of the tree must
+//! stay inside the output directory: no absolute path, no `..`, no empty
+//! component, one comment line per file.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,8 +19,11 @@ spec: {model: Qwen/Qwen3-0.6B, replicas: 3, gpusPerReplica: 1}
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let source = isvc::base::diagnostics::Source::new("platform.yaml", text);
-    let platform = match isvc::load::parse_platform(&source) {
+    use isvc::base::diagnostics::Source;
+    let run = isvc::base::yaml::RunBudget::new();
+    let _ = isvc::load::parse_services_in(&Source::new("services/fuzz.yaml", text), &run);
+    let source = Source::new("platform.yaml", text);
+    let (platform, origin) = match isvc::load::parse_platform_in(&source, &run) {
         Ok(p) => p,
         Err(diags) => {
             for d in &diags {
@@ -24,11 +32,18 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let (services, _) = isvc::load::parse_services(&isvc::base::diagnostics::Source::new("services/s.yaml", SERVICE));
-    let engine = platform.gitops.as_ref().map(|_| isvc::model::platform::Engine::Flux);
-    let inputs = isvc::Inputs::new(services).with_platform(platform, Some("p.yaml".to_string()));
-    let Ok(compiled) = isvc::Compiler::new(&inputs, isvc::Options::default().engine(engine)).compile() else {
-        return;
+    let (services, _) = isvc::load::parse_services(&Source::new("services/s.yaml", SERVICE));
+    let engine =
+        if data.len() % 2 == 0 { isvc::model::platform::Engine::Flux } else { isvc::model::platform::Engine::Argocd };
+    let inputs = isvc::Inputs::new(services)
+        .with_platform(platform, Some("platform.yaml".to_string()))
+        .with_platform_origin(Some(origin));
+    let compiled = match isvc::Compiler::new(&inputs, isvc::Options::default().engine(Some(engine))).compile() {
+        Ok(c) => c,
+        Err(diags) => {
+            let _ = diags.render(false);
+            return;
+        }
     };
     for (path, text) in isvc::emit::write::tree(&compiled.objects) {
         assert!(path.is_relative(), "{path:?}");

@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
 use serde_json::Value;
@@ -65,19 +65,47 @@ pub fn unprintable(text: &str) -> Option<char> {
     })
 }
 
-/// Most nodes aliases may copy over all the files of one run.
+/// Most nodes aliases may copy over all the inputs of one run: the
+/// services, the platform file and a snapshot together.
 pub const MAX_RUN_ALIAS_NODES: usize = 1_000_000;
 
-/// The alias expansion budget shared by every file of one run (see
-/// [`parse_stream_in`]), so many files cannot each spend a file's budget.
-#[derive(Debug, Default)]
+/// The alias expansion budget shared by every input of one run (see
+/// [`parse_stream_in`]): the service files, the platform file and the
+/// snapshot, so many files cannot each spend a file's budget.
+#[derive(Debug)]
 pub struct RunBudget {
     used: AtomicUsize,
+    /// Bytes of input read so far.
+    bytes: AtomicU64,
+    max_alias_nodes: usize,
+    max_bytes: u64,
+}
+
+/// Most bytes all the inputs of one run may have together: the service
+/// files, the platform file and a snapshot (itself up to 512 MiB).
+pub const MAX_RUN_INPUT_BYTES: u64 = 1 << 30;
+
+impl Default for RunBudget {
+    fn default() -> RunBudget {
+        RunBudget::with_limits(MAX_RUN_ALIAS_NODES, MAX_RUN_INPUT_BYTES)
+    }
 }
 
 impl RunBudget {
     pub fn new() -> RunBudget {
         RunBudget::default()
+    }
+
+    /// A budget with other limits than a run's (for tests and embedders).
+    pub fn with_limits(max_alias_nodes: usize, max_bytes: u64) -> RunBudget {
+        RunBudget { used: AtomicUsize::new(0), bytes: AtomicU64::new(0), max_alias_nodes, max_bytes }
+    }
+
+    /// Counts `len` bytes read from an input: the run's limit if the inputs
+    /// read so far, these included, are larger.
+    pub fn take_bytes(&self, len: u64) -> Result<(), u64> {
+        let total = self.bytes.fetch_add(len, Ordering::Relaxed).saturating_add(len);
+        if total > self.max_bytes { Err(self.max_bytes) } else { Ok(()) }
     }
 }
 
@@ -221,7 +249,16 @@ pub struct ParsedDocument {
 
 /// Parses every document of `source`, strictly: the first problem is the error.
 pub fn parse_documents(source: &Arc<Source>, limits: Limits) -> Result<Vec<Document>, Diagnostic> {
-    let (docs, fatal) = parse_stream(source, limits);
+    strict(parse_stream(source, limits))
+}
+
+/// [`parse_documents`], with alias expansions also counted against `run`,
+/// the budget of every input of the run.
+pub fn parse_documents_in(source: &Arc<Source>, limits: Limits, run: &RunBudget) -> Result<Vec<Document>, Diagnostic> {
+    strict(parse_stream_in(source, limits, run))
+}
+
+fn strict((docs, fatal): (Vec<ParsedDocument>, Option<Diagnostic>)) -> Result<Vec<Document>, Diagnostic> {
     if let Some(e) = fatal {
         return Err(e);
     }
@@ -474,12 +511,13 @@ impl Builder<'_> {
         }
         if let Some(run) = self.run {
             let used = run.used.fetch_add(count, Ordering::Relaxed).saturating_add(count);
-            if used > MAX_RUN_ALIAS_NODES {
+            if used > run.max_alias_nodes {
                 return Err(self
                     .err(
                         span,
                         format!(
-                            "aliases in the input files expand to more than {MAX_RUN_ALIAS_NODES} nodes in all; refusing to expand them further"
+                            "aliases in the input files expand to more than {} nodes in all; refusing to expand them further",
+                            run.max_alias_nodes
                         ),
                     )
                     .help(help));

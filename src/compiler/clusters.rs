@@ -4,7 +4,11 @@
 //! there). The overrides are applied to the typed inputs before the
 //! derivation, so every cluster's output passes the same checks.
 
-use crate::load::LoadedService;
+use std::collections::BTreeSet;
+
+use crate::base::diagnostics::{Diagnostic, did_you_mean};
+use crate::base::yaml::PathSegment;
+use crate::load::{LoadedService, PlatformOrigin};
 use crate::model::platform::{Cluster, Platform};
 
 /// One cluster's inputs: the services that run there and its platform.
@@ -31,6 +35,54 @@ pub fn runs(cluster: &Cluster, service: &LoadedService) -> bool {
             Some((ns, name)) => ns == s.namespace_or_default() && name == s.name(),
             None => sel == s.name(),
         })
+}
+
+/// Errors for the services a cluster's `services` names that are not among
+/// the inputs, at the entry in the platform file (when `origin` is known),
+/// with the nearest name as a suggestion.
+pub fn unknown_services(
+    services: &[LoadedService],
+    platform: &Platform,
+    origin: Option<&PlatformOrigin>,
+) -> Vec<Diagnostic> {
+    let names: BTreeSet<&str> = services.iter().map(|s| s.service.name()).collect();
+    let qualified: BTreeSet<String> =
+        services.iter().map(|s| format!("{}/{}", s.service.namespace_or_default(), s.service.name())).collect();
+    let mut diags = Vec::new();
+    for (i, cluster) in platform.clusters.iter().enumerate() {
+        for (j, sel) in cluster.services.iter().enumerate() {
+            let near = match sel.split_once('/') {
+                Some(_) if qualified.contains(sel) => continue,
+                None if names.contains(sel.as_str()) => continue,
+                // The right name in another namespace, else the nearest.
+                Some((_, name)) => qualified
+                    .iter()
+                    .find(|q| q.split_once('/').is_some_and(|(_, n)| n == name))
+                    .map(String::as_str)
+                    .or_else(|| did_you_mean(sel, qualified.iter().map(String::as_str))),
+                None => did_you_mean(sel, names.iter().copied()),
+            };
+            let mut d = Diagnostic::error(format!(
+                "cluster \"{}\" runs service \"{sel}\", which is not among the input services",
+                cluster.name
+            ));
+            if let Some(origin) = origin {
+                let path = [
+                    PathSegment::Key("clusters".into()),
+                    PathSegment::Index(i),
+                    PathSegment::Key("services".into()),
+                    PathSegment::Index(j),
+                ];
+                d = d.at(origin.location(&path));
+            }
+            d = match near {
+                Some(near) => d.help(format!("did you mean \"{near}\"?")),
+                None => d.help("name an input service as `name` or `namespace/name`, or remove the entry"),
+            };
+            diags.push(d);
+        }
+    }
+    diags
 }
 
 fn services_for(cluster: &Cluster, services: &[LoadedService]) -> Vec<LoadedService> {

@@ -11,7 +11,7 @@ use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
 use crate::k8s::admission;
 use crate::k8s::index::{Context, Workload, namespace};
-use crate::load::LoadedService;
+use crate::load::{LoadedService, PlatformOrigin};
 use crate::model::labels::QUEUE_LABEL;
 use crate::model::platform::{Platform, QuantityText, Queue, Tenant};
 
@@ -30,6 +30,7 @@ pub fn admit(
     services: &[LoadedService],
     platform: &Platform,
     platform_file: Option<&str>,
+    origin: Option<&PlatformOrigin>,
 ) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     if !crate::derive::kueue::uses_kueue(platform) {
@@ -39,24 +40,38 @@ pub fn admit(
     let resources: std::collections::BTreeSet<&String> =
         platform.tenants.iter().flat_map(|t| t.queues.iter().flat_map(|q| q.nominal_quota.keys())).collect();
     // Nominal quotas against each tenant's ResourceQuota and the cluster's capacity.
+    // A field of the platform file, where it was read from one.
+    let at = |d: Diagnostic, path: &[PathSegment]| match origin {
+        Some(o) => d.at(o.location(path)),
+        None => d,
+    };
+    let key = |k: &str| PathSegment::Key(k.to_string());
     for r in &resources {
-        for tenant in &platform.tenants {
+        for (i, tenant) in platform.tenants.iter().enumerate() {
             let nominal = sum(tenant.queues.iter().filter_map(|q| parse(&q.nominal_quota, r)));
             let quota = parse(&tenant.quota, &format!("requests.{r}")).or_else(|| parse(&tenant.quota, r));
             if let Some(quota) = quota.filter(|q| nominal > *q) {
-                diags.push(Diagnostic::error(format!(
-                    "tenant \"{}\": its queues' nominal quota {r}={nominal} exceeds its ResourceQuota {r}={quota} ({file}); Kueue would admit pods the API server then rejects",
-                    tenant.name
-                )));
+                diags.push(at(
+                    Diagnostic::error(format!(
+                        "tenant \"{}\": its queues' nominal quota {r}={nominal} exceeds its ResourceQuota {r}={quota} ({file}); Kueue would admit pods the API server then rejects",
+                        tenant.name
+                    ))
+                    .help(format!("lower the nominalQuota of the tenant's queues to {r}={quota} in all, or raise its quota")),
+                    &[key("tenants"), PathSegment::Index(i), key("queues")],
+                ));
             }
         }
         let capacity = platform.kueue.as_ref().and_then(|k| parse(&k.capacity, r));
         let total =
             sum(platform.tenants.iter().flat_map(|t| t.queues.iter().filter_map(|q| parse(&q.nominal_quota, r))));
         if let Some(capacity) = capacity.filter(|c| total > *c) {
-            diags.push(Diagnostic::error(format!(
-                "the queues' nominal quotas add up to {r}={total}, more than the declared cluster capacity {r}={capacity} ({file})"
-            )));
+            diags.push(at(
+                Diagnostic::error(format!(
+                    "the queues' nominal quotas add up to {r}={total}, more than the declared cluster capacity {r}={capacity} ({file})"
+                ))
+                .help(format!("lower the queues' nominalQuota to {r}={capacity} in all, or declare the capacity the cluster has")),
+                &[key("kueue"), key("capacity"), key(r)],
+            ));
         }
     }
     // Queued workloads, as rendered: resources the queue does not cover, and

@@ -32,13 +32,27 @@ pub struct Inputs {
     pub platform: Platform,
     /// The platform file as headers and messages name it, if there is one.
     pub platform_file: Option<String>,
+    /// The platform file's document, for positions in its errors.
+    pub platform_origin: Option<crate::load::PlatformOrigin>,
     pub templates: Templates,
 }
 
 impl Inputs {
     /// `services` with the built-in platform defaults and templates.
     pub fn new(services: Vec<LoadedService>) -> Inputs {
-        Inputs { services, platform: Platform::default(), platform_file: None, templates: Templates::builtin() }
+        Inputs {
+            services,
+            platform: Platform::default(),
+            platform_file: None,
+            platform_origin: None,
+            templates: Templates::builtin(),
+        }
+    }
+
+    /// Where the platform was read from, for positions in its errors.
+    pub fn with_platform_origin(mut self, origin: Option<crate::load::PlatformOrigin>) -> Inputs {
+        self.platform_origin = origin;
+        self
     }
 
     pub fn with_platform(mut self, platform: Platform, file: Option<String>) -> Inputs {
@@ -127,6 +141,7 @@ impl<'a> Compiler<'a> {
     /// the tenants', Kueue's and the GitOps engine's objects: what `render`,
     /// `diff`, `plan` and `status` work from. Error-level rules stop it.
     pub fn compile(&self) -> Result<Compilation, Diagnostics> {
+        self.references()?;
         let platform = self.platform()?;
         let stage = self.stage();
         let mut compiled = if platform.clusters.is_empty() {
@@ -166,6 +181,9 @@ impl<'a> Compiler<'a> {
         }
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.cluster.is_some()),
+            (Some(engine), None) if platform.gitops.is_none() => {
+                return Err(no_gitops_section(engine, self.inputs).into());
+            }
             (Some(engine), None) => {
                 add_engine_objects(&mut compiled, &platform, engine, self.inputs.platform_file.as_deref())?
             }
@@ -174,11 +192,21 @@ impl<'a> Compiler<'a> {
         Ok(compiled)
     }
 
+    /// What the platform file names that the inputs lack: services its
+    /// clusters run.
+    fn references(&self) -> Result<(), Diagnostics> {
+        let i = self.inputs;
+        let mut diags = Diagnostics(clusters::unknown_services(&i.services, &i.platform, i.platform_origin.as_ref()));
+        diags.sort();
+        if diags.has_errors() { Err(diags) } else { Ok(()) }
+    }
+
     fn stage(&self) -> Stage<'_> {
         Stage {
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
+            platform_origin: self.inputs.platform_origin.as_ref(),
             config: &self.options.rules,
         }
     }
@@ -215,6 +243,7 @@ impl<'a> Compiler<'a> {
     /// `render` agree. A finding every cluster shares is reported once; the
     /// others name their cluster.
     pub fn examine(&self) -> Result<Examination, Diagnostics> {
+        self.references()?;
         let platform = self.platform()?;
         let stage = self.stage();
         if platform.clusters.is_empty() {
@@ -259,6 +288,7 @@ struct Stage<'a> {
     templates: &'a Templates,
     label: &'a Label,
     platform_file: Option<&'a str>,
+    platform_origin: Option<&'a crate::load::PlatformOrigin>,
     config: &'a check::Config,
 }
 
@@ -354,7 +384,7 @@ impl Stage<'_> {
         diags.extend(adapters::unmounted(&objects));
         // One index of the rendered objects for quota and Kueue admission.
         let cx = crate::k8s::index::Context::new(&objects);
-        diags.extend(kueue::admit(&cx, services, platform, self.platform_file));
+        diags.extend(kueue::admit(&cx, services, platform, self.platform_file, self.platform_origin));
         let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
         diags.extend(quota_errors);
         (objects, diags, quota)
@@ -399,6 +429,31 @@ fn once_or_named<T: Clone + PartialEq>(per_cluster: &[(String, Vec<T>)], named: 
         }
     }
     out
+}
+
+/// `--gitops` given and the platform file has no `gitops` section (or
+/// there is no platform file): the error, at the platform document.
+fn no_gitops_section(engine: platform::Engine, inputs: &Inputs) -> Diagnostic {
+    let engine = match engine {
+        platform::Engine::Argocd => "argocd",
+        platform::Engine::Flux => "flux",
+    };
+    let why = "isvc does not guess where the output lives or where it goes; see docs/gitops.md";
+    match (&inputs.platform_origin, &inputs.platform_file) {
+        (Some(origin), file) => Diagnostic::error(format!(
+            "--gitops {engine} needs a `gitops` section in the platform file: name, repoURL, revision and path"
+        ))
+        .at(origin.location(&[]))
+        .help(format!("add a `gitops` section to {} ({why})", file.as_deref().unwrap_or("the platform file"))),
+        (None, Some(file)) => Diagnostic::error(format!(
+            "--gitops {engine} needs a `gitops` section in {file}: name, repoURL, revision and path"
+        ))
+        .help(why),
+        (None, None) => Diagnostic::error(format!(
+            "--gitops {engine} needs a platform file with a `gitops` section: name, repoURL, revision and path"
+        ))
+        .help(format!("pass --platform with a file that has one ({why})")),
+    }
 }
 
 /// Adds the GitOps engine's objects (Argo CD or Flux) for every cluster's

@@ -50,17 +50,30 @@ const NAME_LABEL: &str = "app.kubernetes.io/name";
 
 /// Reads a snapshot file (`-` for standard input).
 pub fn read_snapshot(path: &Path) -> Result<Vec<Value>, Diagnostics> {
+    read_snapshot_in(path, &yaml::RunBudget::new())
+}
+
+/// [`read_snapshot`], with alias expansions counted against `run`, the
+/// budget of every input of the run.
+pub fn read_snapshot_in(path: &Path, run: &yaml::RunBudget) -> Result<Vec<Value>, Diagnostics> {
     let source = if path == Path::new("-") {
         crate::load::read_stdin("the snapshot", MAX_SNAPSHOT_BYTES)?
     } else {
         crate::load::read_source_limited(path, MAX_SNAPSHOT_BYTES)?
     };
-    parse_snapshot(&source)
+    crate::load::take_bytes(&source, run)?;
+    parse_snapshot_in(&source, run)
 }
 
 /// The objects of a snapshot: a `List` (what `kubectl get a,b -o yaml` or
 /// `-o json` prints), single objects, or a stream of either.
 pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
+    parse_snapshot_in(source, &yaml::RunBudget::new())
+}
+
+/// [`parse_snapshot`], with alias expansions counted against `run`, the
+/// budget of every input of the run.
+pub fn parse_snapshot_in(source: &Arc<Source>, run: &yaml::RunBudget) -> Result<Vec<Value>, Diagnostics> {
     // `kubectl get -o json` output is read as JSON first: YAML readers
     // refuse the surrogate-pair escapes (`\ud83d\ude00`) JSON uses for
     // characters beyond the Basic Multilingual Plane.
@@ -75,7 +88,7 @@ pub fn parse_snapshot(source: &Arc<Source>) -> Result<Vec<Value>, Diagnostics> {
         printable_only: false,
         ..Limits::default()
     };
-    let docs = yaml::parse_documents(source, limits)?;
+    let docs = yaml::parse_documents_in(source, limits, run)?;
     snapshot_objects(source, docs.into_iter().flatten().map(|n| (n.to_json(), Some(n))).collect())
 }
 
@@ -622,6 +635,82 @@ fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Service files, the platform file and a snapshot share one byte budget.
+    #[test]
+    fn the_platform_file_and_the_snapshot_share_the_run_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = dir.path().join("qwen3.yaml");
+        std::fs::write(
+            &service,
+            "apiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {name: qwen3}\n\
+             spec: {model: Qwen/Qwen3-0.6B, replicas: 3, gpusPerReplica: 1}\n",
+        )
+        .unwrap();
+        let platform = dir.path().join("platform.yaml");
+        std::fs::write(&platform, "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n").unwrap();
+        let live = dir.path().join("live.yaml");
+        std::fs::write(&live, "apiVersion: v1\nkind: List\nitems: []\n").unwrap();
+        let help = "  = help: isvc reads at most 200 bytes per run (service files, platform file and snapshot together), \
+                    and at most 8388608 bytes per input file; render smaller sets of services, each into its own --out\n";
+        // 146 + 51 bytes fit in 200; the snapshot's 36 more do not.
+        let run = yaml::RunBudget::with_limits(yaml::MAX_RUN_ALIAS_NODES, 200);
+        assert_eq!(crate::load::load_services_in(std::slice::from_ref(&service), &run).unwrap().len(), 1);
+        crate::load::load_platform_in(Some(&platform), &run).unwrap();
+        let err = read_snapshot_in(&live, &run).unwrap_err().render(false);
+        let message = |p: &Path| {
+            format!(
+                "error: {} takes the inputs of this run over 200 bytes in all; refusing to read more\n{help}\n\
+                 error: aborting due to 1 error; nothing was written\n",
+                p.display()
+            )
+        };
+        assert_eq!(err, message(&live));
+        // The platform file read after the snapshot is the one refused.
+        let run = yaml::RunBudget::with_limits(yaml::MAX_RUN_ALIAS_NODES, 200);
+        crate::load::load_services_in(std::slice::from_ref(&service), &run).unwrap();
+        read_snapshot_in(&live, &run).unwrap();
+        let err = crate::load::load_platform_in(Some(&platform), &run).unwrap_err().render(false);
+        assert_eq!(err, message(&platform));
+    }
+
+    /// Service files, the platform file and a snapshot share one alias
+    /// budget: each file here is far under its own.
+    #[test]
+    fn the_platform_file_and_the_snapshot_share_the_run_alias_budget() {
+        // One document whose aliases copy 12 330 nodes.
+        let bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n\
+                    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n";
+        // 81 documents over 11 service files: 998 730 nodes of 1 000 000.
+        let spend = |run: &yaml::RunBudget| {
+            for i in 0..11 {
+                let docs = if i < 10 { 8 } else { 1 };
+                let src = Source::new(format!("services/s{i}.yaml"), vec![bomb; docs].join("---\n"));
+                let (_, fatal) = yaml::parse_stream_in(&src, yaml::Limits::default(), run);
+                assert!(fatal.is_none(), "{fatal:?}");
+            }
+        };
+        let message = "error: aliases in the input files expand to more than 1000000 nodes in all; refusing to expand them further\n";
+        let run = yaml::RunBudget::new();
+        spend(&run);
+        let platform =
+            Source::new("platform.yaml", format!("apiVersion: ai.example.com/v1alpha1\nkind: Platform\n{bomb}"));
+        let err = crate::load::parse_platform_in(&platform, &run).unwrap_err();
+        let text = Diagnostics(err).render(false);
+        assert!(text.starts_with(&format!("{message}  --> platform.yaml:6:")), "{text}");
+        assert!(text.contains("= help: an alias (*name) copies its anchor's whole subtree"), "{text}");
+        // Alone, the same platform file is within its own budget (and is
+        // refused for its unknown fields instead).
+        let alone = Diagnostics(crate::load::parse_platform(&platform).unwrap_err()).render(false);
+        assert!(alone.starts_with("error: unknown field \"a\""), "{alone}");
+
+        let run = yaml::RunBudget::new();
+        spend(&run);
+        let live = Source::new("live.yaml", bomb);
+        let text = parse_snapshot_in(&live, &run).unwrap_err().render(false);
+        assert!(text.starts_with(&format!("{message}  --> live.yaml:4:")), "{text}");
+        assert!(parse_snapshot(&live).is_err_and(|d| !d.render(false).contains("aliases")));
+    }
 
     fn changes(desired: Value, live: Value) -> Vec<String> {
         let mut out = Vec::new();

@@ -4,8 +4,12 @@
 //! - A file is isvc's when its first line starts with [`HEADER_PREFIX`].
 //! - Everything is computed and checked before the first write, so an error
 //!   leaves the tree as it was.
-//! - Each file is written to a temporary file beside it and renamed into
-//!   place: a crash leaves the old file or the new one, never half of one.
+//! - The new tree is built beside the old one and swapped in with one
+//!   atomic exchange: a crash leaves the old tree or the new one, never a
+//!   mix. Where that is impossible, nothing is written (no file-by-file
+//!   fallback).
+//! - Directories without a change keep their inode, owner, mode, extended
+//!   attributes and modification time.
 //! - A file whose bytes would not change is not rewritten.
 //! - isvc's files that are no longer produced are removed, with the
 //!   directories that removal leaves empty. Other files are never touched,
@@ -214,13 +218,15 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// Runs under a lock on `out`'s parent directory, so two renders into the
 /// same place cannot interleave (the second waits). The new tree is built
 /// beside `out` — unchanged and foreign files hard-linked, so they keep
-/// their inode and modification time — and exchanged with `out` in one
-/// atomic rename: a render killed at any moment leaves the old tree or the
-/// new one, never a mix. Where that is impossible (another file system,
-/// `out` is a mount point, not Linux), files are replaced one by one, each
-/// atomically, and an error after the first write says so. A tree that
-/// cannot be staged for another reason (a file isvc may not hard-link, a
-/// FIFO or device in `out`) is refused: nothing is written in place.
+/// their inode and modification time — and exchanged with the old one in
+/// one atomic rename: a render killed at any moment leaves the old tree or
+/// the new one, never a mix. Only the deepest directory holding every
+/// change is exchanged, and directories without a change keep their inode
+/// (see [`write_swap`]). Where no atomic exchange is possible (`out` is a
+/// mount point, the file system or system cannot exchange directories), or
+/// the tree cannot be staged (a file isvc may not hard-link, a FIFO or
+/// device in `out`), the render is refused and nothing is written: there is
+/// no file-by-file fallback.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
     let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) if !parent.is_dir() => {
@@ -250,11 +256,8 @@ pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
         write_fresh(out, planned)?;
         return Ok(changes);
     }
-    match write_swap(out, &parent, planned, &changes) {
-        Ok(()) => Ok(changes),
-        Err(Swap::Unsupported) => write_in_place(out, planned, &existing, changes),
-        Err(Swap::Failed(d)) => Err(d.into()),
-    }
+    write_swap(out, &parent, planned, &changes, &existing.temps)?;
+    Ok(changes)
 }
 
 /// The output directory to write, checked against the inputs: `.` and `..`
@@ -341,13 +344,71 @@ fn remove_leftovers(parent: &Path) {
 }
 
 enum Swap {
-    /// The platform or file system cannot do it; nothing was changed.
-    Unsupported,
+    /// Every entry of the directory to swap is removed, so it goes too:
+    /// its parent is swapped instead. Nothing was changed.
+    Vanishes,
     Failed(Diagnostic),
 }
 
-/// Builds the new tree beside `out` and exchanges the two atomically.
-fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Swap> {
+/// Builds the new tree beside `out` and swaps it in atomically.
+///
+/// Only the deepest directory holding every change is swapped (a service's
+/// directory when only its files change), so the directories above it stay
+/// as they are. Inside it, every directory with no change below it is
+/// exchanged back after the commit: its copy in the new tree and the
+/// original hold the same entries (files are hard links), so whichever a
+/// reader sees is the new tree, and the original keeps its inode, owner,
+/// mode, extended attributes and modification time.
+fn write_swap(
+    out: &Path,
+    parent: &Path,
+    planned: &Tree,
+    changes: &Changes,
+    temps: &[PathBuf],
+) -> Result<(), Diagnostic> {
+    let changed: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).chain(&changes.delete).collect();
+    let mut root = common_parent(&changed);
+    // A created file's directory may not exist yet: the swapped directory
+    // is one that does.
+    while !root.as_os_str().is_empty() && !is_real_dir(&out.join(&root)) {
+        root.pop();
+    }
+    loop {
+        match swap_subtree(out, parent, &root, planned, changes) {
+            Ok(()) => break,
+            Err(Swap::Vanishes) if root.pop() => {}
+            Err(Swap::Vanishes) => return Err(Diagnostic::error(format!("cannot write {}", out.display()))),
+            Err(Swap::Failed(d)) => return Err(d),
+        }
+    }
+    // Temporary files an interrupted run of an older isvc left in the tree.
+    for temp in temps {
+        let _ = std::fs::remove_file(temp);
+    }
+    Ok(())
+}
+
+/// The longest directory path that is a parent of every path of `paths`.
+fn common_parent(paths: &[&PathBuf]) -> PathBuf {
+    let mut common: Option<Vec<std::path::Component<'_>>> = None;
+    for p in paths {
+        let dir: Vec<_> = p.parent().map(|d| d.components().collect()).unwrap_or_default();
+        common = Some(match common {
+            None => dir,
+            Some(c) => c.iter().zip(&dir).take_while(|(a, b)| a == b).map(|(a, _)| *a).collect(),
+        });
+    }
+    common.unwrap_or_default().iter().collect()
+}
+
+fn is_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// Stages the new `out/root` beside `out` and exchanges the two; see
+/// [`write_swap`].
+fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes: &Changes) -> Result<(), Swap> {
+    let from = out.join(root);
     let fail = |what: &Path, e: std::io::Error| {
         Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
     };
@@ -360,21 +421,52 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
             what.display()
         )))
     };
+    if let Some(dir) = [out, from.as_path()].into_iter().find(|d| on_another_device(parent, d)) {
+        return Err(Swap::Failed(cannot_swap(
+            out,
+            format!("{} is a mount point (on another file system than {})", dir.display(), parent.display()),
+        )));
+    }
+    // Paths below `root`.
+    let below = |p: &PathBuf| p.strip_prefix(root).map(Path::to_path_buf).unwrap_or_else(|_| p.clone());
+    let replaced: BTreeSet<PathBuf> = changes.update.iter().chain(&changes.delete).map(below).collect();
+    let replaced: BTreeSet<&PathBuf> = replaced.iter().collect();
+    // Directories with a change below them; the others are kept.
+    let touched: BTreeSet<PathBuf> = changes
+        .create
+        .iter()
+        .chain(&changes.update)
+        .chain(&changes.delete)
+        .flat_map(|p| below(p).ancestors().skip(1).map(Path::to_path_buf).collect::<Vec<_>>())
+        .collect();
     let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     let stage = staging.path();
-    let replaced: BTreeSet<&PathBuf> = changes.update.iter().chain(&changes.delete).collect();
     let mut mirrored: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut kept: Vec<PathBuf> = Vec::new();
     // Mirror the current tree: directories, links, and every file that stays.
-    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
+    for entry in walkdir::WalkDir::new(&from).follow_links(false).sort_by_file_name() {
         let entry =
             entry.map_err(|e| Swap::Failed(Diagnostic::error(format!("cannot read {}: {e}", out.display()))))?;
-        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
+        let rel = entry.path().strip_prefix(&from).unwrap_or(entry.path()).to_path_buf();
         let target = stage.join(&rel);
         let ft = entry.file_type();
         mirrored.insert(rel.clone());
         if ft.is_dir() {
             if !rel.as_os_str().is_empty() {
+                if on_another_device(&from, entry.path()) {
+                    return Err(Swap::Failed(cannot_swap(
+                        out,
+                        format!(
+                            "{} is a mount point (on another file system than {})",
+                            entry.path().display(),
+                            from.display()
+                        ),
+                    )));
+                }
                 std::fs::create_dir(&target).map_err(|e| fail(&target, e))?;
+            }
+            if !touched.contains(&rel) && rel.parent().is_some_and(|p| touched.contains(p)) {
+                kept.push(rel.clone());
             }
             // The new directory takes the old one's mode, its extended
             // attributes and, where the system lets us (as root), its owner.
@@ -397,10 +489,11 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
                 continue;
             }
             if let Err(e) = std::fs::hard_link(entry.path(), &target) {
-                // `out` on another file system than its parent (a mount
-                // point): no swap is possible there at all.
                 if is_cross_device(&e) {
-                    return Err(Swap::Unsupported);
+                    return Err(Swap::Failed(cannot_swap(
+                        out,
+                        format!("{} is on another file system than {}", entry.path().display(), parent.display()),
+                    )));
                 }
                 return Err(refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())));
             }
@@ -411,27 +504,91 @@ fn write_swap(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> R
     }
     let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
     for rel in &written {
-        if let Some(dir) = rel.parent() {
-            std::fs::create_dir_all(stage.join(dir)).map_err(|e| fail(&out.join(dir), e))?;
+        if let Some(dir) = below(rel).parent() {
+            std::fs::create_dir_all(stage.join(dir)).map_err(|e| fail(&out.join(root).join(dir), e))?;
         }
     }
     let errors: Vec<Swap> = written
         .par_iter()
-        .filter_map(|rel| std::fs::write(stage.join(rel), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
+        .filter_map(|rel| std::fs::write(stage.join(below(rel)), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
         .collect();
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
     }
     for rel in &changes.delete {
-        remove_empty_parents(stage, rel);
+        remove_empty_parents(stage, &below(rel));
     }
-    exchange(stage, out)?;
-    // `stage` now holds the old tree. Entries another process created in
-    // `out` while the new tree was built are in it: move them across
-    // before dropping `staging` removes the rest.
-    keep_newcomers(stage, out, &mirrored, &replaced);
+    if !root.as_os_str().is_empty() && is_missing_or_empty(stage) {
+        return Err(Swap::Vanishes);
+    }
+    exchange(stage, &from).map_err(|e| Swap::Failed(cannot_swap(out, exchange_refused(&e))))?;
+    // The commit is done; `stage` now holds the old tree. Each unchanged
+    // directory goes back in place of its copy (same entries).
+    for dir in &kept {
+        let _ = exchange(&stage.join(dir), &from.join(dir));
+    }
+    // Entries another process created in `out` while the new tree was
+    // built are in the old tree: move them across before dropping
+    // `staging` removes the rest.
+    keep_newcomers(stage, &from, &mirrored, &replaced);
     drop(staging);
     Ok(())
+}
+
+/// Why two directories could not be exchanged, in words.
+fn exchange_refused(e: &std::io::Error) -> String {
+    #[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+    {
+        use rustix::io::Errno;
+        let unsupported = [Errno::INVAL, Errno::NOSYS, Errno::NOTSUP, Errno::OPNOTSUPP];
+        if unsupported.iter().any(|n| e.raw_os_error() == Some(n.raw_os_error())) {
+            return format!("its file system cannot exchange two directories in one step ({e})");
+        }
+        format!("exchanging the new tree with the old one failed ({e})")
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+    {
+        format!("this system cannot exchange two directories in one step ({e})")
+    }
+}
+
+/// The error for an output tree that cannot be swapped in one step. isvc
+/// then writes nothing: replacing files one by one would leave a mixed
+/// tree behind a failed or killed run.
+fn cannot_swap(out: &Path, why: String) -> Diagnostic {
+    Diagnostic::error(format!("cannot replace {} in one step: {why}", out.display())).help(format!(
+        "isvc builds the new tree beside the old one and swaps the two atomically; it never replaces files one by one, \
+         which a failed or killed run would leave half done. Render into a new directory (`--out {0}.new`) and move it \
+         into place, or keep the tree in a directory inside the mount (`--out {0}/tree`) or on a local file system",
+        out.display()
+    ))
+}
+
+/// Whether `path` lies on another file system than `dir`.
+fn on_another_device(dir: &Path, path: &Path) -> bool {
+    #[cfg(test)]
+    if FAKE_MOUNT.with(|m| m.borrow().as_deref() == Some(path)) {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let dev = |p: &Path| std::fs::symlink_metadata(p).map(|m| m.dev()).ok();
+        matches!((dev(dir), dev(path)), (Some(a), Some(b)) if a != b)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (dir, path);
+        false
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// A directory tests take for a mount point.
+    static FAKE_MOUNT: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+    /// An error tests make the exchange fail with.
+    static FAKE_EXCHANGE_ERROR: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
 }
 
 /// Moves the entries of `old` that were neither mirrored into the new tree
@@ -485,15 +642,22 @@ fn is_cross_device(e: &std::io::Error) -> bool {
     }
 }
 
-#[cfg(target_os = "linux")]
-fn exchange(a: &Path, b: &Path) -> Result<(), Swap> {
+/// Exchanges two directories atomically: renameat2(2) with RENAME_EXCHANGE
+/// on Linux (man-pages: renameat2.2), renamex_np(2) with RENAME_SWAP on
+/// Apple systems (rustix maps both to `RenameFlags::EXCHANGE`).
+#[cfg(any(target_os = "linux", target_os = "android", target_vendor = "apple"))]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     use rustix::fs::{CWD, RenameFlags, renameat_with};
-    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(|_| Swap::Unsupported)
+    #[cfg(test)]
+    if let Some(errno) = FAKE_EXCHANGE_ERROR.with(std::cell::Cell::get) {
+        return Err(std::io::Error::from_raw_os_error(errno));
+    }
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
 }
 
-#[cfg(not(target_os = "linux"))]
-fn exchange(_: &Path, _: &Path) -> Result<(), Swap> {
-    Err(Swap::Unsupported)
+#[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 #[cfg(unix)]
@@ -504,72 +668,6 @@ fn symlink(link: &Path, at: &Path) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn symlink(_: &Path, _: &Path) -> std::io::Result<()> {
     Err(std::io::Error::other("symbolic links are not supported here"))
-}
-
-/// Replaces changed files one by one (each atomically), then removes stale ones.
-fn write_in_place(out: &Path, planned: &Tree, existing: &Existing, changes: Changes) -> Result<Changes, Diagnostics> {
-    for temp in &existing.temps {
-        let _ = std::fs::remove_file(temp);
-    }
-    // Files are replaced one by one, not the tree as a whole. But every new
-    // file is written beside its target first, so a write error (a full
-    // disk, a permission) strikes before anything is replaced and nothing
-    // changes. Only a rename failing after the first leaves a mixed tree,
-    // and then the error says so instead of "nothing was written".
-    let to_write: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
-    let dirs: BTreeSet<PathBuf> = to_write.iter().filter_map(|p| p.parent()).map(|p| out.join(p)).collect();
-    let partial = |d: Diagnostic| {
-        d.after_writing().note(format!(
-            "{} could not be swapped as a whole (another file system, a mount point, or not Linux), so files were replaced one by one; render again once the problem is fixed",
-            out.display()
-        ))
-    };
-    let mut created: Vec<PathBuf> = Vec::new();
-    for dir in &dirs {
-        let missing: Vec<PathBuf> = dir.ancestors().take_while(|a| !a.exists()).map(Path::to_path_buf).collect();
-        created.extend(missing);
-        std::fs::create_dir_all(dir).map_err(|e| Diagnostic::error(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let staged: Vec<Result<(PathBuf, tempfile::NamedTempFile), Diagnostic>> = to_write
-        .par_iter()
-        .map(|rel| {
-            let path = out.join(rel);
-            stage_file(&path, planned[*rel].as_bytes()).map(|tmp| (path, tmp))
-        })
-        .collect();
-    // The directories this run created, deepest first: removed again
-    // (once empty) when nothing is written after all.
-    created.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-    let remove_created = || {
-        for d in &created {
-            let _ = std::fs::remove_dir(d);
-        }
-    };
-    if staged.iter().any(Result::is_err) {
-        let errors: Vec<Diagnostic> = staged.into_iter().filter_map(Result::err).collect();
-        remove_created(); // the staged files were removed as they dropped
-        return Err(Diagnostics(errors));
-    }
-    let mut staged = staged.into_iter().flatten().enumerate();
-    while let Some((i, (path, tmp))) = staged.next() {
-        if let Err(e) = tmp.persist(&path) {
-            let d = Diagnostic::error(format!("cannot write {}: {}", path.display(), e.error));
-            drop(e);
-            if i == 0 {
-                drop(staged);
-                remove_created();
-                return Err(d.into());
-            }
-            return Err(partial(d).into());
-        }
-    }
-    for rel in &changes.delete {
-        let path = out.join(rel);
-        std::fs::remove_file(&path)
-            .map_err(|e| partial(Diagnostic::error(format!("cannot remove {}: {e}", path.display()))))?;
-        remove_empty_parents(out, rel);
-    }
-    Ok(changes)
 }
 
 fn is_missing_or_empty(dir: &Path) -> bool {
@@ -606,6 +704,10 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     let staged = staging.keep();
     std::fs::rename(&staged, out).map_err(|e| {
         let _ = std::fs::remove_dir_all(&staged);
+        if is_cross_device(&e) || on_another_device(parent, out) {
+            let why = format!("{} is a mount point (on another file system than {})", out.display(), parent.display());
+            return Diagnostics::from(cannot_swap(out, why));
+        }
         Diagnostics::from(fail(out, e))
     })
 }
@@ -774,29 +876,96 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[test]
-    fn replacing_files_one_by_one_says_when_some_were_written() {
+    fn a_swap_keeps_unchanged_directories_as_they_are() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        write(&out, &planned(&[("z.yaml", "1")])).unwrap();
-        // A name the file system refuses: staged fine, its rename fails.
-        let long = format!("b/{}.yaml", "x".repeat(300));
-        let attempt = |files: &[(&str, &str)]| {
-            let next = planned(files);
-            let existing = scan(&out).unwrap();
-            let c = changes(&next, &existing);
-            write_in_place(&out, &next, &existing, c).unwrap_err().render(false)
+        let files = |b: &str, c: &str| {
+            planned(&[("kustomization.yaml", "k"), ("ns/a/x.yaml", "1"), ("ns/b/y.yaml", b), ("ns/c/d/z.yaml", c)])
         };
-        // The failing rename comes first: nothing was replaced.
-        let err = attempt(&[(long.as_str(), "3"), ("z.yaml", "2")]);
-        assert!(err.contains("File name too long") && err.ends_with("; nothing was written\n"), "{err}");
-        assert_eq!(std::fs::read_to_string(out.join("z.yaml")).unwrap(), format!("{HEADER_PREFIX}\n1"));
-        assert!(!out.join("b").exists(), "a directory this run created is removed again");
-        // After a rename that succeeded, the message says so.
-        let err = attempt(&[("a.yaml", "2"), (long.as_str(), "3")]);
-        assert!(err.ends_with("some output was written before the error (see above)\n"), "{err}");
-        let left: Vec<_> = std::fs::read_dir(out.join("b")).unwrap().collect();
-        assert!(left.is_empty(), "staged files are removed: {left:?}");
+        write(&out, &files("2", "3")).unwrap();
+        std::fs::set_permissions(out.join("ns/a"), std::fs::Permissions::from_mode(0o750)).unwrap();
+        std::fs::write(out.join("ns/a/notes.md"), "mine").unwrap();
+        let ino = |p: &str| std::fs::metadata(out.join(p)).unwrap().ino();
+        let before: Vec<u64> = ["", "ns", "ns/a", "ns/b", "ns/c", "ns/c/d"].iter().map(|p| ino(p)).collect();
+        let mtime = std::fs::metadata(out.join("ns/a")).unwrap().modified().unwrap();
+        // Only ns/b changes: it alone is swapped, everything else stays.
+        let c = write(&out, &files("changed", "3")).unwrap();
+        assert_eq!((c.update.len(), c.unchanged), (1, 3));
+        let after: Vec<u64> = ["", "ns", "ns/a", "ns/b", "ns/c", "ns/c/d"].iter().map(|p| ino(p)).collect();
+        assert_eq!(
+            [after[0], after[1], after[2], after[4], after[5]],
+            [before[0], before[1], before[2], before[4], before[5]]
+        );
+        assert_ne!(after[3], before[3], "the changed directory is the new one");
+        // Changes in two services: their common parent is swapped, and the
+        // unchanged service's directory is put back as it was.
+        write(&out, &files("again", "changed")).unwrap();
+        assert_eq!(ino("ns/a"), before[2]);
+        assert_eq!(ino(""), before[0]);
+        assert_ne!(ino("ns"), before[1]);
+        assert_eq!(std::fs::metadata(out.join("ns/a")).unwrap().permissions().mode() & 0o777, 0o750);
+        assert_eq!(std::fs::metadata(out.join("ns/a")).unwrap().modified().unwrap(), mtime);
+        assert_eq!(std::fs::read_to_string(out.join("ns/a/notes.md")).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(out.join("ns/c/d/z.yaml")).unwrap(), format!("{HEADER_PREFIX}\nchanged"));
+        // A service removed with its namespace: the directories it leaves
+        // empty go, the rest stays.
+        let c = write(&out, &planned(&[("kustomization.yaml", "k"), ("ns/a/x.yaml", "1"), ("ns/b/y.yaml", "again")]))
+            .unwrap();
+        assert_eq!(c.delete.len(), 1);
+        assert!(!out.join("ns/c").exists());
+        assert_eq!(ino("ns/a"), before[2]);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["out"], "no staging directory is left behind");
+    }
+
+    #[test]
+    fn a_tree_that_cannot_be_swapped_in_one_step_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        let next = planned(&[("a/x.yaml", "changed"), ("b/y.yaml", "changed")]);
+        let help = format!(
+            "  = help: isvc builds the new tree beside the old one and swaps the two atomically; it never replaces files \
+             one by one, which a failed or killed run would leave half done. Render into a new directory (`--out \
+             {0}.new`) and move it into place, or keep the tree in a directory inside the mount (`--out {0}/tree`) or on \
+             a local file system\n\nerror: aborting due to 1 error; nothing was written\n",
+            out.display()
+        );
+        // The file system cannot exchange directories.
+        #[cfg(target_os = "linux")]
+        {
+            FAKE_EXCHANGE_ERROR.with(|e| e.set(Some(rustix::io::Errno::INVAL.raw_os_error())));
+            let err = write(&out, &next).unwrap_err().render(false);
+            FAKE_EXCHANGE_ERROR.with(|e| e.set(None));
+            assert_eq!(
+                err,
+                format!(
+                    "error: cannot replace {} in one step: its file system cannot exchange two directories in one \
+                     step (Invalid argument (os error 22))\n{help}",
+                    out.display()
+                )
+            );
+        }
+        // `out` is a mount point: nothing can be staged beside it.
+        FAKE_MOUNT.with(|m| *m.borrow_mut() = Some(out.clone()));
+        let err = write(&out, &next).unwrap_err().render(false);
+        FAKE_MOUNT.with(|m| *m.borrow_mut() = None);
+        assert_eq!(
+            err,
+            format!(
+                "error: cannot replace {0} in one step: {0} is a mount point (on another file system than {1})\n{help}",
+                out.display(),
+                dir.path().display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(out.join("a/x.yaml")).unwrap(), format!("{HEADER_PREFIX}\n1"));
+        assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), format!("{HEADER_PREFIX}\n2"));
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["out"], "the staging directory is removed");
+        write(&out, &next).unwrap();
     }
 
     #[cfg(unix)]

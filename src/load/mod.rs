@@ -153,6 +153,28 @@ pub fn read_source_limited(path: &Path, max_bytes: u64) -> Result<Arc<Source>, D
     Ok(Source::new(path, text))
 }
 
+/// [`read_source_limited`], with the bytes counted against `run`, the
+/// budget of every input of the run.
+pub fn read_source_in(path: &Path, max_bytes: u64, run: &yaml::RunBudget) -> Result<Arc<Source>, Diagnostic> {
+    let source = read_source_limited(path, max_bytes)?;
+    take_bytes(&source, run)?;
+    Ok(source)
+}
+
+/// Counts the bytes of `source` against the run's budget.
+pub fn take_bytes(source: &Arc<Source>, run: &yaml::RunBudget) -> Result<(), Diagnostic> {
+    run.take_bytes(source.text.len() as u64).map_err(|max| {
+        Diagnostic::error(format!(
+            "{} takes the inputs of this run over {max} bytes in all; refusing to read more",
+            source.name.display()
+        ))
+        .help(format!(
+            "isvc reads at most {max} bytes per run (service files, platform file and snapshot together), \
+             and at most {MAX_FILE_BYTES} bytes per input file; render smaller sets of services, each into its own --out"
+        ))
+    })
+}
+
 /// The name standard input goes by in messages.
 pub const STDIN: &str = "<stdin>";
 
@@ -237,21 +259,27 @@ pub fn template_sources(dir: &Path) -> Result<Vec<Arc<Source>>, Diagnostics> {
 /// Loads every InferenceService under `paths`. Returns them sorted by
 /// namespace and name, or every error found.
 pub fn load_services(paths: &[PathBuf]) -> Result<Vec<LoadedService>, Diagnostics> {
+    load_services_in(paths, &yaml::RunBudget::new())
+}
+
+/// [`load_services`], with alias expansions counted against `run`, the
+/// budget of every input of the run.
+pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<LoadedService>, Diagnostics> {
     // `-` is standard input, read once whatever else is given.
     let stdin = paths.iter().any(|p| p == Path::new("-"));
     let others: Vec<PathBuf> = paths.iter().filter(|p| *p != Path::new("-")).cloned().collect();
     let files = if others.is_empty() { Vec::new() } else { input_files(&others)? };
-    let run = yaml::RunBudget::new();
     let mut results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
-        .map(|path| match read_source(path) {
-            Ok(source) => parse_services_in(&source, &run),
+        .map(|path| match read_source_in(path, MAX_FILE_BYTES, run) {
+            Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
     if stdin {
-        results.push(match read_stdin("the services", MAX_FILE_BYTES) {
-            Ok(source) => parse_services_in(&source, &run),
+        let source = read_stdin("the services", MAX_FILE_BYTES).and_then(|s| take_bytes(&s, run).map(|()| s));
+        results.push(match source {
+            Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         });
     }
@@ -546,13 +574,43 @@ fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
     }
 }
 
+/// Where the platform was read from: its file and document, for pointing
+/// later diagnostics (a cluster naming an unknown service) at its fields.
+#[derive(Clone, Debug)]
+pub struct PlatformOrigin {
+    pub source: Arc<Source>,
+    pub node: Node,
+}
+
+impl PlatformOrigin {
+    /// Location of a field of the platform document (or the nearest
+    /// existing parent; the empty path is the document).
+    pub fn location(&self, path: &[PathSegment]) -> Location {
+        Location::span(&self.source, self.node.at_path(path).span)
+    }
+}
+
 /// Loads the platform file, or the built-in defaults when `path` is `None`.
 pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
+    load_platform_with_origin(path).map(|(p, _)| p)
+}
+
+/// [`load_platform`], with where the platform came from.
+pub fn load_platform_with_origin(path: Option<&Path>) -> Result<(Platform, Option<PlatformOrigin>), Diagnostics> {
+    load_platform_in(path, &yaml::RunBudget::new())
+}
+
+/// [`load_platform_with_origin`], with alias expansions counted against
+/// `run`, the budget of every input of the run.
+pub fn load_platform_in(
+    path: Option<&Path>,
+    run: &yaml::RunBudget,
+) -> Result<(Platform, Option<PlatformOrigin>), Diagnostics> {
     let Some(path) = path else {
-        return Ok(Platform::default());
+        return Ok((Platform::default(), None));
     };
-    let source = read_source(path)?;
-    parse_platform(&source).map_err(|d| {
+    let source = read_source_in(path, MAX_FILE_BYTES, run)?;
+    parse_platform_in(&source, run).map(|(p, o)| (p, Some(o))).map_err(|d| {
         let mut d = Diagnostics(d);
         d.sort();
         d
@@ -561,7 +619,21 @@ pub fn load_platform(path: Option<&Path>) -> Result<Platform, Diagnostics> {
 
 /// Parses a platform file's text.
 pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>> {
-    let docs = yaml::parse_documents(source, Limits::default()).map_err(|d| vec![d])?;
+    parse_platform_with_origin(source).map(|(p, _)| p)
+}
+
+/// [`parse_platform`], with the document it was read from.
+pub fn parse_platform_with_origin(source: &Arc<Source>) -> Result<(Platform, PlatformOrigin), Vec<Diagnostic>> {
+    parse_platform_in(source, &yaml::RunBudget::new())
+}
+
+/// [`parse_platform_with_origin`], with alias expansions counted against
+/// `run`, the budget of every input of the run.
+pub fn parse_platform_in(
+    source: &Arc<Source>,
+    run: &yaml::RunBudget,
+) -> Result<(Platform, PlatformOrigin), Vec<Diagnostic>> {
+    let docs = yaml::parse_documents_in(source, Limits::default(), run).map_err(|d| vec![d])?;
     let mut docs: Vec<Node> = docs.into_iter().flatten().collect();
     if docs.len() != 1 {
         return Err(vec![
@@ -585,7 +657,7 @@ pub fn parse_platform(source: &Arc<Source>) -> Result<Platform, Vec<Diagnostic>>
     let platform: Platform = decode(source, &node)?;
     let problems = validate::platform(&platform);
     if problems.is_empty() {
-        return Ok(platform);
+        return Ok((platform, PlatformOrigin { source: source.clone(), node }));
     }
     Err(problems.into_iter().map(|p| p.diagnostic().at(Location::span(source, node.at_path(&p.path).span))).collect())
 }

@@ -32,7 +32,7 @@ fn an_engine_without_a_gitops_section_is_an_error_not_a_guess() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path"),
+        err.contains("--gitops argocd needs a platform file with a `gitops` section: name, repoURL, revision and path"),
         "{err}"
     );
 }

@@ -83,7 +83,7 @@ impl Test {
             diags.extend(problems);
         }
         let platform = match &self.platform {
-            Some(text) => match isvc::load::parse_platform(&Source::new("platform.yaml", text.as_str())) {
+            Some(text) => match isvc::load::parse_platform_with_origin(&Source::new("platform.yaml", text.as_str())) {
                 Ok(p) => Some(p),
                 Err(d) => {
                     diags.extend(d);
@@ -103,7 +103,11 @@ impl Test {
             return Err(diags);
         }
         let file = self.platform.as_ref().map(|_| "platform.yaml".to_string());
-        Ok(Inputs::new(services).with_platform(platform.unwrap_or_default(), file).with_templates(templates))
+        let (platform, origin) = platform.map_or((None, None), |(p, o)| (Some(p), Some(o)));
+        Ok(Inputs::new(services)
+            .with_platform(platform.unwrap_or_default(), file)
+            .with_platform_origin(origin)
+            .with_templates(templates))
     }
 
     /// Compiles the inputs as `isvc render` does.

@@ -387,3 +387,93 @@ error: aborting due to 1 error; nothing was written
 "
     );
 }
+
+#[test]
+fn gitops_without_a_gitops_section_names_the_platform_file() {
+    let dir = setup(QWEN3);
+    std::fs::write(dir.path().join("platform.yaml"), "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n").unwrap();
+    let (code, out, err) = run(isvc(dir.path()).args([
+        "render",
+        "services",
+        "--platform",
+        "platform.yaml",
+        "--gitops",
+        "argocd",
+        "--out",
+        "rendered",
+    ]));
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(
+        err,
+        "error: --gitops argocd needs a `gitops` section in the platform file: name, repoURL, revision and path\n  \
+         --> platform.yaml:1:1\n   |\n 1 | apiVersion: ai.example.com/v1alpha1\n   | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n  \
+         = help: add a `gitops` section to platform.yaml (isvc does not guess where the output lives or where it goes; \
+         see docs/gitops.md)\n\nerror: aborting due to 1 error; nothing was written\n"
+    );
+    assert!(!dir.path().join("rendered").exists());
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--gitops", "flux", "--stdout"]));
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: --gitops flux needs a platform file with a `gitops` section: name, repoURL, revision and path\n  \
+         = help: pass --platform with a file that has one (isvc does not guess where the output lives or where it \
+         goes; see docs/gitops.md)\n\nerror: aborting due to 1 error; nothing was written\n"
+    );
+}
+
+/// `--out` is a mount point: no tree can be built beside it on its file
+/// system, so the render is refused, never written file by file. Needs a
+/// mount namespace (`unshare -rm`) to mount a tmpfs without privileges.
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs unshare(1) and unprivileged mount namespaces"]
+fn an_out_that_is_a_mount_point_is_refused_not_written_file_by_file() {
+    let dir = setup(QWEN3);
+    isvc(dir.path()).args(["render", "services", "--out", "first"]).assert().success();
+    std::fs::create_dir(dir.path().join("rendered")).unwrap();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("isvc");
+    let script = format!(
+        "mount -t tmpfs none rendered || exit 99; \
+         {0} --color never render services --out rendered; echo \"rc=$?\" >&2; \
+         cp -a first/. rendered/ && {0} --color never render services --out rendered; echo \"rc=$?\" >&2; \
+         diff -r first rendered >&2 && echo same >&2",
+        bin.display()
+    );
+    let out = std::process::Command::new("unshare").args(["-rm", "sh", "-c", &script]).current_dir(dir.path()).output();
+    let out = out.expect("unshare runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let refused = "error: cannot replace rendered in one step: rendered is a mount point (on another file system than .)\n  \
+                   = help: isvc builds the new tree beside the old one and swaps the two atomically; it never replaces \
+                   files one by one, which a failed or killed run would leave half done. Render into a new directory \
+                   (`--out rendered.new`) and move it into place, or keep the tree in a directory inside the mount \
+                   (`--out rendered/tree`) or on a local file system\n\nerror: aborting due to 1 error; nothing was written\n";
+    // A first render into the empty mount point, then a render over a tree.
+    assert_eq!(err, format!("{refused}rc=2\n{refused}rc=2\nsame\n"));
+    assert!(!dir.path().join("rendered/default").exists(), "the mount is gone with the namespace");
+}
+
+/// A render where one service changed swaps that service's directory alone:
+/// every other directory keeps its inode, mode and extended attributes.
+#[cfg(unix)]
+#[test]
+fn a_render_keeps_the_directories_of_unchanged_services() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = setup(QWEN3);
+    let other = QWEN3.replace("name: qwen3", "name: llama");
+    std::fs::write(dir.path().join("services/llama.yaml"), &other).unwrap();
+    isvc(dir.path()).args(["render", "services", "--out", "rendered"]).assert().success();
+    let out = dir.path().join("rendered");
+    std::fs::set_permissions(out.join("default/llama"), std::fs::Permissions::from_mode(0o750)).unwrap();
+    let meta = |p: &str| std::fs::metadata(out.join(p)).unwrap();
+    let before: Vec<u64> = ["", "default", "default/llama", "_cluster"].iter().map(|p| meta(p).ino()).collect();
+    let changed = meta("default/qwen3").ino();
+    std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.ends_with("0 created, 2 updated, 0 deleted, 8 unchanged\n"), "{err}");
+    let after: Vec<u64> = ["", "default", "default/llama", "_cluster"].iter().map(|p| meta(p).ino()).collect();
+    assert_eq!(after, before);
+    assert_ne!(meta("default/qwen3").ino(), changed);
+    assert_eq!(meta("default/llama").permissions().mode() & 0o777, 0o750);
+}
