@@ -532,7 +532,14 @@ impl<'a> CommandLine<'a> {
     /// Whether the container is a model server (names a model or runs vLLM);
     /// rules about loading weights apply to these only, not to sidecars.
     pub fn serves_model(&self) -> bool {
-        self.model().is_some() || self.is_vllm()
+        !self.downloads() && (self.model().is_some() || self.is_vllm())
+    }
+
+    /// Whether the container runs the Hugging Face CLI's download (a model
+    /// cache Job, even in a vLLM image): it fetches weights, it does not
+    /// load them.
+    pub fn downloads(&self) -> bool {
+        self.words.windows(2).any(|w| matches!(w[0], "hf" | "huggingface-cli") && w[1] == "download")
     }
 
     /// The size of the model the server loads, as far as its name and the

@@ -332,6 +332,15 @@ impl Stage<'_> {
             .map(|(s, d)| render::render_service(self.templates, d, Some(&(self.label)(s))))
             .collect();
         let mut objects = vec![crd::object()];
+        let cache_plans = desired.iter().filter_map(|(s, d)| {
+            d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s))))
+        });
+        for o in derive::cache::objects(cache_plans) {
+            for p in typecheck::typecheck(&o.value) {
+                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+            }
+            objects.push(o);
+        }
         for r in rendered {
             match r {
                 Ok(o) => objects.extend(o),
@@ -427,7 +436,12 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
     let mut diags = Vec::new();
     let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();
     for s in services {
-        if let Err((path, message)) = place(&s.service, platform) {
+        let refusals = [
+            place(&s.service, platform).err(),
+            derive::accelerators::profile(&s.service.spec, platform).err(),
+            derive::accelerators::image(&s.service.spec, platform).err(),
+        ];
+        for (path, message) in refusals.into_iter().flatten() {
             let path: Vec<PathSegment> = path.iter().map(|k| PathSegment::Key(k.to_string())).collect();
             diags.push(Diagnostic::error(message).at(s.location(&path)));
         }

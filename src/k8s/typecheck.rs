@@ -7,7 +7,10 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, LimitRange, Namespace, PodTemplateSpec, ResourceQuota, Service};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, PodTemplateSpec, ResourceQuota, Service,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -36,6 +39,8 @@ pub fn typecheck(value: &Value) -> Vec<Problem> {
         ("networking.k8s.io/v1", "NetworkPolicy") => round_trip::<NetworkPolicy>(value),
         ("scheduling.k8s.io/v1", "PriorityClass") => round_trip::<PriorityClass>(value),
         ("v1", "ConfigMap") => round_trip::<ConfigMap>(value),
+        ("v1", "PersistentVolumeClaim") => round_trip::<PersistentVolumeClaim>(value),
+        ("batch/v1", "Job") => round_trip::<Job>(value),
         (kinds::LWS, "LeaderWorkerSet") => leader_worker_set(value),
         (kinds::INFERENCE_OBJECTIVE, "InferenceObjective") => round_trip::<InferenceObjective>(value),
         // The other kinds of the table (Kueue, KEDA, the Gateway API, the
