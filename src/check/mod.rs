@@ -60,7 +60,9 @@ pub use network::{
     WORKLOAD_SELECTOR_MISMATCH,
 };
 pub use probes::{LIVENESS_STRICTER_THAN_STARTUP, NO_STARTUP_PROBE, PROBE_NOT_SERVED, STARTUP_BUDGET_TOO_SHORT};
-pub use resources::{CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL};
+pub use resources::{
+    CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL, WEIGHTS_EXCEED_GPU_MEMORY,
+};
 pub use scaling::{
     AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
     REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
@@ -239,6 +241,7 @@ pub const RULES: &[Rule] = registry![
     RAY_WAIT_SHORTER_THAN_STARTUP,
     LORA_SLOTS,
     OFFLINE_WITHOUT_REVISION,
+    WEIGHTS_EXCEED_GPU_MEMORY,
     RUNS_AS_ROOT,
     PRIVILEGE_ESCALATION,
     CAPABILITIES_KEPT,
@@ -573,7 +576,7 @@ mod tests {
         // Workload rules count up from ISVC001, the blocks of later rule
         // families from ISVC040 and ISVC050, security rules from ISVC100;
         // each block without gaps.
-        for (start, end) in [(1, 40), (40, 50), (50, 100), (100, 1000)] {
+        for (start, end) in [(1, 40), (40, 50), (50, 70), (70, 100), (100, 1000)] {
             let block: Vec<&Rule> =
                 RULES.iter().filter(|r| r.id[4..].parse::<usize>().is_ok_and(|n| (start..end).contains(&n))).collect();
             for (i, r) in block.iter().enumerate() {

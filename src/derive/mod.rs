@@ -299,7 +299,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         validate_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
     let profile = crate::derive::accelerators::profile(spec, platform).map_err(|(_, e)| e)?;
+    let mut pod_annotations = BTreeMap::new();
     let image = crate::derive::accelerators::image(spec, platform).map_err(|(_, e)| e)?;
+    if let Some(m) = profile.memory_gib {
+        pod_annotations.insert(crate::model::labels::GPU_MEMORY_ANNOTATION.to_string(), format!("{m}Gi"));
+    }
     let gpu = gpus.to_string();
     let mut requests = BTreeMap::from([
         ("cpu".to_string(), cpu),
@@ -324,7 +328,6 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     ]);
     args.extend(crate::derive::multinode::args(spec));
     let adapters = crate::derive::adapters::plan(spec, &namespace, &name, &d.lora);
-    let mut pod_annotations = BTreeMap::new();
     let mut volume_mounts = Vec::new();
     let mut volumes = Vec::new();
     if let Some(a) = &adapters {
