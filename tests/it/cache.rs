@@ -1,0 +1,227 @@
+//! Accelerator profiles, per-service images and the shared model cache:
+//! what the rendered objects carry, and what is refused.
+
+use serde_json::Value;
+
+use crate::harness::Test;
+use isvc::check;
+use isvc::model::objects::Object;
+
+const PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+defaults:
+  image: vllm/vllm-openai:v0.11.0
+  huggingFace:
+    tokenSecret: {name: hf-token, key: token}
+accelerators:
+  - name: h100
+    resource: nvidia.com/gpu
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+    memoryGiB: 80
+  - name: mig-3g
+    resource: nvidia.com/mig-3g.40gb
+    nodeSelector: {nvidia.com/mig.config: all-3g.40gb}
+    memoryGiB: 40
+images:
+  allowedRepositories: [vllm/vllm-openai, registry.example.com/ml/]
+modelCache:
+  storageClassName: nfs-rwx
+  size: 800Gi
+";
+
+const REVISION: &str = "6f6073b423013f6a7d4d9f39144961bfbfbc386b";
+
+fn service(name: &str, model: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: {name}, namespace: ml}}\n\
+         spec:\n  baseModel: {model}\n  replicas: 1\n{extra}"
+    )
+}
+
+fn find<'a>(objects: &'a [Object], kind: &str, name: &str) -> &'a Value {
+    &objects
+        .iter()
+        .find(|o| o.id.kind == kind && (name.is_empty() || o.id.name == name))
+        .unwrap_or_else(|| panic!("no {kind} {name}: {:?}", objects.iter().map(|o| o.id.to_string()).collect::<Vec<_>>()))
+        .value
+}
+
+fn strs(v: &Value) -> Vec<&str> {
+    v.as_array().into_iter().flatten().filter_map(Value::as_str).collect()
+}
+
+fn env<'a>(c: &'a Value, name: &str) -> Option<&'a str> {
+    c["env"].as_array()?.iter().find(|e| e["name"] == name).and_then(|e| e["value"].as_str())
+}
+
+#[test]
+fn the_cache_claim_the_pinned_download_and_the_read_only_mount() {
+    let svc = service("llama", "meta-llama/Llama-3.3-70B-Instruct", &format!("  gpusPerReplica: 4\n  revision: {REVISION}\n"));
+    let objects = Test::new().service(svc).platform(PLATFORM).objects();
+
+    let claim = find(&objects, "PersistentVolumeClaim", "isvc-model-cache");
+    assert_eq!(claim["metadata"]["namespace"], "ml");
+    assert_eq!(strs(&claim["spec"]["accessModes"]), ["ReadWriteMany"]);
+    assert_eq!(claim["spec"]["storageClassName"], "nfs-rwx");
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "800Gi");
+
+    let job = find(&objects, "Job", "");
+    let name = job["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("download-llama-3-3-70b-instruct-") && name.len() <= 63, "{name}");
+    assert!(job["spec"]["backoffLimit"].as_i64().unwrap() > 0);
+    assert!(job["spec"]["activeDeadlineSeconds"].as_i64().unwrap() > 0);
+    assert!(job["spec"].get("ttlSecondsAfterFinished").is_none(), "a GitOps engine would recreate it");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    let dl = &pod["containers"][0];
+    assert_eq!(dl["securityContext"]["readOnlyRootFilesystem"], true);
+    assert!(dl["command"][2].as_str().unwrap().contains("hf download \"$ISVC_MODEL\" --revision \"$ISVC_REVISION\""));
+    assert_eq!(env(dl, "ISVC_MODEL"), Some("meta-llama/Llama-3.3-70B-Instruct"));
+    assert_eq!(env(dl, "ISVC_REVISION"), Some(REVISION));
+    assert_eq!(env(dl, "HF_TOKEN_PATH"), Some("/etc/isvc/hf-token/token"));
+    let volumes = pod["volumes"].as_array().unwrap();
+    assert!(volumes.iter().any(|v| v["persistentVolumeClaim"]["claimName"] == "isvc-model-cache"));
+    assert!(volumes.iter().any(|v| v["secret"]["secretName"] == "hf-token"));
+
+    let server = &find(&objects, "Deployment", "llama")["spec"]["template"]["spec"];
+    let vllm = &server["containers"][0];
+    assert_eq!(env(vllm, "HF_HUB_OFFLINE"), Some("1"));
+    let args = strs(&vllm["args"]);
+    assert!(args.windows(2).any(|w| w == ["--revision", REVISION]), "{args:?}");
+    let hf_home = env(vllm, "HF_HOME").unwrap();
+    let mount = vllm["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "model-cache").unwrap();
+    assert_eq!(mount["mountPath"], format!("{hf_home}/hub"));
+    assert_eq!(mount["readOnly"], true);
+    let volume = server["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "model-cache").unwrap();
+    assert_eq!(volume["persistentVolumeClaim"]["readOnly"], true);
+    // The server waits for the Job's marker before it starts.
+    let wait = &server["initContainers"][0];
+    assert_eq!(wait["name"], "wait-for-model");
+    assert_eq!(env(wait, "ISVC_MODEL_MARKER"), env(dl, "ISVC_MODEL_MARKER"));
+    assert!(env(wait, "ISVC_MODEL_MARKER").unwrap().ends_with(&format!("@{REVISION}")));
+}
+
+#[test]
+fn services_of_one_model_share_a_job_and_each_namespace_has_one_claim() {
+    let a = service("a", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n"));
+    let b = service("b", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n"));
+    let c = service("c", "Qwen/Qwen3-8B", "  revision: main\n").replace("namespace: ml", "namespace: other");
+    let objects = Test::new().service(format!("{a}---\n{b}---\n{c}")).platform(PLATFORM).objects();
+    let count = |kind: &str, ns: &str| {
+        objects.iter().filter(|o| o.id.kind == kind && o.id.namespace.as_deref() == Some(ns)).count()
+    };
+    assert_eq!((count("Job", "ml"), count("PersistentVolumeClaim", "ml")), (1, 1));
+    assert_eq!((count("Job", "other"), count("PersistentVolumeClaim", "other")), (1, 1));
+    // A model loaded from a path is not downloaded.
+    let local = service("local", "/models/llama", "");
+    let objects = Test::new().service(local).platform(PLATFORM).objects();
+    assert!(!objects.iter().any(|o| o.id.kind == "Job"));
+}
+
+#[test]
+fn a_new_revision_is_a_new_job_and_a_rollout() {
+    let render = |rev: &str| {
+        Test::new().service(service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n"))).platform(PLATFORM).objects()
+    };
+    let (old, new) = (render(REVISION), render("0e9e39f249a16976918f6564b8830bc894c89659"));
+    let job = |o: &[Object]| find(o, "Job", "")["metadata"]["name"].as_str().unwrap().to_string();
+    assert_ne!(job(&old), job(&new));
+    let template = |o: &[Object]| find(o, "Deployment", "qwen")["spec"]["template"].clone();
+    assert_ne!(template(&old), template(&new), "the pod template changes, so the pods roll");
+
+    // `isvc diff` says so.
+    let test = |rev: &str| {
+        Test::new().file("services/qwen.yaml", service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n"))).platform(PLATFORM)
+    };
+    let first = test(REVISION).cli(&["render", "services", "--platform", "platform.yaml", "--out", "out"]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr());
+    let changed = "0e9e39f249a16976918f6564b8830bc894c89659";
+    std::fs::write(first.path("services/qwen.yaml"), service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {changed}\n")))
+        .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_isvc"))
+        .current_dir(first.dir.path())
+        .args(["diff", "services", "--platform", "platform.yaml", "--out", "out", "--color", "never"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(changed), "{text}");
+    assert!(text.contains(&job(&old)) && text.contains(&job(&test(changed).objects())), "{text}");
+}
+
+#[test]
+fn profiles_set_the_resource_nodes_and_tolerations() {
+    let small = service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3g\n");
+    let big = service("big", "meta-llama/Llama-3.3-70B-Instruct", "  gpusPerReplica: 4\n  accelerator: h100\n");
+    let default = service("plain", "Qwen/Qwen3-0.6B", "");
+    let objects = Test::new().service(format!("{small}---\n{big}---\n{default}")).platform(PLATFORM).objects();
+    let pod = |name: &str| find(&objects, "Deployment", name)["spec"]["template"]["spec"].clone();
+    let small = pod("small");
+    let r = &small["containers"][0]["resources"];
+    assert_eq!(r["requests"]["nvidia.com/mig-3g.40gb"], "1");
+    assert_eq!(r["limits"]["nvidia.com/mig-3g.40gb"], "1");
+    assert!(r["limits"].get("nvidia.com/gpu").is_none());
+    assert_eq!(small["nodeSelector"]["nvidia.com/mig.config"], "all-3g.40gb");
+    let big = pod("big");
+    assert_eq!(big["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "4");
+    assert_eq!(big["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+    assert_eq!(big["tolerations"][0]["key"], "nvidia.com/gpu");
+    // The first profile is the default.
+    assert_eq!(pod("plain")["nodeSelector"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+}
+
+#[test]
+fn an_unknown_accelerator_is_refused_at_its_line_with_a_suggestion() {
+    let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3
+");
+    let err = Test::new().file("services/small.yaml", svc).platform(PLATFORM).compile().unwrap_err().render(false);
+    assert!(err.contains("unknown accelerator \"mig-3\"; did you mean \"mig-3g\"? the platform declares h100, mig-3g"), "{err}");
+    assert!(err.contains("services/small.yaml:7:16"), "{err}");
+    // Without profiles, naming one is an error too.
+    let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: h100\n");
+    let err = Test::new().service(svc).compile().unwrap_err().render(false);
+    assert!(err.contains("the platform declares no accelerators"), "{err}");
+}
+
+#[test]
+fn images_come_from_allowed_repositories() {
+    let ok = service("a", "Qwen/Qwen3-8B", "  image: registry.example.com/ml/vllm:v0.11.1\n");
+    let objects = Test::new().service(ok).platform(PLATFORM).objects();
+    let pod = &find(&objects, "Deployment", "a")["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
+    assert_eq!(pod["initContainers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
+    assert_eq!(find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
+    let bad = service("a", "Qwen/Qwen3-8B", "  image: docker.io/someone/vllm:latest\n");
+    let err = Test::new().file("services/a.yaml", bad).platform(PLATFORM).compile().unwrap_err().render(false);
+    assert!(err.contains("image \"docker.io/someone/vllm:latest\" is not from an allowed repository"), "{err}");
+    assert!(err.contains("services/a.yaml:7:10"), "{err}");
+}
+
+#[test]
+fn isvc070_weights_that_do_not_fit_the_profile() {
+    let examine = |svc: String| Test::new().service(svc).platform(PLATFORM).examine().unwrap().findings;
+    let ids = |f: &[check::Finding]| f.iter().filter(|f| f.rule.id == "ISVC070").map(|f| f.message.clone()).collect::<Vec<_>>();
+    // 70B at 16 bits is about 130Gi: not on one 40Gi slice, nor on one H100.
+    let f = examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: mig-3g\n"));
+    assert_eq!(
+        ids(&f),
+        ["container \"vllm\" loads 70B parameters, 16-bit weights of about 130Gi onto 1 GPU of 40Gi each, which hold 36Gi at a memory utilization of 0.9"]
+    );
+    assert_eq!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: h100\n"))).len(), 1);
+    assert!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  gpusPerReplica: 4\n"))).is_empty());
+    assert!(ids(&examine(service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3g\n"))).is_empty());
+}
+
+#[test]
+fn the_model_cache_example_passes_the_quota_free_checks() {
+    // Job pods run in a vLLM image but download; the server rules leave them alone.
+    let f = Test::new()
+        .service(service("q", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n")))
+        .platform(PLATFORM)
+        .examine()
+        .unwrap()
+        .findings;
+    assert!(f.iter().all(|f| !f.object.to_string().starts_with("Job")), "{:?}", f.iter().map(|f| &f.message).collect::<Vec<_>>());
+}
