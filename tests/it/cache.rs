@@ -225,3 +225,59 @@ fn the_model_cache_example_passes_the_quota_free_checks() {
         .findings;
     assert!(f.iter().all(|f| !f.object.to_string().starts_with("Job")), "{:?}", f.iter().map(|f| &f.message).collect::<Vec<_>>());
 }
+
+const KUEUE_PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+accelerators:
+  - name: h100
+    resource: nvidia.com/gpu
+    nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+    kueueFlavor: h100
+  - name: mig-3g
+    resource: nvidia.com/mig-3g.40gb
+    nodeSelector: {nvidia.com/mig.config: all-3g.40gb}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+    kueueFlavor: a100-mig
+modelCache: {size: 200Gi}
+tenants:
+  - name: team-a
+    namespaces: [ml]
+    quota: {requests.nvidia.com/mig-3g.40gb: '3', requests.nvidia.com/gpu: '8', requests.cpu: '200', requests.memory: 2000Gi}
+    queues:
+      - {name: online, priority: online, nominalQuota: {cpu: '200', memory: 2000Gi, nvidia.com/gpu: '8', nvidia.com/mig-3g.40gb: '3'}}
+";
+
+#[test]
+fn kueue_gives_each_profile_its_flavor_and_quotas_count_the_slices() {
+    let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3g\n");
+    let objects = Test::new().service(svc.clone()).platform(KUEUE_PLATFORM).objects();
+    let mig = find(&objects, "ResourceFlavor", "a100-mig");
+    assert_eq!(mig["spec"]["nodeLabels"]["nvidia.com/mig.config"], "all-3g.40gb");
+    assert_eq!(mig["spec"]["tolerations"][0]["key"], "nvidia.com/gpu");
+    find(&objects, "ResourceFlavor", "h100");
+    let groups = &find(&objects, "ClusterQueue", "team-a-online")["spec"]["resourceGroups"];
+    let covered: Vec<(Vec<&str>, &str)> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (strs(&g["coveredResources"]), g["flavors"][0]["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        covered,
+        [
+            (vec!["cpu", "memory"], "default-flavor"),
+            (vec!["nvidia.com/mig-3g.40gb"], "a100-mig"),
+            (vec!["nvidia.com/gpu"], "h100"),
+        ]
+    );
+    // One replica may grow to three slices (the autoscaler's maximum): it fits
+    // the quota of three; three replicas do not.
+    let three = svc.replace("replicas: 1", "replicas: 3");
+    let err = Test::new().service(three).platform(KUEUE_PLATFORM).compile();
+    let text = match err {
+        Err(d) => d.render(false),
+        Ok(c) => c.warnings.render(false),
+    };
+    assert!(text.contains("exceeded quota: team-a, requested: requests.nvidia.com/mig-3g.40gb=9"), "{text}");
+    assert!(text.contains("can admit at most nvidia.com/mig-3g.40gb=3"), "{text}");
+}
