@@ -281,3 +281,18 @@ fn kueue_gives_each_profile_its_flavor_and_quotas_count_the_slices() {
     assert!(text.contains("exceeded quota: team-a, requested: requests.nvidia.com/mig-3g.40gb=9"), "{text}");
     assert!(text.contains("can admit at most nvidia.com/mig-3g.40gb=3"), "{text}");
 }
+
+#[test]
+fn the_claims_count_against_a_storage_quota() {
+    let platform = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+modelCache: {size: 500Gi}
+tenants:
+  - name: team-a
+    namespaces: [ml]
+    quota: {requests.storage: 100Gi, requests.nvidia.com/gpu: '8'}
+";
+    let svc = service("q", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n"));
+    let err = Test::new().service(svc).platform(platform).compile().unwrap_err().render(false);
+    assert!(err.contains("requested: requests.storage=500Gi"), "{err}");
+}
