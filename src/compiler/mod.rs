@@ -332,9 +332,9 @@ impl Stage<'_> {
             .map(|(s, d)| render::render_service(self.templates, d, Some(&(self.label)(s))))
             .collect();
         let mut objects = vec![crd::object()];
-        let cache_plans = desired.iter().filter_map(|(s, d)| {
-            d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s))))
-        });
+        let cache_plans = desired
+            .iter()
+            .filter_map(|(s, d)| d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s)))));
         for o in derive::cache::objects(cache_plans) {
             for p in typecheck::typecheck(&o.value) {
                 diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));

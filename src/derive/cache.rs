@@ -202,7 +202,13 @@ fn small_resources() -> Value {
     json!({"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}})
 }
 
-fn job_spec(spec: &InferenceServiceSpec, cache: &SharedModelCache, revision: &str, marker: &str, shape: &PodShape<'_>) -> Value {
+fn job_spec(
+    spec: &InferenceServiceSpec,
+    cache: &SharedModelCache,
+    revision: &str,
+    marker: &str,
+    shape: &PodShape<'_>,
+) -> Value {
     let mut env: Vec<EnvVar> = shape.env.to_vec();
     let var = |name: &str, value: &str| EnvVar { name: name.into(), value: Some(value.into()), value_from: None };
     env.extend([
@@ -210,6 +216,11 @@ fn job_spec(spec: &InferenceServiceSpec, cache: &SharedModelCache, revision: &st
         var("ISVC_REVISION", revision),
         var("ISVC_CACHE_DIR", MOUNT_PATH),
         var("ISVC_MODEL_MARKER", marker),
+        // hf_xet keeps a chunk cache of 10 GB by default under HF_HOME
+        // (huggingface/xet-core `xet_runtime/config/groups/chunk_cache.rs`,
+        // `DEFAULT_CHUNK_CACHE_CAPACITY`), on the pod's bounded cache
+        // emptyDir; one download reads every chunk once, so none.
+        var("HF_XET_CHUNK_CACHE_SIZE_BYTES", "0"),
     ]);
     let mut volumes: Vec<Value> = shape.volumes.to_vec();
     let mut mounts: Vec<Value> = shape.mounts.to_vec();

@@ -874,8 +874,11 @@ fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
         }
         if let Some(first) = seen.insert(&a.name, i) {
             out.push(
-                Problem::new(at("name"), format!("accelerator {:?} is declared twice (first as accelerators[{first}])", a.name))
-                    .help("give each profile its own name"),
+                Problem::new(
+                    at("name"),
+                    format!("accelerator {:?} is declared twice (first as accelerators[{first}])", a.name),
+                )
+                .help("give each profile its own name"),
             );
         }
         // An extended resource is a fully qualified name outside the
@@ -912,15 +915,21 @@ fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
         }
         if let Some(f) = &a.kueue_flavor {
             if let Err(e) = crate::base::names::dns1123_subdomain(f) {
-                out.push(Problem::new(at("kueueFlavor"), format!("invalid Kueue flavor name {f:?}: {e}")));
+                out.push(
+                    Problem::new(at("kueueFlavor"), format!("invalid Kueue flavor name {f:?}: {e}"))
+                        .help("a ResourceFlavor name is lower case letters, digits, '-' and '.'"),
+                );
             }
         }
     }
     for (i, r) in platform.images.iter().flat_map(|i| i.allowed_repositories.iter()).enumerate() {
         if let Err(e) = image_reference(r) {
             out.push(
-                Problem::new(vec![key("images"), key("allowedRepositories"), PathSegment::Index(i)], format!("invalid repository {r:?}: {e}"))
-                    .help("write a repository, for example \"vllm/vllm-openai\", or a prefix ending in '/'"),
+                Problem::new(
+                    vec![key("images"), key("allowedRepositories"), PathSegment::Index(i)],
+                    format!("invalid repository {r:?}: {e}"),
+                )
+                .help("write a repository, for example \"vllm/vllm-openai\", or a prefix ending in '/'"),
             );
         }
     }
@@ -952,11 +961,17 @@ fn platform_model_cache(platform: &Platform) -> Vec<Problem> {
             ),
         }
         if let Err(e) = crate::base::names::dns1123_label(&c.claim_name) {
-            out.push(Problem::new(at("claimName"), format!("invalid claim name {:?}: {e}", c.claim_name)));
+            out.push(
+                Problem::new(at("claimName"), format!("invalid claim name {:?}: {e}", c.claim_name))
+                    .help("use lower case letters, digits and '-', for example \"isvc-model-cache\""),
+            );
         }
         if let Some(i) = &c.downloader_image {
             if let Err(e) = image_reference(i) {
-                out.push(Problem::new(at("downloaderImage"), format!("invalid image {i:?}: {e}")));
+                out.push(
+                    Problem::new(at("downloaderImage"), format!("invalid image {i:?}: {e}"))
+                        .help("write one image reference with the `hf` CLI, for example \"vllm/vllm-openai:v0.11.0\""),
+                );
             }
         }
     }

@@ -43,7 +43,9 @@ fn find<'a>(objects: &'a [Object], kind: &str, name: &str) -> &'a Value {
     &objects
         .iter()
         .find(|o| o.id.kind == kind && (name.is_empty() || o.id.name == name))
-        .unwrap_or_else(|| panic!("no {kind} {name}: {:?}", objects.iter().map(|o| o.id.to_string()).collect::<Vec<_>>()))
+        .unwrap_or_else(|| {
+            panic!("no {kind} {name}: {:?}", objects.iter().map(|o| o.id.to_string()).collect::<Vec<_>>())
+        })
         .value
 }
 
@@ -57,7 +59,11 @@ fn env<'a>(c: &'a Value, name: &str) -> Option<&'a str> {
 
 #[test]
 fn the_cache_claim_the_pinned_download_and_the_read_only_mount() {
-    let svc = service("llama", "meta-llama/Llama-3.3-70B-Instruct", &format!("  gpusPerReplica: 4\n  revision: {REVISION}\n"));
+    let svc = service(
+        "llama",
+        "meta-llama/Llama-3.3-70B-Instruct",
+        &format!("  gpusPerReplica: 4\n  revision: {REVISION}\n"),
+    );
     let objects = Test::new().service(svc).platform(PLATFORM).objects();
 
     let claim = find(&objects, "PersistentVolumeClaim", "isvc-model-cache");
@@ -123,7 +129,10 @@ fn services_of_one_model_share_a_job_and_each_namespace_has_one_claim() {
 #[test]
 fn a_new_revision_is_a_new_job_and_a_rollout() {
     let render = |rev: &str| {
-        Test::new().service(service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n"))).platform(PLATFORM).objects()
+        Test::new()
+            .service(service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n")))
+            .platform(PLATFORM)
+            .objects()
     };
     let (old, new) = (render(REVISION), render("0e9e39f249a16976918f6564b8830bc894c89659"));
     let job = |o: &[Object]| find(o, "Job", "")["metadata"]["name"].as_str().unwrap().to_string();
@@ -133,13 +142,18 @@ fn a_new_revision_is_a_new_job_and_a_rollout() {
 
     // `isvc diff` says so.
     let test = |rev: &str| {
-        Test::new().file("services/qwen.yaml", service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n"))).platform(PLATFORM)
+        Test::new()
+            .file("services/qwen.yaml", service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {rev}\n")))
+            .platform(PLATFORM)
     };
     let first = test(REVISION).cli(&["render", "services", "--platform", "platform.yaml", "--out", "out"]);
     assert_eq!(first.code(), Some(0), "{}", first.stderr());
     let changed = "0e9e39f249a16976918f6564b8830bc894c89659";
-    std::fs::write(first.path("services/qwen.yaml"), service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {changed}\n")))
-        .unwrap();
+    std::fs::write(
+        first.path("services/qwen.yaml"),
+        service("qwen", "Qwen/Qwen3-8B", &format!("  revision: {changed}\n")),
+    )
+    .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_isvc"))
         .current_dir(first.dir.path())
         .args(["diff", "services", "--platform", "platform.yaml", "--out", "out", "--color", "never"])
@@ -174,10 +188,17 @@ fn profiles_set_the_resource_nodes_and_tolerations() {
 
 #[test]
 fn an_unknown_accelerator_is_refused_at_its_line_with_a_suggestion() {
-    let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3
-");
+    let svc = service(
+        "small",
+        "Qwen/Qwen3-8B",
+        "  accelerator: mig-3
+",
+    );
     let err = Test::new().file("services/small.yaml", svc).platform(PLATFORM).compile().unwrap_err().render(false);
-    assert!(err.contains("unknown accelerator \"mig-3\"; did you mean \"mig-3g\"? the platform declares h100, mig-3g"), "{err}");
+    assert!(
+        err.contains("unknown accelerator \"mig-3\"; did you mean \"mig-3g\"? the platform declares h100, mig-3g"),
+        "{err}"
+    );
     assert!(err.contains("services/small.yaml:7:16"), "{err}");
     // Without profiles, naming one is an error too.
     let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: h100\n");
@@ -192,7 +213,10 @@ fn images_come_from_allowed_repositories() {
     let pod = &find(&objects, "Deployment", "a")["spec"]["template"]["spec"];
     assert_eq!(pod["containers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
     assert_eq!(pod["initContainers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
-    assert_eq!(find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
+    assert_eq!(
+        find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.example.com/ml/vllm:v0.11.1"
+    );
     let bad = service("a", "Qwen/Qwen3-8B", "  image: docker.io/someone/vllm:latest\n");
     let err = Test::new().file("services/a.yaml", bad).platform(PLATFORM).compile().unwrap_err().render(false);
     assert!(err.contains("image \"docker.io/someone/vllm:latest\" is not from an allowed repository"), "{err}");
@@ -202,12 +226,16 @@ fn images_come_from_allowed_repositories() {
 #[test]
 fn isvc070_weights_that_do_not_fit_the_profile() {
     let examine = |svc: String| Test::new().service(svc).platform(PLATFORM).examine().unwrap().findings;
-    let ids = |f: &[check::Finding]| f.iter().filter(|f| f.rule.id == "ISVC070").map(|f| f.message.clone()).collect::<Vec<_>>();
+    let ids = |f: &[check::Finding]| {
+        f.iter().filter(|f| f.rule.id == "ISVC070").map(|f| f.message.clone()).collect::<Vec<_>>()
+    };
     // 70B at 16 bits is about 130Gi: not on one 40Gi slice, nor on one H100.
     let f = examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: mig-3g\n"));
     assert_eq!(
         ids(&f),
-        ["container \"vllm\" loads 70B parameters, 16-bit weights of about 130Gi onto 1 GPU of 40Gi each, which hold 36Gi at a memory utilization of 0.9"]
+        [
+            "container \"vllm\" loads 70B parameters, 16-bit weights of about 130Gi onto 1 GPU of 40Gi each, which hold 36Gi at a memory utilization of 0.9"
+        ]
     );
     assert_eq!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: h100\n"))).len(), 1);
     assert!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  gpusPerReplica: 4\n"))).is_empty());
@@ -223,7 +251,11 @@ fn the_model_cache_example_passes_the_quota_free_checks() {
         .examine()
         .unwrap()
         .findings;
-    assert!(f.iter().all(|f| !f.object.to_string().starts_with("Job")), "{:?}", f.iter().map(|f| &f.message).collect::<Vec<_>>());
+    assert!(
+        f.iter().all(|f| !f.object.to_string().starts_with("Job")),
+        "{:?}",
+        f.iter().map(|f| &f.message).collect::<Vec<_>>()
+    );
 }
 
 const KUEUE_PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
@@ -295,4 +327,25 @@ tenants:
     let svc = service("q", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n"));
     let err = Test::new().service(svc).platform(platform).compile().unwrap_err().render(false);
     assert!(err.contains("requested: requests.storage=500Gi"), "{err}");
+}
+
+#[test]
+fn multi_node_workers_load_from_the_cache_too() {
+    let svc = service(
+        "huge",
+        "meta-llama/Llama-3.1-405B-Instruct-FP8",
+        &format!("  gpusPerReplica: 16\n  nodesPerReplica: 2\n  revision: {REVISION}\n"),
+    );
+    let objects = Test::new().service(svc).platform(PLATFORM).objects();
+    let lws = find(&objects, "LeaderWorkerSet", "huge");
+    for which in ["leaderTemplate", "workerTemplate"] {
+        let pod = &lws["spec"]["leaderWorkerTemplate"][which]["spec"];
+        let c = &pod["containers"][0];
+        assert_eq!(env(c, "HF_HUB_OFFLINE"), Some("1"), "{which}");
+        assert!(
+            c["volumeMounts"].as_array().unwrap().iter().any(|m| m["name"] == "model-cache" && m["readOnly"] == true),
+            "{which}"
+        );
+        assert_eq!(pod["initContainers"][0]["name"], "wait-for-model", "{which}");
+    }
 }
