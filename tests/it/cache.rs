@@ -4,7 +4,6 @@
 use serde_json::Value;
 
 use crate::harness::Test;
-use isvc::check;
 use isvc::model::objects::Object;
 
 const PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
@@ -224,25 +223,6 @@ fn images_come_from_allowed_repositories() {
 }
 
 #[test]
-fn isvc070_weights_that_do_not_fit_the_profile() {
-    let examine = |svc: String| Test::new().service(svc).platform(PLATFORM).examine().unwrap().findings;
-    let ids = |f: &[check::Finding]| {
-        f.iter().filter(|f| f.rule.id == "ISVC070").map(|f| f.message.clone()).collect::<Vec<_>>()
-    };
-    // 70B at 16 bits is about 130Gi: not on one 40Gi slice, nor on one H100.
-    let f = examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: mig-3g\n"));
-    assert_eq!(
-        ids(&f),
-        [
-            "container \"vllm\" loads 70B parameters, 16-bit weights of about 130Gi onto 1 GPU of 40Gi each, which hold 36Gi at a memory utilization of 0.9"
-        ]
-    );
-    assert_eq!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  accelerator: h100\n"))).len(), 1);
-    assert!(ids(&examine(service("big", "meta-llama/Llama-3.3-70B-Instruct", "  gpusPerReplica: 4\n"))).is_empty());
-    assert!(ids(&examine(service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3g\n"))).is_empty());
-}
-
-#[test]
 fn the_model_cache_example_passes_the_quota_free_checks() {
     // Job pods run in a vLLM image but download; the server rules leave them alone.
     let f = Test::new()
@@ -348,4 +328,39 @@ fn multi_node_workers_load_from_the_cache_too() {
         );
         assert_eq!(pod["initContainers"][0]["name"], "wait-for-model", "{which}");
     }
+}
+
+#[test]
+fn the_quota_table_counts_the_download_jobs_and_the_claim() {
+    let platform = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+modelCache: {size: 300Gi}
+accelerators:
+  - {name: mig-3g, resource: nvidia.com/mig-3g.40gb}
+tenants:
+  - name: team-a
+    quota: {requests.nvidia.com/mig-3g.40gb: '8', requests.cpu: '100', requests.storage: 1Ti, count/jobs.batch: '4'}
+";
+    let svc = service("chat", "Qwen/Qwen3-8B", &format!("  revision: {REVISION}\n"))
+        .replace("namespace: ml", "namespace: team-a");
+    let run = Test::new().file("services/chat.yaml", svc).platform(platform).cli(&[
+        "render",
+        "services",
+        "--platform",
+        "platform.yaml",
+        "--out",
+        "out",
+    ]);
+    let err = run.stderr();
+    assert_eq!(run.code(), Some(0), "{err}");
+    let row = |key: &str| err.lines().find(|l| l.starts_with(key)).map(|l| l.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(row("count/jobs.batch"), Some(vec!["count/jobs.batch", "1", "1", "4"]), "{err}");
+    // 4 CPUs per GPU for the server (one replica, three at the HPA maximum) and 1 for the download.
+    assert_eq!(row("requests.cpu"), Some(vec!["requests.cpu", "5", "13", "100"]), "{err}");
+    assert_eq!(
+        row("requests.nvidia.com/mig-3g.40gb"),
+        Some(vec!["requests.nvidia.com/mig-3g.40gb", "1", "3", "8"]),
+        "{err}"
+    );
+    assert_eq!(row("requests.storage"), Some(vec!["requests.storage", "300Gi", "300Gi", "1Ti"]), "{err}");
 }
