@@ -5,7 +5,8 @@
 //! - The Job runs the Hugging Face CLI, `hf download <model> --revision
 //!   <revision> --cache-dir <hub cache>` (huggingface/huggingface_hub
 //!   `src/huggingface_hub/cli/download.py`; `huggingface-cli` no longer
-//!   works from huggingface_hub 1.0 on). The vLLM image's entrypoint is the
+//!   works from huggingface_hub 1.0 on), then every adapter given as a Hub
+//!   id (see [`cached_adapters`]). The vLLM image's entrypoint is the
 //!   API server, so the Job gives its own command. It reads the token as a
 //!   file (`HF_TOKEN_PATH`), runs non-root with a read-only root, retries
 //!   (`backoffLimit`) within a deadline (`activeDeadlineSeconds`), and
@@ -64,8 +65,11 @@ pub const SYNC_WAVE: &str = "-1";
 
 /// The download, as a fixed script: every value comes from the
 /// environment, so no model name or revision is ever parsed by the shell.
-const DOWNLOAD_SCRIPT: &str = "set -eu\n\
+const DOWNLOAD_SCRIPT: &str = "set -euf\n\
 hf download \"$ISVC_MODEL\" --revision \"$ISVC_REVISION\" --cache-dir \"$ISVC_CACHE_DIR\"\n\
+for adapter in ${ISVC_ADAPTERS:-}; do\n\
+  hf download \"$adapter\" --cache-dir \"$ISVC_CACHE_DIR\"\n\
+done\n\
 mkdir -p \"$(dirname \"$ISVC_MODEL_MARKER\")\"\n\
 touch \"$ISVC_MODEL_MARKER\"\n";
 /// The wait, as a fixed script.
@@ -96,11 +100,22 @@ pub fn cacheable(model: &str) -> bool {
     !model.is_empty() && !model.starts_with('/') && !model.starts_with('.') && !model.starts_with('~')
 }
 
-/// The marker of `model` at `revision`: one per model and revision, so
-/// Jobs of the same snapshot share it.
-pub fn marker(model: &str, revision: &str) -> String {
-    let key = format!("models--{}@{}", model.replace('/', "--"), revision.replace('/', "--"));
+/// The marker of `model` at `revision` (with `adapters`): one per model,
+/// revision and adapter set, so Jobs of the same snapshots share it.
+pub fn marker(model: &str, revision: &str, adapters: &[&str]) -> String {
+    let mut key = format!("models--{}@{}", model.replace('/', "--"), revision.replace('/', "--"));
+    if !adapters.is_empty() {
+        key.push_str(&format!("+adapters-{:08x}", fnv1a(adapters.join(" ").as_bytes()) & 0xffff_ffff));
+    }
     format!("{MOUNT_PATH}/{MARKER_DIR}/{key}")
+}
+
+/// The adapters of `spec` the Job downloads: those given as Hugging Face
+/// ids. vLLM resolves an adapter id with `snapshot_download`
+/// (vllm-project/vllm `vllm/lora/utils.py`, `get_adapter_absolute_path`),
+/// which offline finds the cached snapshot through `refs/main`.
+pub fn cached_adapters(spec: &InferenceServiceSpec) -> Vec<&str> {
+    spec.adapters.iter().map(|a| a.source.as_str()).filter(|s| cacheable(s)).collect()
 }
 
 /// What a server pod needs from the cache: the environment that keeps it
@@ -141,7 +156,7 @@ pub fn plan(
         return None;
     }
     let revision = spec.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
-    let marker = marker(&spec.base_model, &revision);
+    let marker = marker(&spec.base_model, &revision, &cached_adapters(spec));
     let job_spec = job_spec(spec, cache, &revision, &marker, shape);
     let job = job_name(&spec.base_model, &job_spec);
     let labels = json!({
@@ -222,6 +237,10 @@ fn job_spec(
         // emptyDir; one download reads every chunk once, so none.
         var("HF_XET_CHUNK_CACHE_SIZE_BYTES", "0"),
     ]);
+    let adapters = cached_adapters(spec);
+    if !adapters.is_empty() {
+        env.push(var("ISVC_ADAPTERS", &adapters.join(" ")));
+    }
     let mut volumes: Vec<Value> = shape.volumes.to_vec();
     let mut mounts: Vec<Value> = shape.mounts.to_vec();
     volumes.push(json!({"name": VOLUME, "persistentVolumeClaim": {"claimName": cache.claim_name}}));
@@ -316,9 +335,10 @@ mod tests {
     #[test]
     fn markers_and_names() {
         assert_eq!(
-            marker("Qwen/Qwen3-0.6B", "refs/pr/1"),
+            marker("Qwen/Qwen3-0.6B", "refs/pr/1", &[]),
             "/home/vllm/.cache/huggingface/hub/.isvc-complete/models--Qwen--Qwen3-0.6B@refs--pr--1"
         );
+        assert_ne!(marker("a/b", "main", &["org/lora"]), marker("a/b", "main", &[]));
         let name = job_name("meta-llama/Llama-3.3-70B-Instruct", &json!({}));
         assert!(name.starts_with("download-llama-3-3-70b-instruct-"), "{name}");
         let long = job_name(&format!("org/{}", "x".repeat(200)), &json!({}));

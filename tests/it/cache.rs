@@ -364,3 +364,22 @@ tenants:
     );
     assert_eq!(row("requests.storage"), Some(vec!["requests.storage", "300Gi", "300Gi", "1Ti"]), "{err}");
 }
+
+#[test]
+fn adapters_from_the_hub_are_downloaded_with_the_model() {
+    let svc = service(
+        "lora",
+        "Qwen/Qwen3-8B",
+        &format!(
+            "  revision: {REVISION}\n  adapters:\n    - {{name: sql, source: org/sql-lora}}\n    - {{name: local, source: /adapters/x}}\n"
+        ),
+    );
+    let objects = Test::new().service(svc).platform(PLATFORM).objects();
+    let job = &find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(env(job, "ISVC_ADAPTERS"), Some("org/sql-lora"));
+    assert!(job["command"][2].as_str().unwrap().contains("for adapter in ${ISVC_ADAPTERS:-}; do"));
+    let marker = env(job, "ISVC_MODEL_MARKER").unwrap();
+    assert!(marker.contains("+adapters-"), "{marker}");
+    let wait = &find(&objects, "Deployment", "lora")["spec"]["template"]["spec"]["initContainers"][0];
+    assert_eq!(env(wait, "ISVC_MODEL_MARKER"), Some(marker));
+}
