@@ -30,6 +30,12 @@
 //!   a new revision, image or token is a new Job, and the old one is pruned.
 //!   No `ttlSecondsAfterFinished`: a GitOps engine would recreate a Job the
 //!   TTL controller deleted, and download again.
+//! - The alternative with the same interface, `modelCache.image`: an OCI
+//!   image per model and revision holding its hub cache, mounted read-only
+//!   at the same place as an image volume (`volumes[].image`,
+//!   kubernetes/enhancements `keps/sig-node/4639-oci-volume-source`). The
+//!   kubelet pulls it before the containers start, so there is no claim, no
+//!   Job and no wait.
 
 use std::collections::BTreeMap;
 
@@ -124,7 +130,8 @@ pub struct ServerSide {
     pub env: Vec<EnvVar>,
     pub volume: Value,
     pub mount: Value,
-    pub init_container: Value,
+    /// The wait for the download Job; none for an image volume.
+    pub init_container: Option<Value>,
 }
 
 /// The settings a Job and an init container share with the servers.
@@ -150,12 +157,24 @@ pub fn plan(
     platform: &Platform,
     namespace: &str,
     shape: &PodShape<'_>,
-) -> Option<(CachePlan, ServerSide)> {
+) -> Option<(Option<CachePlan>, ServerSide)> {
     let cache = platform.model_cache_of(namespace)?;
     if !cacheable(&spec.base_model) {
         return None;
     }
     let revision = spec.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
+    let offline = vec![EnvVar { name: HF_HUB_OFFLINE.into(), value: Some("1".into()), value_from: None }];
+    let mount = json!({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": true});
+    if let Some(image) = &cache.image {
+        // The kubelet pulls the image before any container starts
+        // (kubernetes/kubernetes `pkg/volume/image/image.go`, KEP 4639):
+        // nothing to wait for, nothing to download.
+        let reference = image_reference(&image.reference, &spec.base_model, &revision);
+        let volume =
+            json!({"name": VOLUME, "image": {"reference": reference, "pullPolicy": image.pull_policy.as_str()}});
+        return Some((None, ServerSide { env: offline, volume, mount, init_container: None }));
+    }
+    let size = cache.size.as_ref()?;
     let marker = marker(&spec.base_model, &revision, &cached_adapters(spec));
     let job_spec = job_spec(spec, cache, &revision, &marker, shape);
     let job = job_name(&spec.base_model, &job_spec);
@@ -171,7 +190,7 @@ pub fn plan(
     });
     let mut claim_spec = json!({
         "accessModes": ["ReadWriteMany"],
-        "resources": {"requests": {"storage": cache.size.0}},
+        "resources": {"requests": {"storage": size.0}},
     });
     if let Some(class) = &cache.storage_class_name {
         claim_spec["storageClassName"] = json!(class);
@@ -184,10 +203,10 @@ pub fn plan(
     });
     let wait_env = vec![EnvVar { name: "ISVC_MODEL_MARKER".into(), value: Some(marker.clone()), value_from: None }];
     let server = ServerSide {
-        env: vec![EnvVar { name: HF_HUB_OFFLINE.into(), value: Some("1".into()), value_from: None }],
+        env: offline,
         volume: json!({"name": VOLUME, "persistentVolumeClaim": {"claimName": cache.claim_name, "readOnly": true}}),
-        mount: json!({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": true}),
-        init_container: json!({
+        mount,
+        init_container: Some(json!({
             "name": WAIT_CONTAINER,
             "image": shape.image,
             "imagePullPolicy": shape.image_pull_policy,
@@ -196,10 +215,10 @@ pub fn plan(
             "resources": small_resources(),
             "securityContext": shape.container_security,
             "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": true}],
-        }),
+        })),
     };
     Some((
-        CachePlan {
+        Some(CachePlan {
             claim: cache.claim_name.clone(),
             job,
             model: spec.base_model.clone(),
@@ -207,9 +226,16 @@ pub fn plan(
             marker,
             claim_object,
             job_object,
-        },
+        }),
         server,
     ))
+}
+
+/// The image of `model` at `revision`: `reference` with `{model}` as the
+/// model id in lower case (repository names are lower case) and
+/// `{revision}` with `/` as `-` (a tag has no `/`).
+pub fn image_reference(reference: &str, model: &str, revision: &str) -> String {
+    reference.replace("{model}", &model.to_ascii_lowercase()).replace("{revision}", &revision.replace('/', "-"))
 }
 
 /// The resources of the wait container: it only polls a file.

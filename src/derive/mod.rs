@@ -466,13 +466,13 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         pod_annotations: &security.pod_annotations,
     };
     let mut init_containers = Vec::new();
-    let cache = crate::derive::cache::plan(spec, platform, &namespace, &shape).map(|(plan, server)| {
+    let cache = crate::derive::cache::plan(spec, platform, &namespace, &shape).and_then(|(plan, server)| {
         // Every pod of the service, multi-node workers included, loads
-        // from the claim.
+        // from the cache.
         security_volumes.push(server.volume);
         security_mounts.push(server.mount);
         base_env.extend(server.env);
-        init_containers.push(server.init_container);
+        init_containers.extend(server.init_container);
         plan
     });
     volume_mounts.splice(0..0, security_mounts.iter().cloned());

@@ -952,12 +952,38 @@ fn platform_model_cache(platform: &Platform) -> Vec<Problem> {
             p.push(key(k));
             p
         };
-        match Quantity::parse(&c.size.0) {
-            Ok(q) if q.nanos() > 0 => {}
-            Ok(_) => out.push(Problem::new(at("size"), "modelCache.size must be more than zero")),
-            Err(e) => out.push(
-                Problem::new(at("size"), format!("modelCache.size: {e}"))
-                    .help("write a size with a binary suffix, for example 500Gi"),
+        match (&c.size, &c.image) {
+            (Some(size), None) => match Quantity::parse(&size.0) {
+                Ok(q) if q.nanos() > 0 => {}
+                Ok(_) => out.push(Problem::new(at("size"), "modelCache.size must be more than zero")),
+                Err(e) => out.push(
+                    Problem::new(at("size"), format!("modelCache.size: {e}"))
+                        .help("write a size with a binary suffix, for example 500Gi"),
+                ),
+            },
+            (None, Some(image)) => {
+                let mut reference = at("image");
+                reference.push(key("reference"));
+                let sample = image.reference.replace("{model}", "org/model").replace("{revision}", "main");
+                if !image.reference.contains("{model}") {
+                    out.push(
+                        Problem::new(reference, format!("modelCache.image.reference {:?} does not name the model", image.reference))
+                            .help("put {model} (and {revision}) in it, for example \"registry.example.com/models/{model}:{revision}\""),
+                    );
+                } else if let Err(e) = image_reference(&sample) {
+                    out.push(Problem::new(reference, format!("invalid image reference {:?}: {e}", image.reference)));
+                }
+            }
+            (Some(_), Some(_)) => out.push(
+                Problem::new(at("image"), "modelCache gives both `size` (a claim) and `image` (an image per model)")
+                    .help("keep one: a claim filled by download Jobs, or images that hold the models"),
+            ),
+            (None, None) => out.push(
+                Problem::new(
+                    base.clone(),
+                    "modelCache needs `size` (a claim filled by download Jobs) or `image` (an image per model)",
+                )
+                .help("for example modelCache: {storageClassName: nfs, size: 500Gi}"),
             ),
         }
         if let Err(e) = crate::base::names::dns1123_label(&c.claim_name) {

@@ -112,8 +112,17 @@ pub struct SharedModelCache {
     #[schemars(length(min = 1, max = 253))]
     pub storage_class_name: Option<String>,
     /// Size of each namespace's claim (`500Gi`): every model and revision
-    /// its services use must fit.
-    pub size: QuantityText,
+    /// its services use must fit. Give `size` (a claim filled by download
+    /// Jobs) or `image` (an OCI image per model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<QuantityText>,
+    /// Instead of a claim: an OCI image (or artifact) per model and
+    /// revision, holding its Hugging Face hub cache (`models--<org>--<name>/`
+    /// at the root), that the kubelet pulls and mounts read-only in place of
+    /// the claim (an image volume, Kubernetes 1.31+, on by default from
+    /// 1.35). No download Job: the image is the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ModelImage>,
     /// Name of the claim in each namespace.
     #[serde(default = "default_claim_name")]
     #[schemars(length(min = 1, max = 63))]
@@ -133,6 +142,25 @@ pub struct SharedModelCache {
     #[serde(default = "default_download_retries")]
     #[schemars(range(min = 0, max = 100))]
     pub download_retries: i32,
+}
+
+/// The OCI images that hold the models' caches.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelImage {
+    /// The image of a model, with `{model}` replaced by the model id in
+    /// lower case (`qwen/qwen3-8b`) and `{revision}` by the service's
+    /// revision (`main` when left out; `/` becomes `-`):
+    /// `registry.example.com/models/{model}:{revision}`.
+    #[schemars(length(min = 1, max = 1024))]
+    pub reference: String,
+    /// When the kubelet pulls it.
+    #[serde(default = "if_not_present")]
+    pub pull_policy: PullPolicy,
+}
+
+fn if_not_present() -> PullPolicy {
+    PullPolicy::IfNotPresent
 }
 
 fn default_claim_name() -> String {

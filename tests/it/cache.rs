@@ -383,3 +383,54 @@ fn adapters_from_the_hub_are_downloaded_with_the_model() {
     let wait = &find(&objects, "Deployment", "lora")["spec"]["template"]["spec"]["initContainers"][0];
     assert_eq!(env(wait, "ISVC_MODEL_MARKER"), Some(marker));
 }
+
+#[test]
+fn an_image_per_model_replaces_the_claim_and_the_download() {
+    let platform = PLATFORM.replace(
+        "modelCache:\n  storageClassName: nfs-rwx\n  size: 800Gi\n",
+        "modelCache:\n  image: {reference: \"registry.example.com/models/{model}:{revision}\"}\n",
+    );
+    let svc = service("qwen", "Qwen/Qwen3-8B", "  revision: refs/pr/7\n");
+    let test = Test::new().service(svc).platform(platform);
+    let objects = test.objects();
+    assert!(!objects.iter().any(|o| o.id.kind == "Job" || o.id.kind == "PersistentVolumeClaim"));
+    let pod = &find(&objects, "Deployment", "qwen")["spec"]["template"]["spec"];
+    let volume = pod["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "model-cache").unwrap();
+    assert_eq!(
+        volume["image"],
+        serde_json::json!({"reference": "registry.example.com/models/qwen/qwen3-8b:refs-pr-7", "pullPolicy": "IfNotPresent"})
+    );
+    let vllm = &pod["containers"][0];
+    assert_eq!(env(vllm, "HF_HUB_OFFLINE"), Some("1"));
+    let mount = vllm["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "model-cache").unwrap();
+    assert_eq!(
+        (mount["mountPath"].as_str(), mount["readOnly"].as_bool()),
+        (Some("/home/vllm/.cache/huggingface/hub"), Some(true))
+    );
+    assert!(pod.get("initContainers").is_none(), "the kubelet pulls the image before the containers start");
+    let findings = test.examine().unwrap().findings;
+    assert!(findings.is_empty(), "{:?}", findings.iter().map(|f| &f.message).collect::<Vec<_>>());
+}
+
+#[test]
+fn the_cache_needs_a_size_or_an_image() {
+    for (cache, message) in [
+        (
+            "modelCache: {storageClassName: nfs}\n",
+            "modelCache needs `size` (a claim filled by download Jobs) or `image` (an image per model)",
+        ),
+        (
+            "modelCache: {size: 1Ti, image: {reference: \"r/{model}:x\"}}\n",
+            "modelCache gives both `size` (a claim) and `image` (an image per model)",
+        ),
+        (
+            "modelCache: {image: {reference: \"registry.example.com/llama:1\"}}\n",
+            "modelCache.image.reference \"registry.example.com/llama:1\" does not name the model",
+        ),
+    ] {
+        let platform = format!("apiVersion: ai.example.com/v1alpha1\nkind: Platform\n{cache}");
+        let err = Test::new().service(crate::harness::QWEN3).platform(platform).compile().unwrap_err().render(false);
+        assert!(err.contains(message), "{err}");
+        assert!(err.contains("platform.yaml:3:"), "{err}");
+    }
+}
