@@ -22,8 +22,13 @@
 //!   `refs/main`, so the revision goes to vLLM too (`--revision`, see
 //!   [`crate::derive::engine`]).
 //! - Ordering: an init container in every server pod waits for the marker.
-//!   This holds under any apply order (Argo CD, Flux, kubectl); the Job
-//!   also gets an Argo CD sync wave before the workloads.
+//!   This holds under any apply order (Argo CD, Flux, kubectl). No Argo CD
+//!   sync wave: Argo CD starts a wave only when the one before is healthy,
+//!   and a claim of a `WaitForFirstConsumer` class stays `Pending`, which
+//!   Argo CD counts as Progressing (argoproj/gitops-engine
+//!   `pkg/health/health_pvc.go`), until a pod of a later wave uses it; a
+//!   Job is healthy only once it completes, so one long download would hold
+//!   back every other change of the Application.
 //! - The Job's name carries a hash of its whole spec: a Job's pod template
 //!   is immutable (kubernetes/kubernetes
 //!   `pkg/apis/batch/validation/validation.go`, `ValidateJobSpecUpdate`), so
@@ -65,9 +70,6 @@ pub const COMPONENT: &str = "model-download";
 pub const WAIT_CONTAINER: &str = "wait-for-model";
 /// Name of the download container.
 pub const DOWNLOAD_CONTAINER: &str = "download";
-/// Argo CD sync wave of the claims and Jobs: after the namespaced
-/// prerequisites, before the servers.
-pub const SYNC_WAVE: &str = "-1";
 
 /// The download, as a fixed script: every value comes from the
 /// environment, so no model name or revision is ever parsed by the shell.

@@ -39,11 +39,6 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
         if is_prerequisite(o) {
             notes.push(("argocd.argoproj.io/sync-wave", PREREQUISITE_WAVE));
         }
-        // The model cache and its downloads start before the servers (which
-        // also wait for the download themselves, see derive::cache).
-        if o.id.kind == "PersistentVolumeClaim" || o.id.kind == "Job" {
-            notes.push(("argocd.argoproj.io/sync-wave", crate::derive::cache::SYNC_WAVE));
-        }
         if o.id.group() == "kueue.x-k8s.io" {
             notes.push((crate::model::labels::ARGOCD_SYNC_OPTIONS, "SkipDryRunOnMissingResource=true"));
         }
