@@ -26,7 +26,9 @@ pub const GATED_MODEL_WITHOUT_TOKEN: Rule = Rule::new(
      account that accepted the licence, with its token. huggingface_hub reads the token from the HF_TOKEN \
      environment variable (huggingface/huggingface_hub docs/source/en/package_reference/environment_variables.md). \
      Without it the download fails and vLLM exits; the kubelet restarts it forever. A server that runs with \
-     HF_HUB_OFFLINE (weights already on a volume) needs no token, nor does a model loaded from a path.",
+     HF_HUB_OFFLINE (weights already on a volume) needs no token, nor does a model loaded from a path; with \
+     the platform's shared model cache it is the download Job that needs it (its pods fail and the servers \
+     wait in Init).",
 );
 
 pub const DRAIN_CUT_SHORT: Rule = Rule::new(
@@ -433,7 +435,16 @@ fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
 
 fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let cl = CommandLine::of(c);
-    let Some(model) = cl.model() else { return };
+    // A server names its model; isvc's model-cache download Job gives it in
+    // the environment of its fixed script (see derive::cache).
+    let model = match cl.model() {
+        Some(m) => m,
+        None if cl.downloads() => match env(c, "ISVC_MODEL") {
+            Some(m) => m,
+            None => return,
+        },
+        None => return,
+    };
     if !is_gated(model) {
         return;
     }

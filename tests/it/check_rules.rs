@@ -1094,3 +1094,22 @@ fn isvc070_weights_that_do_not_fit_the_accelerator() {
     // Without a profile's memory, nothing to check.
     quiet(&render_with(&svc(big, ""), None, &[]), "ISVC070");
 }
+
+#[test]
+fn isvc050_a_download_job_of_a_gated_model_without_a_token() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nmodelCache: {size: 500Gi}\n";
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: m, namespace: ml}\n\
+               spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  revision: 0e9e39f249a16976918f6564b8830bc894c89659\n  replicas: 1\n";
+    let objects = render_with(svc, Some(platform), &[]);
+    let found = of_rule(&objects, "ISVC050");
+    assert_eq!(
+        found.iter().map(|f| (f.object.to_string(), f.message.clone())).collect::<Vec<_>>(),
+        [(
+            objects.iter().find(|o| o.id.kind == "Job").unwrap().id.to_string(),
+            "container \"download\" downloads the gated model meta-llama/Llama-3.1-8B-Instruct with no HF_TOKEN; the download is refused".to_string()
+        )],
+        "the offline server is not the one that downloads"
+    );
+    let with = format!("{platform}defaults:\n  huggingFace:\n    tokenSecret: {{name: hf-token, key: token}}\n");
+    quiet(&render_with(svc, Some(&with), &[]), "ISVC050");
+}
