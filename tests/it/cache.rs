@@ -434,3 +434,18 @@ fn the_cache_needs_a_size_or_an_image() {
         assert!(err.contains("platform.yaml:3:"), "{err}");
     }
 }
+
+#[test]
+fn a_clusters_registry_mirror_applies_to_service_and_cache_images() {
+    let platform = format!("{PLATFORM}clusters:\n  - {{name: eu, imageRegistry: mirror.eu.example.com}}\n")
+        .replace("size: 800Gi\n", "size: 800Gi\n  downloaderImage: registry.example.com/ml/hf:1.0\n");
+    let svc = service("a", "Qwen/Qwen3-8B", "  image: registry.example.com/ml/vllm:v0.11.1\n");
+    let objects = Test::new().service(svc).platform(platform).objects();
+    let pod = &find(&objects, "Deployment", "a")["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["image"], "mirror.eu.example.com/ml/vllm:v0.11.1");
+    assert_eq!(pod["initContainers"][0]["image"], "mirror.eu.example.com/ml/vllm:v0.11.1");
+    assert_eq!(
+        find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"],
+        "mirror.eu.example.com/ml/hf:1.0"
+    );
+}
