@@ -436,14 +436,16 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
     let mut diags = Vec::new();
     let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();
     for s in services {
+        let at = |path: &[&str]| s.location(&path.iter().map(|k| PathSegment::Key(k.to_string())).collect::<Vec<_>>());
+        if let Err((path, message)) = place(&s.service, platform) {
+            diags.push(Diagnostic::error(message).at(at(&path)));
+        }
         let refusals = [
-            place(&s.service, platform).err(),
             derive::accelerators::profile(&s.service.spec, platform).err(),
             derive::accelerators::image(&s.service.spec, platform).err(),
         ];
-        for (path, message) in refusals.into_iter().flatten() {
-            let path: Vec<PathSegment> = path.iter().map(|k| PathSegment::Key(k.to_string())).collect();
-            diags.push(Diagnostic::error(message).at(s.location(&path)));
+        for r in refusals.into_iter().flatten() {
+            diags.push(Diagnostic::error(r.message).at(at(&r.path)).help(r.help));
         }
         if !platform.tenants.is_empty() && platform.tenant_of(s.service.namespace_or_default()).is_none() {
             homeless.entry(s.service.namespace_or_default()).or_insert(s);

@@ -34,8 +34,13 @@ pub struct Profile {
     pub memory_gib: Option<u32>,
 }
 
-/// A field path and a message, as [`crate::derive::tenancy::place`] gives them.
-pub type Refusal = (Vec<&'static str>, String);
+/// A field path, a message and a suggestion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Refusal {
+    pub path: Vec<&'static str>,
+    pub message: String,
+    pub help: String,
+}
 
 /// The profile of `spec`: the one it names, else the platform's first,
 /// else `nvidia.com/gpu` with the platform's defaults. An unknown name is
@@ -44,16 +49,20 @@ pub fn profile(spec: &InferenceServiceSpec, platform: &Platform) -> Result<Profi
     let d = &platform.defaults;
     let chosen = platform.accelerator(spec.accelerator.as_deref()).map_err(|names| {
         let wanted = spec.accelerator.as_deref().unwrap_or_default();
-        let message = if names.is_empty() {
-            format!("unknown accelerator \"{wanted}\": the platform declares no accelerators; leave spec.accelerator out, or declare the profile under `accelerators` in the platform file")
+        let (message, help) = if names.is_empty() {
+            (
+                format!("unknown accelerator \"{wanted}\": the platform declares no accelerators"),
+                "leave spec.accelerator out, or declare the profile under `accelerators` in the platform file"
+                    .to_string(),
+            )
         } else {
-            let hint = match did_you_mean(wanted, names.iter().copied()) {
-                Some(near) => format!("did you mean \"{near}\"? "),
-                None => String::new(),
+            let help = match did_you_mean(wanted, names.iter().copied()) {
+                Some(near) => format!("did you mean \"{near}\"? The platform declares {}", names.join(", ")),
+                None => format!("use one the platform declares: {}", names.join(", ")),
             };
-            format!("unknown accelerator \"{wanted}\"; {hint}the platform declares {}", names.join(", "))
+            (format!("unknown accelerator \"{wanted}\""), help)
         };
-        (vec!["spec", "accelerator"], message)
+        Refusal { path: vec!["spec", "accelerator"], message, help }
     })?;
     let Some(a) = chosen else {
         return Ok(Profile {
@@ -82,14 +91,17 @@ pub fn profile(spec: &InferenceServiceSpec, platform: &Platform) -> Result<Profi
 pub fn image(spec: &InferenceServiceSpec, platform: &Platform) -> Result<String, Refusal> {
     let Some(image) = &spec.image else { return Ok(platform.defaults.image.clone()) };
     if let Some(images) = platform.images.as_ref().filter(|i| !i.allows(image)) {
-        return Err((
-            vec!["spec", "image"],
-            format!(
-                "image \"{image}\" is not from an allowed repository ({}); the platform allows {}",
-                image_repository(image),
+        return Err(Refusal {
+            path: vec!["spec", "image"],
+            message: format!(
+                "image \"{image}\" is not from an allowed repository (its repository is {})",
+                image_repository(image)
+            ),
+            help: format!(
+                "use an image of {} (the platform's images.allowedRepositories), or leave spec.image out",
                 images.allowed_repositories.join(", ")
             ),
-        ));
+        });
     }
     Ok(image.clone())
 }
@@ -133,10 +145,11 @@ mod tests {
         spec.accelerator = Some("mig-3g".into());
         assert_eq!(profile(&spec, &platform()).unwrap().resource, "nvidia.com/mig-3g.40gb");
         spec.accelerator = Some("h10".into());
-        let (path, message) = profile(&spec, &platform()).unwrap_err();
-        assert_eq!(path, ["spec", "accelerator"]);
-        assert_eq!(message, "unknown accelerator \"h10\"; did you mean \"h100\"? the platform declares h100, mig-3g");
-        assert!(profile(&spec, &Platform::default()).unwrap_err().1.contains("declares no accelerators"));
+        let refusal = profile(&spec, &platform()).unwrap_err();
+        assert_eq!(refusal.path, ["spec", "accelerator"]);
+        assert_eq!(refusal.message, "unknown accelerator \"h10\"");
+        assert_eq!(refusal.help, "did you mean \"h100\"? The platform declares h100, mig-3g");
+        assert!(profile(&spec, &Platform::default()).unwrap_err().message.contains("declares no accelerators"));
     }
 
     #[test]
@@ -147,7 +160,10 @@ mod tests {
         spec.image = Some("registry.example.com/ml/vllm:v0.11.0".into());
         assert_eq!(image(&spec, &p).unwrap(), "registry.example.com/ml/vllm:v0.11.0");
         p.images = Some(Images { allowed_repositories: vec!["vllm/vllm-openai".into()] });
-        assert!(image(&spec, &p).unwrap_err().1.starts_with("image \"registry.example.com/ml/vllm:v0.11.0\" is not from an allowed repository (registry.example.com/ml/vllm)"));
+        assert_eq!(
+            image(&spec, &p).unwrap_err().message,
+            "image \"registry.example.com/ml/vllm:v0.11.0\" is not from an allowed repository (its repository is registry.example.com/ml/vllm)"
+        );
         p.images = Some(Images { allowed_repositories: vec!["registry.example.com/ml/".into()] });
         assert!(image(&spec, &p).is_ok());
         spec.image = Some("registry.example.com/mlx/vllm:v1".into());

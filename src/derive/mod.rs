@@ -298,9 +298,9 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     if spec.resources.is_some() {
         validate_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
-    let profile = crate::derive::accelerators::profile(spec, platform).map_err(|(_, e)| e)?;
+    let profile = crate::derive::accelerators::profile(spec, platform).map_err(|r| r.message)?;
     let mut pod_annotations = BTreeMap::new();
-    let image = crate::derive::accelerators::image(spec, platform).map_err(|(_, e)| e)?;
+    let image = crate::derive::accelerators::image(spec, platform).map_err(|r| r.message)?;
     if let Some(m) = profile.memory_gib {
         pod_annotations.insert(crate::model::labels::GPU_MEMORY_ANNOTATION.to_string(), format!("{m}Gi"));
     }

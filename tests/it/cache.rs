@@ -187,17 +187,10 @@ fn profiles_set_the_resource_nodes_and_tolerations() {
 
 #[test]
 fn an_unknown_accelerator_is_refused_at_its_line_with_a_suggestion() {
-    let svc = service(
-        "small",
-        "Qwen/Qwen3-8B",
-        "  accelerator: mig-3
-",
-    );
+    let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: mig-3\n");
     let err = Test::new().file("services/small.yaml", svc).platform(PLATFORM).compile().unwrap_err().render(false);
-    assert!(
-        err.contains("unknown accelerator \"mig-3\"; did you mean \"mig-3g\"? the platform declares h100, mig-3g"),
-        "{err}"
-    );
+    assert!(err.contains("error: unknown accelerator \"mig-3\""), "{err}");
+    assert!(err.contains("= help: did you mean \"mig-3g\"? The platform declares h100, mig-3g"), "{err}");
     assert!(err.contains("services/small.yaml:7:16"), "{err}");
     // Without profiles, naming one is an error too.
     let svc = service("small", "Qwen/Qwen3-8B", "  accelerator: h100\n");
@@ -218,7 +211,8 @@ fn images_come_from_allowed_repositories() {
     );
     let bad = service("a", "Qwen/Qwen3-8B", "  image: docker.io/someone/vllm:latest\n");
     let err = Test::new().file("services/a.yaml", bad).platform(PLATFORM).compile().unwrap_err().render(false);
-    assert!(err.contains("image \"docker.io/someone/vllm:latest\" is not from an allowed repository"), "{err}");
+    assert!(err.contains("image \"docker.io/someone/vllm:latest\" is not from an allowed repository (its repository is docker.io/someone/vllm)"), "{err}");
+    assert!(err.contains("= help: use an image of vllm/vllm-openai, registry.example.com/ml/"), "{err}");
     assert!(err.contains("services/a.yaml:7:10"), "{err}");
 }
 
