@@ -866,10 +866,15 @@ fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, a) in platform.accelerators.iter().enumerate() {
         let at = |k: &str| vec![key("accelerators"), PathSegment::Index(i), key(k)];
-        if let Err(e) = crate::base::names::dns1123_label(&a.name) {
+        // The name is only matched against spec.accelerator and shown in
+        // messages: letters, digits, '-', '_' and '.' (`H100`, `mig-3g.40gb`).
+        if a.name.is_empty() || !a.name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
             out.push(
-                Problem::new(at("name"), format!("invalid accelerator name {:?}: {e}", a.name))
-                    .help("use lower case letters, digits and '-', for example \"h100\" or \"mig-3g\""),
+                Problem::new(
+                    at("name"),
+                    format!("invalid accelerator name {:?}: use letters, digits, '-', '_' or '.'", a.name),
+                )
+                .help("for example \"h100\" or \"mig-3g.40gb\""),
             );
         }
         if let Some(first) = seen.insert(&a.name, i) {

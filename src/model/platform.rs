@@ -180,7 +180,8 @@ fn default_download_retries() -> i32 {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Accelerator {
-    /// Profile name, as `spec.accelerator` names it (`h100`, `mig-3g`).
+    /// Profile name, as `spec.accelerator` names it (`h100`, `mig-3g.40gb`):
+    /// letters, digits, `-`, `_` and `.`.
     #[schemars(length(min = 1, max = 63))]
     pub name: String,
     /// The extended resource one GPU is requested as: `nvidia.com/gpu`, a
