@@ -169,6 +169,30 @@ pub const OFFLINE_WITHOUT_REVISION: Rule = Rule::new(
      which weights run.",
 );
 
+pub const CACHE_OF_A_BRANCH: Rule = Rule::new(
+    "ISVC071",
+    Severity::Warning,
+    "the model cache downloads a branch or tag, not a commit",
+)
+.symptom(
+    "the servers keep the weights the branch had when the download Job first ran: a new upstream commit never \
+     reaches them, and caches filled at other times (another namespace, another cluster) hold other weights \
+     under the same name",
+)
+.fix("pin spec.revision to the commit id of the weights (the `main` branch's current commit, for example)")
+.explain(
+    "The download Job of the shared model cache runs once per model and revision: its name comes from its spec, \
+     so a branch name that stays the same renders the same Job, which never runs again, and the servers resolve \
+     `refs/main` offline to whatever it fetched (huggingface/huggingface_hub _snapshot_download.py writes \
+     refs/<branch> when it downloads by branch name). A commit id names the weights themselves: changing it renders \
+     a new Job and a rollout, and the output says which weights run.",
+);
+
+/// Whether `revision` is a full commit id (40 hexadecimal digits).
+fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
@@ -182,6 +206,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
     for template in pod_templates(o) {
         for c in containers(template) {
+            cached_branch(o, c, out);
             gated_model(o, c, out);
             offline_revision(o, c, out);
             drain(o, template, c, out);
@@ -429,6 +454,21 @@ fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
                 "container \"{}\" runs with HF_HUB_OFFLINE and loads {model} without --revision",
                 container_name(c)
             ),
+        ));
+    }
+}
+
+/// A model-cache download Job (see derive::cache) of a branch or tag.
+fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
+    if !CommandLine::of(c).downloads() {
+        return;
+    }
+    let (Some(model), Some(revision)) = (env(c, "ISVC_MODEL"), env(c, "ISVC_REVISION")) else { return };
+    if !is_commit(revision) {
+        out.push(Finding::new(
+            CACHE_OF_A_BRANCH,
+            o,
+            format!("the download of {model} is of \"{revision}\", not a commit: the cache keeps what it had at the first run"),
         ));
     }
 }

@@ -318,6 +318,12 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let port = d.port;
     let mut args = vec!["--model".to_string(), spec.base_model.clone()];
     args.extend(crate::derive::engine::identity_args(spec));
+    // With the shared cache, the server loads what the cache holds: without
+    // a revision, the branch the download fetched, through its refs/main.
+    let shared = platform.model_cache_of(&namespace).is_some() && crate::derive::cache::cacheable(&spec.base_model);
+    if shared && spec.revision.is_none() {
+        args.extend(["--revision".to_string(), crate::derive::cache::DEFAULT_REVISION.to_string()]);
+    }
     args.extend([
         "--tensor-parallel-size".to_string(),
         gpus.to_string(),
@@ -420,7 +426,6 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     // the limit alone.
     // With the shared cache, the weights live on the claim: the emptyDir
     // keeps the compiled kernels alone.
-    let shared = platform.model_cache_of(&namespace).is_some() && crate::derive::cache::cacheable(&spec.base_model);
     let cache_size = match &d.model_cache.size_limit {
         Some(q) => q.0.clone(),
         None if shared => format!("{}Gi", crate::model::size::CACHE_HEADROOM_BYTES as i64 >> 30),

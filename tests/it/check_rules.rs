@@ -1113,3 +1113,24 @@ fn isvc050_a_download_job_of_a_gated_model_without_a_token() {
     let with = format!("{platform}defaults:\n  huggingFace:\n    tokenSecret: {{name: hf-token, key: token}}\n");
     quiet(&render_with(svc, Some(&with), &[]), "ISVC050");
 }
+
+#[test]
+fn isvc071_a_cache_of_a_branch() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nmodelCache: {size: 500Gi}\n";
+    let svc = |revision: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: m, namespace: ml}}\n\
+             spec:\n  baseModel: Qwen/Qwen3-8B\n  replicas: 1\n{revision}"
+        )
+    };
+    let objects = render_with(&svc(""), Some(platform), &[]);
+    fires(
+        &objects,
+        "ISVC071",
+        "the download of Qwen/Qwen3-8B is of \"main\", not a commit: the cache keeps what it had at the first run",
+    );
+    // The server is told the branch the cache holds, so offline it finds refs/main.
+    quiet(&objects, "ISVC056");
+    fires(&render_with(&svc("  revision: v1.0\n"), Some(platform), &[]), "ISVC071", "is of \"v1.0\", not a commit");
+    quiet(&render_with(&svc("  revision: 0e9e39f249a16976918f6564b8830bc894c89659\n"), Some(platform), &[]), "ISVC071");
+}
