@@ -48,7 +48,7 @@ use k8s_openapi::api::core::v1::EnvVar;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_PATH, TOKEN_DIR, TOKEN_FILE, TOKEN_VOLUME};
+use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_PATH, TOKEN_DIR, TOKEN_FILE};
 use crate::model::labels::MANAGED_BY;
 use crate::model::objects::{Object, ObjectId};
 use crate::model::platform::{Platform, SharedModelCache};
@@ -103,9 +103,11 @@ pub struct CachePlan {
     pub job_object: Value,
 }
 
-/// Whether `model` is a Hugging Face id the cache can hold (not a path).
+/// Whether `model` is a Hugging Face id the cache can hold: not a path in
+/// the container, nor a URL (`s3://bucket/model` for
+/// `--load-format runai_streamer`, which streams from object storage).
 pub fn cacheable(model: &str) -> bool {
-    !model.is_empty() && !model.starts_with('/') && !model.starts_with('.') && !model.starts_with('~')
+    !model.is_empty() && !model.starts_with(['/', '.', '~']) && !model.contains("://")
 }
 
 /// The marker of `model` at `revision` (with `adapters`): one per model,
@@ -284,7 +286,6 @@ fn job_spec(
             }
         }
     }
-    debug_assert!(volumes.iter().all(|v| v["name"] != TOKEN_VOLUME || shape.token.is_some()));
     let mut template_meta = json!({"labels": {"app.kubernetes.io/component": COMPONENT, MANAGED_BY.0: MANAGED_BY.1}});
     if !shape.pod_annotations.is_empty() {
         template_meta["annotations"] = json!(shape.pod_annotations);
@@ -373,5 +374,6 @@ mod tests {
         assert!(long.len() <= 63 && crate::base::names::dns1123_label(&long).is_ok(), "{long}");
         assert_ne!(job_name("a/b", &json!({"r": 1})), job_name("a/b", &json!({"r": 2})));
         assert!(cacheable("Qwen/Qwen3-8B") && !cacheable("/models/llama") && cacheable("gpt2"));
+        assert!(!cacheable("s3://bucket/llama") && !cacheable("./models/x"));
     }
 }
