@@ -167,7 +167,12 @@ pub fn plan(
         return None;
     }
     let revision = spec.revision.clone().unwrap_or_else(|| DEFAULT_REVISION.to_string());
-    let offline = vec![EnvVar { name: HF_HUB_OFFLINE.into(), value: Some("1".into()), value_from: None }];
+    // HF_HUB_CACHE is where huggingface_hub looks anyway ($HF_HOME/hub);
+    // said explicitly, the mount and the variable visibly agree.
+    let offline = vec![
+        EnvVar { name: "HF_HUB_CACHE".into(), value: Some(MOUNT_PATH.into()), value_from: None },
+        EnvVar { name: HF_HUB_OFFLINE.into(), value: Some("1".into()), value_from: None },
+    ];
     let mount = json!({"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": true});
     if let Some(image) = &cache.image {
         // The kubelet pulls the image before any container starts

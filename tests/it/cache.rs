@@ -98,6 +98,7 @@ fn the_cache_claim_the_pinned_download_and_the_read_only_mount() {
     let hf_home = env(vllm, "HF_HOME").unwrap();
     let mount = vllm["volumeMounts"].as_array().unwrap().iter().find(|m| m["name"] == "model-cache").unwrap();
     assert_eq!(mount["mountPath"], format!("{hf_home}/hub"));
+    assert_eq!(env(vllm, "HF_HUB_CACHE"), mount["mountPath"].as_str());
     assert_eq!(mount["readOnly"], true);
     let volume = server["volumes"].as_array().unwrap().iter().find(|v| v["name"] == "model-cache").unwrap();
     assert_eq!(volume["persistentVolumeClaim"]["readOnly"], true);
