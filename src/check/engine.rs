@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, pod_templates};
+use super::{
+    CommandLine, Context, Finding, Rule, Severity, container_name, containers, init_containers, pod_templates,
+};
 use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_LEGACY, HF_TOKEN_PATH, is_gated};
 use crate::model::objects::Object;
 
@@ -205,6 +207,11 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         lora_slots(o, out);
     }
     for template in pod_templates(o) {
+        // Downloads run in init containers too (the model cache's Jobs).
+        for c in init_containers(template) {
+            cached_branch(o, c, out);
+            gated_model(o, c, out);
+        }
         for c in containers(template) {
             cached_branch(o, c, out);
             gated_model(o, c, out);
@@ -458,12 +465,10 @@ fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     }
 }
 
-/// A model-cache download Job (see derive::cache) of a branch or tag.
+/// A model-cache download (see derive::cache) of a branch or tag.
 fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
-    if !CommandLine::of(c).downloads() {
-        return;
-    }
-    let (Some(model), Some(revision)) = (env(c, "ISVC_MODEL"), env(c, "ISVC_REVISION")) else { return };
+    let cl = CommandLine::of(c);
+    let (Some(model), Some(revision)) = (cl.downloaded_repo(), cl.value(&["--revision"])) else { return };
     if !is_commit(revision) {
         out.push(Finding::new(
             CACHE_OF_A_BRANCH,
@@ -475,16 +480,9 @@ fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
 
 fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let cl = CommandLine::of(c);
-    // A server names its model; isvc's model-cache download Job gives it in
-    // the environment of its fixed script (see derive::cache).
-    let model = match cl.model() {
-        Some(m) => m,
-        None if cl.downloads() => match env(c, "ISVC_MODEL") {
-            Some(m) => m,
-            None => return,
-        },
-        None => return,
-    };
+    // A server names its model; a download (the model cache's Jobs) its
+    // repository.
+    let Some(model) = cl.model().or(cl.downloaded_repo()) else { return };
     if !is_gated(model) {
         return;
     }

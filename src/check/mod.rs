@@ -464,6 +464,8 @@ pub(crate) struct CommandLine<'a> {
     positional: Vec<&'a str>,
     pub words: Vec<&'a str>,
     image: &'a str,
+    /// Whether the container replaces the image's entrypoint (`command`).
+    own_command: bool,
 }
 
 impl<'a> CommandLine<'a> {
@@ -502,7 +504,8 @@ impl<'a> CommandLine<'a> {
             i += 1;
         }
         let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
-        CommandLine { flags, positional, words, image }
+        let own_command = container.get("command").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+        CommandLine { flags, positional, words, image, own_command }
     }
 
     /// Every value given to any of `names`.
@@ -519,10 +522,13 @@ impl<'a> CommandLine<'a> {
         self.value(names).and_then(|v| v.parse().ok())
     }
 
-    /// Whether the container runs vLLM (by image or command line).
+    /// Whether the container runs vLLM: its command line says so, or its
+    /// image does and it keeps the image's entrypoint (a helper that runs
+    /// its own command in a vLLM image, such as the model cache's marker
+    /// step, is not the server).
     pub fn is_vllm(&self) -> bool {
         let has = |s: &str| s.to_ascii_lowercase().contains("vllm");
-        has(self.image) || self.words.iter().any(|w| has(w))
+        (has(self.image) && !self.own_command) || self.words.iter().any(|w| has(w))
     }
 
     /// The model the server loads: `--model`, or the word after `serve`.
@@ -544,6 +550,16 @@ impl<'a> CommandLine<'a> {
     /// load them.
     pub fn downloads(&self) -> bool {
         self.words.windows(2).any(|w| matches!(w[0], "hf" | "huggingface-cli") && w[1] == "download")
+    }
+
+    /// The repository a Hugging Face CLI download fetches: the word after
+    /// `download`.
+    pub fn downloaded_repo(&self) -> Option<&'a str> {
+        if !self.downloads() {
+            return None;
+        }
+        let at = self.positional.iter().position(|w| *w == "download")?;
+        self.positional.get(at + 1).copied()
     }
 
     /// The size of the model the server loads, as far as its name and the
@@ -602,6 +618,15 @@ mod tests {
         assert_eq!(cl.port(), Some(9000));
         assert_eq!(cl.ranks(), 4);
         assert!(cl.is_vllm());
+        // A helper in a vLLM image with a command of its own is not the server;
+        // a download names its repository.
+        let helper = json!({"image": "vllm/vllm-openai:v0.11.0", "command": ["/bin/sh", "-c", "touch \"$MARKER\""]});
+        assert!(!CommandLine::of(&helper).is_vllm() && !CommandLine::of(&helper).serves_model());
+        let download = json!({"image": "vllm/vllm-openai:v0.11.0", "command": ["hf"], "args": ["download", "org/m", "--revision", "main"]});
+        let cl = CommandLine::of(&download);
+        assert!(cl.downloads() && !cl.serves_model());
+        assert_eq!((cl.downloaded_repo(), cl.value(&["--revision"])), (Some("org/m"), Some("main")));
+        assert!(CommandLine::of(&json!({"image": "vllm/vllm-openai:v0.11.0", "args": ["--model", "m"]})).is_vllm());
         let shell = json!({"image": "python", "command": ["sh", "-c", "vllm serve Qwen/Qwen3-8B --host 0.0.0.0"]});
         let cl = CommandLine::of(&shell);
         assert_eq!(cl.model(), Some("Qwen/Qwen3-8B"));

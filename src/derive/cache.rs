@@ -2,12 +2,13 @@
 //! namespace, filled once per model and revision by a download Job, mounted
 //! read-only by every server, which then runs offline.
 //!
-//! - The Job runs the Hugging Face CLI, `hf download <model> --revision
-//!   <revision> --cache-dir <hub cache>` (huggingface/huggingface_hub
-//!   `src/huggingface_hub/cli/download.py`; `huggingface-cli` no longer
-//!   works from huggingface_hub 1.0 on), then every adapter given as a Hub
-//!   id (see [`cached_adapters`]). The vLLM image's entrypoint is the
-//!   API server, so the Job gives its own command. It reads the token as a
+//! - The Job runs the Hugging Face CLI in init containers, `hf download
+//!   <model> --revision <revision> --cache-dir <hub cache>`
+//!   (huggingface/huggingface_hub `src/huggingface_hub/cli/download.py`;
+//!   `huggingface-cli` no longer works from huggingface_hub 1.0 on), then
+//!   the same for every adapter given as a Hub id (see
+//!   [`cached_adapters`]), then a container writes the marker. The vLLM
+//!   image's entrypoint is the API server, so each gives its own command. It reads the token as a
 //!   file (`HF_TOKEN_PATH`), runs non-root with a read-only root, retries
 //!   (`backoffLimit`) within a deadline (`activeDeadlineSeconds`), and
 //!   writes a marker file once the snapshot is complete.
@@ -68,17 +69,14 @@ pub const DEFAULT_REVISION: &str = "main";
 pub const COMPONENT: &str = "model-download";
 /// Name of the init container that waits for the model.
 pub const WAIT_CONTAINER: &str = "wait-for-model";
-/// Name of the download container.
+/// Name of the (first) download container, an init container of the Job.
 pub const DOWNLOAD_CONTAINER: &str = "download";
+/// Name of the Job's container that writes the marker after the downloads.
+pub const MARK_CONTAINER: &str = "mark-complete";
 
-/// The download, as a fixed script: every value comes from the
-/// environment, so no model name or revision is ever parsed by the shell.
-const DOWNLOAD_SCRIPT: &str = "set -euf\n\
-hf download \"$ISVC_MODEL\" --revision \"$ISVC_REVISION\" --cache-dir \"$ISVC_CACHE_DIR\"\n\
-for adapter in ${ISVC_ADAPTERS:-}; do\n\
-  hf download \"$adapter\" --cache-dir \"$ISVC_CACHE_DIR\"\n\
-done\n\
-mkdir -p \"$(dirname \"$ISVC_MODEL_MARKER\")\"\n\
+/// The last step of a download Job, once every download succeeded: the
+/// marker, as a fixed script (the path comes from the environment).
+const MARK_SCRIPT: &str = "mkdir -p \"$(dirname \"$ISVC_MODEL_MARKER\")\"\n\
 touch \"$ISVC_MODEL_MARKER\"\n";
 /// The wait, as a fixed script.
 const WAIT_SCRIPT: &str = "until [ -f \"$ISVC_MODEL_MARKER\" ]; do\n\
@@ -261,21 +259,11 @@ fn job_spec(
 ) -> Value {
     let mut env: Vec<EnvVar> = shape.env.to_vec();
     let var = |name: &str, value: &str| EnvVar { name: name.into(), value: Some(value.into()), value_from: None };
-    env.extend([
-        var("ISVC_MODEL", &spec.base_model),
-        var("ISVC_REVISION", revision),
-        var("ISVC_CACHE_DIR", MOUNT_PATH),
-        var("ISVC_MODEL_MARKER", marker),
-        // hf_xet keeps a chunk cache of 10 GB by default under HF_HOME
-        // (huggingface/xet-core `xet_runtime/config/groups/chunk_cache.rs`,
-        // `DEFAULT_CHUNK_CACHE_CAPACITY`), on the pod's bounded cache
-        // emptyDir; one download reads every chunk once, so none.
-        var("HF_XET_CHUNK_CACHE_SIZE_BYTES", "0"),
-    ]);
-    let adapters = cached_adapters(spec);
-    if !adapters.is_empty() {
-        env.push(var("ISVC_ADAPTERS", &adapters.join(" ")));
-    }
+    // hf_xet keeps a chunk cache of 10 GB by default under HF_HOME
+    // (huggingface/xet-core `xet_runtime/config/groups/chunk_cache.rs`,
+    // `DEFAULT_CHUNK_CACHE_CAPACITY`), on the pod's bounded cache emptyDir;
+    // one download reads every chunk once, so none.
+    env.push(var("HF_XET_CHUNK_CACHE_SIZE_BYTES", "0"));
     let mut volumes: Vec<Value> = shape.volumes.to_vec();
     let mut mounts: Vec<Value> = shape.mounts.to_vec();
     volumes.push(json!({"name": VOLUME, "persistentVolumeClaim": {"claimName": cache.claim_name}}));
@@ -291,6 +279,35 @@ fn job_spec(
             }
         }
     }
+    let image = cache.downloader_image.as_deref().unwrap_or(shape.image);
+    // One download per init container, in order, each the CLI itself with
+    // its arguments (no shell: a model id or revision is never parsed as a
+    // script); a failed one fails the pod, and the Job retries it.
+    let download = |name: String, repo: &str, revision: Option<&str>| {
+        let mut args = vec!["download".to_string(), repo.to_string()];
+        if let Some(r) = revision {
+            args.extend(["--revision".to_string(), r.to_string()]);
+        }
+        args.extend(["--cache-dir".to_string(), MOUNT_PATH.to_string()]);
+        json!({
+            "name": name,
+            "image": image,
+            "imagePullPolicy": shape.image_pull_policy,
+            "command": ["hf"],
+            "args": args,
+            "env": env,
+            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+            "securityContext": shape.container_security,
+            "volumeMounts": mounts,
+        })
+    };
+    let mut downloads = vec![download(DOWNLOAD_CONTAINER.to_string(), &spec.base_model, Some(revision))];
+    downloads.extend(
+        cached_adapters(spec)
+            .iter()
+            .enumerate()
+            .map(|(i, a)| download(format!("{DOWNLOAD_CONTAINER}-adapter-{}", i + 1), a, None)),
+    );
     let mut template_meta = json!({"labels": {"app.kubernetes.io/component": COMPONENT, MANAGED_BY.0: MANAGED_BY.1}});
     if !shape.pod_annotations.is_empty() {
         template_meta["annotations"] = json!(shape.pod_annotations);
@@ -304,15 +321,16 @@ fn job_spec(
                 "restartPolicy": "Never",
                 "automountServiceAccountToken": false,
                 "securityContext": shape.pod_security,
+                "initContainers": downloads,
                 "containers": [{
-                    "name": DOWNLOAD_CONTAINER,
-                    "image": cache.downloader_image.as_deref().unwrap_or(shape.image),
+                    "name": MARK_CONTAINER,
+                    "image": image,
                     "imagePullPolicy": shape.image_pull_policy,
-                    "command": ["/bin/sh", "-c", DOWNLOAD_SCRIPT],
-                    "env": env,
-                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                    "command": ["/bin/sh", "-c", MARK_SCRIPT],
+                    "env": [var("ISVC_MODEL_MARKER", marker)],
+                    "resources": small_resources(),
                     "securityContext": shape.container_security,
-                    "volumeMounts": mounts,
+                    "volumeMounts": [{"name": VOLUME, "mountPath": MOUNT_PATH}],
                 }],
                 "volumes": volumes,
             },

@@ -80,12 +80,25 @@ fn the_cache_claim_the_pinned_download_and_the_read_only_mount() {
     let pod = &job["spec"]["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "Never");
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
-    let dl = &pod["containers"][0];
+    // The download: the Hub CLI with the revision pinned, as an init
+    // container; then the marker.
+    let dl = &pod["initContainers"][0];
     assert_eq!(dl["securityContext"]["readOnlyRootFilesystem"], true);
-    assert!(dl["command"][2].as_str().unwrap().contains("hf download \"$ISVC_MODEL\" --revision \"$ISVC_REVISION\""));
-    assert_eq!(env(dl, "ISVC_MODEL"), Some("meta-llama/Llama-3.3-70B-Instruct"));
-    assert_eq!(env(dl, "ISVC_REVISION"), Some(REVISION));
+    assert_eq!(strs(&dl["command"]), ["hf"]);
+    assert_eq!(
+        strs(&dl["args"]),
+        [
+            "download",
+            "meta-llama/Llama-3.3-70B-Instruct",
+            "--revision",
+            REVISION,
+            "--cache-dir",
+            "/home/vllm/.cache/huggingface/hub"
+        ]
+    );
     assert_eq!(env(dl, "HF_TOKEN_PATH"), Some("/etc/isvc/hf-token/token"));
+    let mark = &pod["containers"][0];
+    assert_eq!(mark["name"], "mark-complete");
     let volumes = pod["volumes"].as_array().unwrap();
     assert!(volumes.iter().any(|v| v["persistentVolumeClaim"]["claimName"] == "isvc-model-cache"));
     assert!(volumes.iter().any(|v| v["secret"]["secretName"] == "hf-token"));
@@ -105,7 +118,7 @@ fn the_cache_claim_the_pinned_download_and_the_read_only_mount() {
     // The server waits for the Job's marker before it starts.
     let wait = &server["initContainers"][0];
     assert_eq!(wait["name"], "wait-for-model");
-    assert_eq!(env(wait, "ISVC_MODEL_MARKER"), env(dl, "ISVC_MODEL_MARKER"));
+    assert_eq!(env(wait, "ISVC_MODEL_MARKER"), env(mark, "ISVC_MODEL_MARKER"));
     assert!(env(wait, "ISVC_MODEL_MARKER").unwrap().ends_with(&format!("@{REVISION}")));
 }
 
@@ -207,7 +220,7 @@ fn images_come_from_allowed_repositories() {
     assert_eq!(pod["containers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
     assert_eq!(pod["initContainers"][0]["image"], "registry.example.com/ml/vllm:v0.11.1");
     assert_eq!(
-        find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"],
+        find(&objects, "Job", "")["spec"]["template"]["spec"]["initContainers"][0]["image"],
         "registry.example.com/ml/vllm:v0.11.1"
     );
     let bad = service("a", "Qwen/Qwen3-8B", "  image: docker.io/someone/vllm:latest\n");
@@ -370,10 +383,25 @@ fn adapters_from_the_hub_are_downloaded_with_the_model() {
         ),
     );
     let objects = Test::new().service(svc).platform(PLATFORM).objects();
-    let job = &find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0];
-    assert_eq!(env(job, "ISVC_ADAPTERS"), Some("org/sql-lora"));
-    assert!(job["command"][2].as_str().unwrap().contains("for adapter in ${ISVC_ADAPTERS:-}; do"));
-    let marker = env(job, "ISVC_MODEL_MARKER").unwrap();
+    let job = &find(&objects, "Job", "")["spec"]["template"]["spec"];
+    let downloads: Vec<Vec<&str>> =
+        job["initContainers"].as_array().unwrap().iter().map(|c| strs(&c["args"])).collect();
+    assert_eq!(
+        downloads,
+        [
+            vec![
+                "download",
+                "Qwen/Qwen3-8B",
+                "--revision",
+                REVISION,
+                "--cache-dir",
+                "/home/vllm/.cache/huggingface/hub"
+            ],
+            vec!["download", "org/sql-lora", "--cache-dir", "/home/vllm/.cache/huggingface/hub"],
+        ],
+        "the adapter given as a path is not downloaded"
+    );
+    let marker = env(&job["containers"][0], "ISVC_MODEL_MARKER").unwrap();
     assert!(marker.contains("+adapters-"), "{marker}");
     let wait = &find(&objects, "Deployment", "lora")["spec"]["template"]["spec"]["initContainers"][0];
     assert_eq!(env(wait, "ISVC_MODEL_MARKER"), Some(marker));
@@ -440,7 +468,7 @@ fn a_clusters_registry_mirror_applies_to_service_and_cache_images() {
     assert_eq!(pod["containers"][0]["image"], "mirror.eu.example.com/ml/vllm:v0.11.1");
     assert_eq!(pod["initContainers"][0]["image"], "mirror.eu.example.com/ml/vllm:v0.11.1");
     assert_eq!(
-        find(&objects, "Job", "")["spec"]["template"]["spec"]["containers"][0]["image"],
+        find(&objects, "Job", "")["spec"]["template"]["spec"]["initContainers"][0]["image"],
         "mirror.eu.example.com/ml/hf:1.0"
     );
 }
