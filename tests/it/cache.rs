@@ -472,3 +472,20 @@ fn a_clusters_registry_mirror_applies_to_service_and_cache_images() {
         "mirror.eu.example.com/ml/hf:1.0"
     );
 }
+
+#[test]
+fn the_checks_that_read_vllm_flags_work_with_a_services_own_image() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  resources: {memoryPerGpu: 8Gi, shmSizePerGpu: 1Gi}\n";
+    let svc = service(
+        "chat",
+        "Qwen/Qwen3-32B",
+        "  image: registry.example.com/ml/server:2025-01\n  args: [--tensor-parallel-size=1]\n",
+    );
+    let err = Test::new().service(svc).platform(platform).compile().unwrap_err().render(false);
+    // The owned-argument check reads the command line, whatever the image.
+    assert!(err.contains("--tensor-parallel-size"), "{err}");
+    let svc = service("chat", "Qwen/Qwen3-32B", "  image: registry.example.com/ml/server:2025-01\n");
+    let findings = Test::new().service(svc).platform(platform).examine().unwrap().findings;
+    let ids: Vec<&str> = findings.iter().map(|f| f.rule.id).collect();
+    assert!(ids.contains(&"ISVC015"), "the memory rule reads --model and the parallel sizes: {ids:?}");
+}
