@@ -25,13 +25,13 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
     out.extend(multinode(spec));
     out.extend(gateway(spec));
     out.extend(engine(spec));
-    if let Some(image) = &spec.image {
-        if let Err(e) = image_reference(image) {
-            out.push(
-                Problem::new(spec_path(&["image"]), format!("invalid image {image:?}: {e}"))
-                    .help("write one image reference, for example \"vllm/vllm-openai:v0.11.0\""),
-            );
-        }
+    if let Some(image) = &spec.image
+        && let Err(e) = image_reference(image)
+    {
+        out.push(
+            Problem::new(spec_path(&["image"]), format!("invalid image {image:?}: {e}"))
+                .help("write one image reference, for example \"vllm/vllm-openai:v0.11.0\""),
+        );
     }
     for (field, q) in
         spec.resources.iter().flat_map(|r| [("cpu", &r.cpu), ("memory", &r.memory), ("shmSize", &r.shm_size)])
@@ -907,24 +907,24 @@ fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
             }
         }
         for (j, t) in a.tolerations.iter().enumerate() {
-            if !t.key.is_empty() {
-                if let Err(e) = crate::base::names::qualified_name(&t.key) {
-                    let mut path = at("tolerations");
-                    path.extend([PathSegment::Index(j), key("key")]);
-                    out.push(
-                        Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
-                            .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
-                    );
-                }
-            }
-        }
-        if let Some(f) = &a.kueue_flavor {
-            if let Err(e) = crate::base::names::dns1123_subdomain(f) {
+            if !t.key.is_empty()
+                && let Err(e) = crate::base::names::qualified_name(&t.key)
+            {
+                let mut path = at("tolerations");
+                path.extend([PathSegment::Index(j), key("key")]);
                 out.push(
-                    Problem::new(at("kueueFlavor"), format!("invalid Kueue flavor name {f:?}: {e}"))
-                        .help("a ResourceFlavor name is lower case letters, digits, '-' and '.'"),
+                    Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
+                        .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
                 );
             }
+        }
+        if let Some(f) = &a.kueue_flavor
+            && let Err(e) = crate::base::names::dns1123_subdomain(f)
+        {
+            out.push(
+                Problem::new(at("kueueFlavor"), format!("invalid Kueue flavor name {f:?}: {e}"))
+                    .help("a ResourceFlavor name is lower case letters, digits, '-' and '.'"),
+            );
         }
     }
     for (i, r) in platform.images.iter().flat_map(|i| i.allowed_repositories.iter()).enumerate() {
@@ -997,13 +997,13 @@ fn platform_model_cache(platform: &Platform) -> Vec<Problem> {
                     .help("use lower case letters, digits and '-', for example \"isvc-model-cache\""),
             );
         }
-        if let Some(i) = &c.downloader_image {
-            if let Err(e) = image_reference(i) {
-                out.push(
-                    Problem::new(at("downloaderImage"), format!("invalid image {i:?}: {e}"))
-                        .help("write one image reference with the `hf` CLI, for example \"vllm/vllm-openai:v0.11.0\""),
-                );
-            }
+        if let Some(i) = &c.downloader_image
+            && let Err(e) = image_reference(i)
+        {
+            out.push(
+                Problem::new(at("downloaderImage"), format!("invalid image {i:?}: {e}"))
+                    .help("write one image reference with the `hf` CLI, for example \"vllm/vllm-openai:v0.11.0\""),
+            );
         }
     }
     out
