@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, pod_templates};
+use super::{
+    CommandLine, Context, Finding, Rule, Severity, container_name, containers, init_containers, pod_templates,
+};
 use crate::model::engine::{HF_HUB_OFFLINE, HF_TOKEN, HF_TOKEN_LEGACY, HF_TOKEN_PATH, is_gated};
 use crate::model::objects::Object;
 
@@ -26,7 +28,9 @@ pub const GATED_MODEL_WITHOUT_TOKEN: Rule = Rule::new(
      account that accepted the licence, with its token. huggingface_hub reads the token from the HF_TOKEN \
      environment variable (huggingface/huggingface_hub docs/source/en/package_reference/environment_variables.md). \
      Without it the download fails and vLLM exits; the kubelet restarts it forever. A server that runs with \
-     HF_HUB_OFFLINE (weights already on a volume) needs no token, nor does a model loaded from a path.",
+     HF_HUB_OFFLINE (weights already on a volume) needs no token, nor does a model loaded from a path; with \
+     the platform's shared model cache it is the download Job that needs it (its pods fail and the servers \
+     wait in Init).",
 );
 
 pub const DRAIN_CUT_SHORT: Rule = Rule::new(
@@ -167,6 +171,30 @@ pub const OFFLINE_WITHOUT_REVISION: Rule = Rule::new(
      which weights run.",
 );
 
+pub const CACHE_OF_A_BRANCH: Rule = Rule::new(
+    "ISVC071",
+    Severity::Warning,
+    "the model cache downloads a branch or tag, not a commit",
+)
+.symptom(
+    "the servers keep the weights the branch had when the download Job first ran: a new upstream commit never \
+     reaches them, and caches filled at other times (another namespace, another cluster) hold other weights \
+     under the same name",
+)
+.fix("pin spec.revision to the commit id of the weights (the `main` branch's current commit, for example)")
+.explain(
+    "The download Job of the shared model cache runs once per model and revision: its name comes from its spec, \
+     so a branch name that stays the same renders the same Job, which never runs again, and the servers resolve \
+     `refs/main` offline to whatever it fetched (huggingface/huggingface_hub _snapshot_download.py writes \
+     refs/<branch> when it downloads by branch name). A commit id names the weights themselves: changing it renders \
+     a new Job and a rollout, and the output says which weights run.",
+);
+
+/// Whether `revision` is a full commit id (40 hexadecimal digits).
+fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// The engine rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if o.id.kind == "Deployment" {
@@ -179,7 +207,13 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         lora_slots(o, out);
     }
     for template in pod_templates(o) {
+        // Downloads run in init containers too (the model cache's Jobs).
+        for c in init_containers(template) {
+            cached_branch(o, c, out);
+            gated_model(o, c, out);
+        }
         for c in containers(template) {
+            cached_branch(o, c, out);
             gated_model(o, c, out);
             offline_revision(o, c, out);
             drain(o, template, c, out);
@@ -431,9 +465,24 @@ fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     }
 }
 
+/// A model-cache download (see derive::cache) of a branch or tag.
+fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
+    let cl = CommandLine::of(c);
+    let (Some(model), Some(revision)) = (cl.downloaded_repo(), cl.value(&["--revision"])) else { return };
+    if !is_commit(revision) {
+        out.push(Finding::new(
+            CACHE_OF_A_BRANCH,
+            o,
+            format!("the download of {model} is of \"{revision}\", not a commit: the cache keeps what it had at the first run"),
+        ));
+    }
+}
+
 fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let cl = CommandLine::of(c);
-    let Some(model) = cl.model() else { return };
+    // A server names its model; a download (the model cache's Jobs) its
+    // repository.
+    let Some(model) = cl.model().or(cl.downloaded_repo()) else { return };
     if !is_gated(model) {
         return;
     }

@@ -53,8 +53,8 @@ use crate::model::objects::{Object, ObjectId};
 use crate::model::size as model;
 
 pub use engine::{
-    DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, LORA_SLOTS, MODEL_CACHE_UNBOUNDED, OFFLINE_WITHOUT_REVISION,
-    RAY_WAIT_SHORTER_THAN_STARTUP, ROLLOUT_STOPS_ONLY_POD,
+    CACHE_OF_A_BRANCH, DRAIN_CUT_SHORT, GATED_MODEL_WITHOUT_TOKEN, LORA_SLOTS, MODEL_CACHE_UNBOUNDED,
+    OFFLINE_WITHOUT_REVISION, RAY_WAIT_SHORTER_THAN_STARTUP, ROLLOUT_STOPS_ONLY_POD,
 };
 pub use gateway::{PICKER_ABSENT, PICKER_REFUSED, PICKER_UNREACHABLE};
 pub use image::MUTABLE_IMAGE;
@@ -63,7 +63,9 @@ pub use network::{
     WORKLOAD_SELECTOR_MISMATCH,
 };
 pub use probes::{LIVENESS_STRICTER_THAN_STARTUP, NO_STARTUP_PROBE, PROBE_NOT_SERVED, STARTUP_BUDGET_TOO_SHORT};
-pub use resources::{CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL};
+pub use resources::{
+    CPU_LIMIT, GPU_REQUEST_NOT_LIMIT, MEMORY_BELOW_LOADING_PEAK, SHM_MISSING, SHM_TOO_SMALL, WEIGHTS_EXCEED_GPU_MEMORY,
+};
 pub use scaling::{
     AUTOSCALER_ON_ZERO_REPLICAS, AUTOSCALER_TARGET_MISSING, METRIC_NOT_SCRAPED, PDB_BLOCKS_DISRUPTION,
     REPLICAS_UNDER_AUTOSCALER, ROLLOUT_CANNOT_PROCEED,
@@ -245,6 +247,8 @@ pub const RULES: &[Rule] = registry![
     PICKER_ABSENT,
     PICKER_UNREACHABLE,
     PICKER_REFUSED,
+    WEIGHTS_EXCEED_GPU_MEMORY,
+    CACHE_OF_A_BRANCH,
     RUNS_AS_ROOT,
     PRIVILEGE_ESCALATION,
     CAPABILITIES_KEPT,
@@ -474,6 +478,8 @@ pub(crate) struct CommandLine<'a> {
     positional: Vec<&'a str>,
     pub words: Vec<&'a str>,
     image: &'a str,
+    /// Whether the container replaces the image's entrypoint (`command`).
+    own_command: bool,
 }
 
 impl<'a> CommandLine<'a> {
@@ -512,7 +518,8 @@ impl<'a> CommandLine<'a> {
             i += 1;
         }
         let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
-        CommandLine { flags, positional, words, image }
+        let own_command = container.get("command").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+        CommandLine { flags, positional, words, image, own_command }
     }
 
     /// Every value given to any of `names`.
@@ -529,10 +536,13 @@ impl<'a> CommandLine<'a> {
         self.value(names).and_then(|v| v.parse().ok())
     }
 
-    /// Whether the container runs vLLM (by image or command line).
+    /// Whether the container runs vLLM: its command line says so, or its
+    /// image does and it keeps the image's entrypoint (a helper that runs
+    /// its own command in a vLLM image, such as the model cache's marker
+    /// step, is not the server).
     pub fn is_vllm(&self) -> bool {
         let has = |s: &str| s.to_ascii_lowercase().contains("vllm");
-        has(self.image) || self.words.iter().any(|w| has(w))
+        (has(self.image) && !self.own_command) || self.words.iter().any(|w| has(w))
     }
 
     /// The model the server loads: `--model`, or the word after `serve`.
@@ -546,7 +556,24 @@ impl<'a> CommandLine<'a> {
     /// Whether the container is a model server (names a model or runs vLLM);
     /// rules about loading weights apply to these only, not to sidecars.
     pub fn serves_model(&self) -> bool {
-        self.model().is_some() || self.is_vllm()
+        !self.downloads() && (self.model().is_some() || self.is_vllm())
+    }
+
+    /// Whether the container runs the Hugging Face CLI's download (a model
+    /// cache Job, even in a vLLM image): it fetches weights, it does not
+    /// load them.
+    pub fn downloads(&self) -> bool {
+        self.words.windows(2).any(|w| matches!(w[0], "hf" | "huggingface-cli") && w[1] == "download")
+    }
+
+    /// The repository a Hugging Face CLI download fetches: the word after
+    /// `download`.
+    pub fn downloaded_repo(&self) -> Option<&'a str> {
+        if !self.downloads() {
+            return None;
+        }
+        let at = self.positional.iter().position(|w| *w == "download")?;
+        self.positional.get(at + 1).copied()
     }
 
     /// The size of the model the server loads, as far as its name and the
@@ -580,7 +607,7 @@ mod tests {
         // Workload rules count up from ISVC001, the blocks of later rule
         // families from ISVC040 and ISVC050, security rules from ISVC100;
         // each block without gaps.
-        for (start, end) in [(1, 40), (40, 50), (50, 60), (60, 100), (100, 1000)] {
+        for (start, end) in [(1, 40), (40, 50), (50, 60), (60, 70), (70, 100), (100, 1000)] {
             let block: Vec<&Rule> =
                 RULES.iter().filter(|r| r.id[4..].parse::<usize>().is_ok_and(|n| (start..end).contains(&n))).collect();
             for (i, r) in block.iter().enumerate() {
@@ -605,6 +632,15 @@ mod tests {
         assert_eq!(cl.port(), Some(9000));
         assert_eq!(cl.ranks(), 4);
         assert!(cl.is_vllm());
+        // A helper in a vLLM image with a command of its own is not the server;
+        // a download names its repository.
+        let helper = json!({"image": "vllm/vllm-openai:v0.11.0", "command": ["/bin/sh", "-c", "touch \"$MARKER\""]});
+        assert!(!CommandLine::of(&helper).is_vllm() && !CommandLine::of(&helper).serves_model());
+        let download = json!({"image": "vllm/vllm-openai:v0.11.0", "command": ["hf"], "args": ["download", "org/m", "--revision", "main"]});
+        let cl = CommandLine::of(&download);
+        assert!(cl.downloads() && !cl.serves_model());
+        assert_eq!((cl.downloaded_repo(), cl.value(&["--revision"])), (Some("org/m"), Some("main")));
+        assert!(CommandLine::of(&json!({"image": "vllm/vllm-openai:v0.11.0", "args": ["--model", "m"]})).is_vllm());
         let shell = json!({"image": "python", "command": ["sh", "-c", "vllm serve Qwen/Qwen3-8B --host 0.0.0.0"]});
         let cl = CommandLine::of(&shell);
         assert_eq!(cl.model(), Some("Qwen/Qwen3-8B"));

@@ -102,6 +102,40 @@ pub const MEMORY_BELOW_LOADING_PEAK: Rule =
      heuristic: a model id without a parameter count is estimated without the weights.",
         );
 
+pub const WEIGHTS_EXCEED_GPU_MEMORY: Rule = Rule::new(
+    "ISVC070",
+    Severity::Warning,
+    "the model's weights do not fit the GPU memory of one replica",
+)
+.symptom(
+    "the server fails at start-up with `torch.OutOfMemoryError: CUDA out of memory` while it loads the weights, \
+     or with `ValueError: No available memory for the cache blocks` after it, and the pod restarts in \
+     CrashLoopBackOff",
+)
+.fix(
+    "give the service more GPUs (spec.gpusPerReplica), an accelerator profile with more memory per GPU \
+     (spec.accelerator), or a quantized variant of the model",
+)
+.explain(
+    "vLLM shards the weights over the tensor and pipeline parallel ranks; each GPU must hold its shard within \
+     --gpu-memory-utilization (0.9 by default) of its memory, and the KV cache needs what is left. isvc \
+     estimates the weights from the parameter count in the model id (2 bytes per parameter, 1 for FP8/INT8, \
+     0.5 for AWQ/GPTQ/INT4) and reads the memory of one GPU from the accelerator profile (the pod annotation \
+     ai.example.com/gpu-memory, from the platform's accelerators[].memoryGiB). A MIG slice has the memory of \
+     the slice, not of the whole GPU. A model id without a parameter count is not checked.",
+);
+
+/// The share of a GPU's memory vLLM takes by default
+/// (vllm-project/vllm `vllm/config/cache.py`, `gpu_memory_utilization`).
+const GPU_MEMORY_UTILIZATION: f64 = 0.9;
+
+/// Whether `resource` is an accelerator: an extended resource (a name
+/// with a domain outside `kubernetes.io`), such as `nvidia.com/gpu`, a MIG
+/// slice `nvidia.com/mig-3g.40gb` or `amd.com/gpu`.
+fn is_accelerator(resource: &str) -> bool {
+    resource.split_once('/').is_some_and(|(domain, _)| !domain.ends_with("kubernetes.io"))
+}
+
 /// The resource rules over one object.
 pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let limit_ranges = cx.objects_of_kind(namespace(o), "LimitRange");
@@ -114,6 +148,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
                 continue;
             }
             let effective = admission::effective(c, limit_ranges);
+            gpu_memory(o, template, c, &cl, out);
             cpu_limit(o, c, &effective, out);
             let shm = shared_memory(template, c);
             let workers = cl.ranks();
@@ -125,11 +160,45 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
 }
 
+/// The weights against the GPU memory of the ranks they are sharded over.
+fn gpu_memory(o: &Object, template: &Value, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
+    let annotation = template
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::model::labels::GPU_MEMORY_ANNOTATION))
+        .and_then(Value::as_str);
+    let (Some(per_gpu), Some(size)) = (annotation.and_then(|a| Quantity::parse(a).ok()), cl.model_size()) else {
+        return;
+    };
+    let ranks = cl.ranks();
+    let per_gpu = (per_gpu.nanos() / 1_000_000_000) as f64;
+    let utilization = cl
+        .value(&["--gpu-memory-utilization"])
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|u| *u > 0.0 && *u <= 1.0)
+        .unwrap_or(GPU_MEMORY_UTILIZATION);
+    let usable = per_gpu * utilization * ranks as f64;
+    if size.weight_bytes() <= usable {
+        return;
+    }
+    out.push(Finding::new(
+        WEIGHTS_EXCEED_GPU_MEMORY,
+        o,
+        format!(
+            "container \"{}\" loads {} onto {ranks} GPU{} of {} each, which hold {} at a memory utilization of {utilization}",
+            container_name(c),
+            size.describe(),
+            if ranks == 1 { "" } else { "s" },
+            super::gib(per_gpu),
+            super::gib(usable),
+        ),
+    ));
+}
+
 fn gpus(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let name = container_name(c);
     let requests = c.pointer("/resources/requests").and_then(Value::as_object);
     let limits = c.pointer("/resources/limits").and_then(Value::as_object);
-    for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| k.ends_with("/gpu")) {
+    for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| is_accelerator(k)) {
         let r = requests.and_then(|m| m.get(key));
         let l = limits.and_then(|m| m.get(key));
         let differ = match (r, l) {

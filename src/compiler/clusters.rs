@@ -92,6 +92,9 @@ fn services_for(cluster: &Cluster, services: &[LoadedService]) -> Vec<LoadedServ
         .map(|s| {
             let mut s = s.clone();
             let spec = &mut s.service.spec;
+            if let (Some(image), Some(registry)) = (&mut spec.image, &cluster.image_registry) {
+                *image = mirror(image, registry);
+            }
             spec.replicas = spec.replicas.map(|r| scale(r, cluster.replica_factor));
             if let Some(a) = &mut spec.autoscaling {
                 a.min = scale(a.min, cluster.replica_factor);
@@ -116,6 +119,20 @@ fn platform_for(cluster: &Cluster, platform: &Platform) -> Platform {
     p.defaults.node_selector.extend(cluster.node_selector.clone());
     if let Some(registry) = &cluster.image_registry {
         p.defaults.image = mirror(&p.defaults.image, registry);
+        // Services' own images, the model cache's images and the allowed
+        // repositories move to the mirror alike.
+        for r in p.images.iter_mut().flat_map(|i| i.allowed_repositories.iter_mut()) {
+            *r = mirror(r, registry);
+        }
+        let caches = p.model_cache.iter_mut().chain(p.tenants.iter_mut().filter_map(|t| t.model_cache.as_mut()));
+        for c in caches {
+            if let Some(i) = &mut c.downloader_image {
+                *i = mirror(i, registry);
+            }
+            if let Some(i) = &mut c.image {
+                i.reference = mirror(&i.reference, registry);
+            }
+        }
     }
     p
 }

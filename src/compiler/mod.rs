@@ -365,6 +365,15 @@ impl Stage<'_> {
             .map(|(s, d)| render::render_service(self.templates, d, Some(&(self.label)(s))))
             .collect();
         let mut objects = vec![crd::object()];
+        let cache_plans = desired
+            .iter()
+            .filter_map(|(s, d)| d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s)))));
+        for o in derive::cache::objects(cache_plans) {
+            for p in typecheck::typecheck(&o.value) {
+                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+            }
+            objects.push(o);
+        }
         for r in rendered {
             match r {
                 Ok(o) => objects.extend(o),
@@ -485,9 +494,16 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
     let mut diags = Vec::new();
     let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();
     for s in services {
+        let at = |path: &[&str]| s.location(&path.iter().map(|k| PathSegment::Key(k.to_string())).collect::<Vec<_>>());
         if let Err((path, message)) = place(&s.service, platform) {
-            let path: Vec<PathSegment> = path.iter().map(|k| PathSegment::Key(k.to_string())).collect();
-            diags.push(Diagnostic::error(message).at(s.location(&path)));
+            diags.push(Diagnostic::error(message).at(at(&path)));
+        }
+        let refusals = [
+            derive::accelerators::profile(&s.service.spec, platform).err(),
+            derive::accelerators::image(&s.service.spec, platform).err(),
+        ];
+        for r in refusals.into_iter().flatten() {
+            diags.push(Diagnostic::error(r.message).at(at(&r.path)).help(r.help));
         }
         if !platform.tenants.is_empty() && platform.tenant_of(s.service.namespace_or_default()).is_none() {
             homeless.entry(s.service.namespace_or_default()).or_insert(s);

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use crate::model::labels::TENANT_LABEL;
 use crate::model::labels::*;
 use crate::model::objects::{Object, ObjectId};
-use crate::model::platform::{Platform, Queue, Tenant};
+use std::collections::BTreeMap;
+
+use crate::model::platform::{Accelerator, Platform, Queue, Tenant};
 
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
 /// Name of the ClusterQueue behind a tenant's queue.
@@ -53,6 +55,29 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         &kueue.flavor.name,
         json!({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": kueue.flavor.name, "labels": labels}, "spec": flavor_spec}),
     ));
+    // A flavor per accelerator profile that names one: its nodes' labels
+    // and taints, so Kueue places the profile's quota on them.
+    let mut profile_flavors: BTreeMap<&str, &Accelerator> = BTreeMap::new();
+    for a in &platform.accelerators {
+        if let Some(f) = a.kueue_flavor.as_deref().filter(|f| *f != kueue.flavor.name) {
+            profile_flavors.entry(f).or_insert(a);
+        }
+    }
+    for (name, a) in &profile_flavors {
+        let mut spec = serde_json::Map::new();
+        if !a.node_selector.is_empty() {
+            spec.insert("nodeLabels".into(), json!(a.node_selector));
+        }
+        if !a.tolerations.is_empty() {
+            spec.insert("tolerations".into(), serde_json::to_value(&a.tolerations).unwrap_or_default());
+        }
+        out.push(object(
+            "ResourceFlavor",
+            None,
+            name,
+            json!({"apiVersion": API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": name, "labels": labels}, "spec": spec}),
+        ));
+    }
     for (tier_name, tier) in platform.tiers() {
         let name = platform.priority_class(&tier_name);
         let mut value = json!({
@@ -68,7 +93,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
     for tenant in &platform.tenants {
         for queue in &tenant.queues {
             let cq = cluster_queue(tenant, queue);
-            let resources: Vec<Value> = queue
+            let resources: Vec<(String, Value)> = queue
                 .nominal_quota
                 .iter()
                 .map(|(r, q)| {
@@ -79,7 +104,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
                     if let Some(l) = queue.lending_limit.as_ref().and_then(|m| m.get(r)) {
                         entry["lendingLimit"] = json!(l.0);
                     }
-                    entry
+                    (r.clone(), entry)
                 })
                 .collect();
             out.push(object(
@@ -94,10 +119,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
                         "namespaceSelector": {"matchLabels": {TENANT_LABEL: tenant.name}},
                         "queueingStrategy": "BestEffortFIFO",
                         "preemption": preemption(platform, tenant, queue),
-                        "resourceGroups": [{
-                            "coveredResources": queue.nominal_quota.keys().collect::<Vec<_>>(),
-                            "flavors": [{"name": kueue.flavor.name, "resources": resources}],
-                        }],
+                        "resourceGroups": resource_groups(platform, &kueue.flavor.name, resources),
                     },
                 }),
             ));
@@ -116,6 +138,42 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         }
     }
     out
+}
+
+/// The resource groups of a ClusterQueue: the resource of an accelerator
+/// profile with its own `kueueFlavor` in that flavor's group, the rest in
+/// the platform's flavor. Kueue wants each resource, and each flavor, in
+/// one group only (kubernetes-sigs/kueue
+/// `apis/kueue/v1beta2/clusterqueue_types.go`, `ResourceGroup`), so the
+/// groups are by flavor.
+fn resource_groups(platform: &Platform, default_flavor: &str, resources: Vec<(String, Value)>) -> Value {
+    let mut groups: BTreeMap<&str, Vec<(String, Value)>> = BTreeMap::new();
+    for (r, entry) in resources {
+        let flavor = platform
+            .accelerators
+            .iter()
+            .find(|a| a.resource == r && a.kueue_flavor.is_some())
+            .and_then(|a| a.kueue_flavor.as_deref())
+            .unwrap_or(default_flavor);
+        groups.entry(flavor).or_default().push((r, entry));
+    }
+    // The platform's flavor first, as before profiles.
+    let mut order: Vec<&str> = groups.keys().copied().filter(|f| *f != default_flavor).collect();
+    if groups.contains_key(default_flavor) || groups.is_empty() {
+        order.insert(0, default_flavor);
+    }
+    Value::Array(
+        order
+            .into_iter()
+            .map(|f| {
+                let entries = groups.remove(f).unwrap_or_default();
+                json!({
+                    "coveredResources": entries.iter().map(|(r, _)| r).collect::<Vec<_>>(),
+                    "flavors": [{"name": f, "resources": entries.iter().map(|(_, e)| e).collect::<Vec<_>>()}],
+                })
+            })
+            .collect(),
+    )
 }
 
 /// A ClusterQueue's preemption policy, from the tier of its queue (Classic

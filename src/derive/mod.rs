@@ -6,8 +6,10 @@
 //! objects exist); the templates only give those values their YAML shape.
 //! An Operator could call [`derive`] in its reconcile loop.
 
+pub mod accelerators;
 pub mod adapters;
 pub mod autoscaling;
+pub mod cache;
 pub mod drain;
 pub mod engine;
 pub mod gateway;
@@ -106,6 +108,12 @@ pub struct DesiredService {
     pub monitoring: Option<crate::derive::monitoring::MonitorPlan>,
     /// Where clients reach the service.
     pub endpoint: String,
+    /// The accelerator profile's name, when the platform declares profiles.
+    pub accelerator: Option<String>,
+    /// The shared model cache: the claim and the download Job (see [`cache`]).
+    pub cache: Option<crate::derive::cache::CachePlan>,
+    /// Init containers of every pod (the wait for the cached model).
+    pub init_containers: Vec<serde_json::Value>,
     /// The objects to render, in order, each with its template.
     pub objects: Vec<Child>,
 }
@@ -330,13 +338,19 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     if spec.resources.is_some() {
         validate_overrides(&cpu, &memory, &shm_size, cpu_limit.as_deref())?;
     }
+    let profile = crate::derive::accelerators::profile(spec, platform).map_err(|r| r.message)?;
+    let mut pod_annotations = BTreeMap::new();
+    let image = crate::derive::accelerators::image(spec, platform).map_err(|r| r.message)?;
+    if let Some(m) = profile.memory_gib {
+        pod_annotations.insert(crate::model::labels::GPU_MEMORY_ANNOTATION.to_string(), format!("{m}Gi"));
+    }
     let gpu = gpus.to_string();
     let mut requests = BTreeMap::from([
         ("cpu".to_string(), cpu),
         ("memory".to_string(), memory.clone()),
-        ("nvidia.com/gpu".to_string(), gpu.clone()),
+        (profile.resource.clone(), gpu.clone()),
     ]);
-    let mut limits = BTreeMap::from([("memory".to_string(), memory), ("nvidia.com/gpu".to_string(), gpu)]);
+    let mut limits = BTreeMap::from([("memory".to_string(), memory), (profile.resource.clone(), gpu)]);
     if let Some(limit) = cpu_limit {
         limits.insert("cpu".to_string(), limit);
     }
@@ -344,6 +358,12 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     let port = d.port;
     let mut args = vec!["--model".to_string(), spec.base_model.clone()];
     args.extend(crate::derive::engine::identity_args(spec));
+    // With the shared cache, the server loads what the cache holds: without
+    // a revision, the branch the download fetched, through its refs/main.
+    let shared = platform.model_cache_of(&namespace).is_some() && crate::derive::cache::cacheable(&spec.base_model);
+    if shared && spec.revision.is_none() {
+        args.extend(["--revision".to_string(), crate::derive::cache::DEFAULT_REVISION.to_string()]);
+    }
     args.extend([
         "--tensor-parallel-size".to_string(),
         gpus.to_string(),
@@ -354,7 +374,6 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     ]);
     args.extend(crate::derive::multinode::args(spec));
     let adapters = crate::derive::adapters::plan(spec, &namespace, &name, &d.lora);
-    let mut pod_annotations = BTreeMap::new();
     let mut volume_mounts = Vec::new();
     let mut volumes = Vec::new();
     if let Some(a) = &adapters {
@@ -366,7 +385,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         volumes.push(serde_json::json!({"name": crate::derive::adapters::VOLUME, "configMap": {"name": name}}));
     }
     let p = &d.probes;
-    let (drain, drain_args) = crate::derive::drain::plan(&d.drain, &d.image);
+    let (drain, drain_args) = crate::derive::drain::plan(&d.drain, &image);
     args.extend(drain_args);
     args.extend(spec.args.iter().cloned());
     let probes = ProbePlan {
@@ -478,8 +497,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
     // ClusterQueue does not cover (kubernetes-sigs/kueue flavorassigner,
     // "resource %s unavailable in ClusterQueue"), so a queued service gets
     // the limit alone.
+    // With the shared cache, the weights live on the claim: the emptyDir
+    // keeps the compiled kernels alone.
     let cache_size = match &d.model_cache.size_limit {
         Some(q) => q.0.clone(),
+        None if shared => format!("{}Gi", crate::model::size::CACHE_HEADROOM_BYTES as i64 >> 30),
         None => {
             let size = crate::model::size::ModelSize::guess(
                 &spec.base_model,
@@ -500,13 +522,40 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         })
         .collect();
     let mut security_mounts = security_mounts;
-    if let Some((volume, mount)) = crate::derive::engine::token_volume(spec, platform, &namespace) {
-        security_volumes.push(volume);
-        security_mounts.push(mount);
+    let writable_volumes = security_volumes.clone();
+    let writable_mounts = security_mounts.clone();
+    let token = crate::derive::engine::token_volume(spec, platform, &namespace);
+    if let Some((volume, mount)) = &token {
+        security_volumes.push(volume.clone());
+        security_mounts.push(mount.clone());
     }
+    let mut base_env = security.env.clone();
+    let pod_security = serde_json::to_value(&security.pod).map_err(|e| e.to_string())?;
+    let container_security = serde_json::to_value(&security.container).map_err(|e| e.to_string())?;
+    let shape = crate::derive::cache::PodShape {
+        image: &image,
+        image_pull_policy: d.image_pull_policy.as_str(),
+        pod_security: &pod_security,
+        container_security: &container_security,
+        env: &security.env,
+        volumes: &writable_volumes,
+        mounts: &writable_mounts,
+        token: token.as_ref(),
+        pod_annotations: &security.pod_annotations,
+    };
+    let mut init_containers = Vec::new();
+    let cache = crate::derive::cache::plan(spec, platform, &namespace, &shape).and_then(|(plan, server)| {
+        // Every pod of the service, multi-node workers included, loads
+        // from the cache.
+        security_volumes.push(server.volume);
+        security_mounts.push(server.mount);
+        base_env.extend(server.env);
+        init_containers.extend(server.init_container);
+        plan
+    });
     volume_mounts.splice(0..0, security_mounts.iter().cloned());
     volumes.splice(0..0, security_volumes.iter().cloned());
-    let env = crate::derive::engine::env(spec, platform, &namespace, &security.env);
+    let env = crate::derive::engine::env(spec, platform, &namespace, &base_env);
     // A service that may run one pod surges rather than stop its only pod
     // for the model's whole load time, unless no GPU is spare.
     let lowest = autoscaler.as_ref().map_or(spec_replicas, |a| a.min_replicas);
@@ -529,7 +578,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         model: spec.base_model.clone(),
         container: Container {
             name: CONTAINER_NAME.to_string(),
-            image: d.image.clone(),
+            image,
             image_pull_policy: d.image_pull_policy.as_str().to_string(),
             args,
             port,
@@ -540,8 +589,8 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
             shm_size,
             cache_size,
             probes,
-            node_selector: d.node_selector.clone(),
-            tolerations: d.tolerations.clone(),
+            node_selector: profile.node_selector,
+            tolerations: profile.tolerations,
             volume_mounts,
             env,
         },
@@ -571,6 +620,9 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         keda,
         gateway,
         monitoring,
+        accelerator: profile.name,
+        cache,
+        init_containers,
         objects,
     })
 }

@@ -159,6 +159,10 @@ pub(crate) enum Measure<'k> {
     Objects(&'k str, &'k str),
     /// Services of some types.
     Services(&'static [&'static str]),
+    /// Storage the PersistentVolumeClaims of the namespace request
+    /// (`requests.storage`: kubernetes/kubernetes
+    /// `pkg/quota/v1/evaluator/core/persistent_volume_claims.go`).
+    Storage,
 }
 
 pub(crate) fn measure(key: &str) -> Option<Measure<'_>> {
@@ -173,7 +177,7 @@ pub(crate) fn measure(key: &str) -> Option<Measure<'_>> {
         | "persistentvolumeclaims"
         | "replicationcontrollers"
         | "resourcequotas" => Measure::Objects(key, ""),
-        "requests.storage" => return None,
+        "requests.storage" => Measure::Storage,
         k if k.starts_with("hugepages-") => Measure::Requests(k),
         k => {
             if let Some(r) = k.strip_prefix("requests.") {
@@ -330,6 +334,14 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
                     .count() as i64;
                 if n > 0 {
                     u.parts.push((format!("{n} Service"), one().times(n)));
+                }
+            }
+            Measure::Storage => {
+                for claim in cx.objects_of_kind(ns, "PersistentVolumeClaim") {
+                    let size = claim.value.pointer("/spec/resources/requests/storage").and_then(quantity);
+                    if let Some(size) = size {
+                        u.parts.push((claim.id.name.clone(), size));
+                    }
                 }
             }
             _ => {}

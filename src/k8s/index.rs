@@ -112,7 +112,7 @@ impl<'a> Context<'a> {
     fn workload(&self, o: &'a Object) -> Option<Workload<'a>> {
         let spec = o.value.get("spec")?;
         let templates: Vec<(&Value, i64)> = match o.id.kind.as_str() {
-            "Deployment" | "StatefulSet" | "ReplicaSet" => vec![(spec.get("template")?, 1)],
+            "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => vec![(spec.get("template")?, 1)],
             "LeaderWorkerSet" => {
                 let lwt = spec.get("leaderWorkerTemplate")?;
                 let worker = lwt.get("workerTemplate")?;
@@ -126,7 +126,10 @@ impl<'a> Context<'a> {
         // default a missing `spec.replicas` to 1; an autoscaler then keeps
         // the count within its bounds (pkg/controller/podautoscaler: a count
         // below minReplicas is raised, above maxReplicas lowered).
-        let own = spec.get("replicas").and_then(Value::as_i64);
+        // A Job runs `parallelism` pods at once (1 when left out:
+        // kubernetes/kubernetes `pkg/apis/batch/v1/defaults.go`).
+        let count = if o.id.kind == "Job" { "parallelism" } else { "replicas" };
+        let own = spec.get(count).and_then(Value::as_i64);
         let (min, max) = match self.autoscaler_of(o) {
             Some(a) => {
                 let bound = |hpa: &str, keda: &str, default: i64| {

@@ -7,8 +7,9 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, LimitRange, Namespace, PodTemplateSpec, ResourceQuota, Service, ServiceAccount,
+    ConfigMap, LimitRange, Namespace, PersistentVolumeClaim, PodTemplateSpec, ResourceQuota, Service, ServiceAccount,
 };
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -42,6 +43,8 @@ pub fn typecheck(value: &Value) -> Vec<Problem> {
         ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(value),
         ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<Role>(value),
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(value),
+        ("v1", "PersistentVolumeClaim") => round_trip::<PersistentVolumeClaim>(value),
+        ("batch/v1", "Job") => round_trip::<Job>(value),
         (kinds::LWS, "LeaderWorkerSet") => leader_worker_set(value),
         (kinds::INFERENCE_OBJECTIVE, "InferenceObjective") => round_trip::<InferenceObjective>(value),
         // The other kinds of the table (Kueue, KEDA, the Gateway API, the

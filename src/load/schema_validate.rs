@@ -226,7 +226,9 @@ impl<'a> Validator<'a> {
                     Some(Value::Bool(false)) => {
                         let names: Vec<&str> =
                             properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                        let elsewhere = ELSEWHERE.iter().find(|(f, k, _)| *f == field && *k == key.name);
                         let help = match did_you_mean(&key.name, names.iter().copied()) {
+                            _ if elsewhere.is_some() => elsewhere.map(|(_, _, h)| h.to_string()).unwrap_or_default(),
                             Some(m) => format!("did you mean \"{m}\"?"),
                             None if names.is_empty() => "remove it".to_string(),
                             None => format!("expected one of: {}", names.join(", ")),
@@ -265,6 +267,22 @@ impl<'a> Validator<'a> {
         }
     }
 }
+
+/// Fields that live elsewhere than where they are easily written: (the map,
+/// the key, where it goes).
+const ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "defaults.modelCache",
+        "storageClassName",
+        "the shared model cache is the top-level `modelCache: {storageClassName, size}`; defaults.modelCache sizes each pod's own emptyDir",
+    ),
+    (
+        "defaults.modelCache",
+        "size",
+        "the shared model cache is the top-level `modelCache: {storageClassName, size}`; defaults.modelCache sizes each pod's own emptyDir (sizeLimit)",
+    ),
+    ("defaults", "accelerators", "accelerator profiles are a top-level list of the platform file, `accelerators:`"),
+];
 
 fn type_matches(node: &Node, types: &Value) -> bool {
     let one = |t: &str| match (&node.value, t) {

@@ -25,6 +25,14 @@ pub fn service(spec: &InferenceServiceSpec) -> Vec<Problem> {
     out.extend(multinode(spec));
     out.extend(gateway(spec));
     out.extend(engine(spec));
+    if let Some(image) = &spec.image
+        && let Err(e) = image_reference(image)
+    {
+        out.push(
+            Problem::new(spec_path(&["image"]), format!("invalid image {image:?}: {e}"))
+                .help("write one image reference, for example \"vllm/vllm-openai:v0.11.0\""),
+        );
+    }
     for (field, q) in
         spec.resources.iter().flat_map(|r| [("cpu", &r.cpu), ("memory", &r.memory), ("shmSize", &r.shm_size)])
     {
@@ -977,6 +985,159 @@ pub fn platform(platform: &Platform) -> Vec<Problem> {
     out.extend(platform_tenancy(platform));
     out.extend(platform_gateway(platform));
     out.extend(platform_monitoring(platform));
+    out.extend(platform_accelerators(platform));
+    out.extend(platform_model_cache(platform));
+    out
+}
+
+/// Accelerator profiles: unique DNS-label names, a resource name the API
+/// server takes, node labels and tolerations like `defaults`'.
+fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| PathSegment::Key(k.to_string());
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, a) in platform.accelerators.iter().enumerate() {
+        let at = |k: &str| vec![key("accelerators"), PathSegment::Index(i), key(k)];
+        // The name is only matched against spec.accelerator and shown in
+        // messages: letters, digits, '-', '_' and '.' (`H100`, `mig-3g.40gb`).
+        if a.name.is_empty() || !a.name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+            out.push(
+                Problem::new(
+                    at("name"),
+                    format!("invalid accelerator name {:?}: use letters, digits, '-', '_' or '.'", a.name),
+                )
+                .help("for example \"h100\" or \"mig-3g.40gb\""),
+            );
+        }
+        if let Some(first) = seen.insert(&a.name, i) {
+            out.push(
+                Problem::new(
+                    at("name"),
+                    format!("accelerator {:?} is declared twice (first as accelerators[{first}])", a.name),
+                )
+                .help("give each profile its own name"),
+            );
+        }
+        // An extended resource is a fully qualified name outside the
+        // kubernetes.io domain (kubernetes/kubernetes
+        // `pkg/apis/core/helper/helpers.go`, `IsExtendedResourceName`).
+        let qualified = crate::base::names::qualified_name(&a.resource).is_ok() && a.resource.contains('/');
+        if !qualified || a.resource.split('/').next().is_some_and(|d| d.ends_with("kubernetes.io")) {
+            out.push(
+                Problem::new(at("resource"), format!("invalid accelerator resource {:?}: not an extended resource name", a.resource))
+                    .help("write the device plugin's resource, for example \"nvidia.com/gpu\", \"nvidia.com/mig-3g.40gb\" or \"amd.com/gpu\""),
+            );
+        }
+        for (k, v) in &a.node_selector {
+            let mut path = at("nodeSelector");
+            path.push(key(k));
+            if let Err(e) = crate::base::names::qualified_name(k).and(crate::base::names::label_value(v, true)) {
+                out.push(
+                    Problem::new(path, format!("invalid nodeSelector {k:?}: {v:?}: {e}"))
+                        .help("a node label is [prefix/]name: value, for example \"nvidia.com/gpu.product\": \"NVIDIA-H100-80GB-HBM3\""),
+                );
+            }
+        }
+        for (j, t) in a.tolerations.iter().enumerate() {
+            if !t.key.is_empty()
+                && let Err(e) = crate::base::names::qualified_name(&t.key)
+            {
+                let mut path = at("tolerations");
+                path.extend([PathSegment::Index(j), key("key")]);
+                out.push(
+                    Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
+                        .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
+                );
+            }
+        }
+        if let Some(f) = &a.kueue_flavor
+            && let Err(e) = crate::base::names::dns1123_subdomain(f)
+        {
+            out.push(
+                Problem::new(at("kueueFlavor"), format!("invalid Kueue flavor name {f:?}: {e}"))
+                    .help("a ResourceFlavor name is lower case letters, digits, '-' and '.'"),
+            );
+        }
+    }
+    for (i, r) in platform.images.iter().flat_map(|i| i.allowed_repositories.iter()).enumerate() {
+        if let Err(e) = image_reference(r) {
+            out.push(
+                Problem::new(
+                    vec![key("images"), key("allowedRepositories"), PathSegment::Index(i)],
+                    format!("invalid repository {r:?}: {e}"),
+                )
+                .help("write a repository, for example \"vllm/vllm-openai\", or a prefix ending in '/'"),
+            );
+        }
+    }
+    out
+}
+
+/// The shared model cache of the platform and of each tenant: a size the
+/// API server takes, a claim name that is a DNS subdomain, an image.
+fn platform_model_cache(platform: &Platform) -> Vec<Problem> {
+    let key = |k: &str| PathSegment::Key(k.to_string());
+    let caches = platform.model_cache.iter().map(|c| (vec![key("modelCache")], c)).chain(
+        platform.tenants.iter().enumerate().filter_map(|(i, t)| {
+            t.model_cache.as_ref().map(|c| (vec![key("tenants"), PathSegment::Index(i), key("modelCache")], c))
+        }),
+    );
+    let mut out = Vec::new();
+    for (base, c) in caches {
+        let at = |k: &str| {
+            let mut p = base.clone();
+            p.push(key(k));
+            p
+        };
+        match (&c.size, &c.image) {
+            (Some(size), None) => match Quantity::parse(&size.0) {
+                Ok(q) if q.nanos() > 0 => {}
+                Ok(_) => out.push(Problem::new(at("size"), "modelCache.size must be more than zero")),
+                Err(e) => out.push(
+                    Problem::new(at("size"), format!("modelCache.size: {e}"))
+                        .help("write a size with a binary suffix, for example 500Gi"),
+                ),
+            },
+            (None, Some(image)) => {
+                let mut reference = at("image");
+                reference.push(key("reference"));
+                let sample = image.reference.replace("{model}", "org/model").replace("{revision}", "main");
+                if !image.reference.contains("{model}") {
+                    out.push(
+                        Problem::new(reference, format!("modelCache.image.reference {:?} does not name the model", image.reference))
+                            .help("put {model} (and {revision}) in it, for example \"registry.example.com/models/{model}:{revision}\""),
+                    );
+                } else if let Err(e) = image_reference(&sample) {
+                    out.push(Problem::new(reference, format!("invalid image reference {:?}: {e}", image.reference)));
+                }
+            }
+            (Some(_), Some(_)) => out.push(
+                Problem::new(at("image"), "modelCache gives both `size` (a claim) and `image` (an image per model)")
+                    .help("keep one: a claim filled by download Jobs, or images that hold the models"),
+            ),
+            (None, None) => out.push(
+                Problem::new(
+                    base.clone(),
+                    "modelCache needs `size` (a claim filled by download Jobs) or `image` (an image per model)",
+                )
+                .help("for example modelCache: {storageClassName: nfs, size: 500Gi}"),
+            ),
+        }
+        if let Err(e) = crate::base::names::dns1123_label(&c.claim_name) {
+            out.push(
+                Problem::new(at("claimName"), format!("invalid claim name {:?}: {e}", c.claim_name))
+                    .help("use lower case letters, digits and '-', for example \"isvc-model-cache\""),
+            );
+        }
+        if let Some(i) = &c.downloader_image
+            && let Err(e) = image_reference(i)
+        {
+            out.push(
+                Problem::new(at("downloaderImage"), format!("invalid image {i:?}: {e}"))
+                    .help("write one image reference with the `hf` CLI, for example \"vllm/vllm-openai:v0.11.0\""),
+            );
+        }
+    }
     out
 }
 

@@ -7,8 +7,8 @@
 //!   `autoscaling` keeps the reference autoscaler bounds).
 //! - v1alpha2 to v1alpha1 keeps what v1alpha1 can say and does not drop the
 //!   rest: the fields v1alpha1 cannot express (adapters, autoscaling, nodes,
-//!   resources, gateway, served model name, revision, engine arguments and
-//!   environment, and the new status fields) are stored as JSON in
+//!   resources, gateway, served model name, revision, engine arguments,
+//!   environment, accelerator and image, and the new status fields) are stored as JSON in
 //!   the annotation [`LOST_FIELDS_ANNOTATION`], the usual Kubernetes pattern,
 //!   and restored from it on the way back. A v1alpha1 reader sees
 //!   `replicas` as the autoscaling minimum and `gpusPerReplica` as the GPUs
@@ -45,6 +45,8 @@ pub fn spec_to_hub(spec: &v1::InferenceServiceSpec) -> v2::InferenceServiceSpec 
         revision: None,
         args: Vec::new(),
         env: Vec::new(),
+        accelerator: None,
+        image: None,
     }
 }
 

@@ -83,6 +83,13 @@ pub const KINDS: &[Kind] = &[
     row("v1", "LimitRange", true, 7, Owner::Platform),
     row("networking.k8s.io/v1", "NetworkPolicy", true, 8, Owner::Platform),
     row(KUEUE, "LocalQueue", true, 9, Owner::Platform),
+    row("v1", "PersistentVolumeClaim", true, 9, Owner::Platform),
+    Kind {
+        pod_templates: DEPLOYMENT_PODS,
+        replicas: Some("/spec/parallelism"),
+        restarts_under: Some("/spec/template"),
+        ..row("batch/v1", "Job", true, 9, Owner::Platform)
+    },
     row("v1", "ServiceAccount", true, 10, Owner::Service),
     row("rbac.authorization.k8s.io/v1", "Role", true, 10, Owner::Service),
     row("rbac.authorization.k8s.io/v1", "RoleBinding", true, 10, Owner::Service),
@@ -165,7 +172,7 @@ mod tests {
             assert_eq!(k.runs_pods(), k.replicas.is_some(), "{}", k.kind);
             assert_eq!(k.runs_pods(), k.restarts_under.is_some(), "{}", k.kind);
         }
-        assert!(runs_pods("Deployment") && runs_pods("LeaderWorkerSet") && !runs_pods("Service"));
+        assert!(runs_pods("Deployment") && runs_pods("LeaderWorkerSet") && runs_pods("Job") && !runs_pods("Service"));
         assert_eq!(lookup("InferencePool").unwrap().group(), INFERENCE_POOL_GROUP);
     }
 }

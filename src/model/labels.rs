@@ -21,6 +21,10 @@ pub const PREEMPTIBLE_ANNOTATION: &str = "ai.example.com/preemptible";
 /// Pod annotation listing the relaxations the platform granted a service.
 pub const EXCEPTIONS_ANNOTATION: &str = "isvc.ai.example.com/security-exceptions";
 
+/// Pod annotation with the memory of one GPU of the pod's accelerator
+/// profile (`80Gi`), for the rule that checks the weights fit.
+pub const GPU_MEMORY_ANNOTATION: &str = "ai.example.com/gpu-memory";
+
 /// Label Kueue reads for the LocalQueue of a workload.
 pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 

@@ -79,6 +79,167 @@ pub struct Platform {
     /// Prometheus Operator ServiceMonitors for the services' metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitoring: Option<Monitoring>,
+    /// A shared model cache: a ReadWriteMany PersistentVolumeClaim per
+    /// namespace that has services, filled by one download Job per model and
+    /// revision; the servers mount it read-only at the Hugging Face cache
+    /// and run offline. Left out, every pod downloads into its own
+    /// `emptyDir` (`defaults.modelCache`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_cache: Option<SharedModelCache>,
+    /// GPU profiles services pick with `spec.accelerator`: the first is the
+    /// default. Left out, every service asks for `nvidia.com/gpu` on the
+    /// nodes `defaults.nodeSelector` selects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accelerators: Vec<Accelerator>,
+    /// Which server images services may name in `spec.image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Images>,
+}
+
+/// The resource name of a GPU when the platform declares no accelerator
+/// profile (the NVIDIA device plugin's, NVIDIA/k8s-device-plugin
+/// `README.md`).
+pub const DEFAULT_GPU_RESOURCE: &str = "nvidia.com/gpu";
+
+/// A shared, persistent model cache.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SharedModelCache {
+    /// StorageClass of the claim; it must offer `ReadWriteMany` volumes
+    /// (NFS, CephFS, EFS, Filestore, Azure Files). The cluster's default
+    /// class when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub storage_class_name: Option<String>,
+    /// Size of each namespace's claim (`500Gi`): every model and revision
+    /// its services use must fit. Give `size` (a claim filled by download
+    /// Jobs) or `image` (an OCI image per model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<QuantityText>,
+    /// Instead of a claim: an OCI image (or artifact) per model and
+    /// revision, holding its Hugging Face hub cache (`models--<org>--<name>/`
+    /// at the root), that the kubelet pulls and mounts read-only in place of
+    /// the claim (an image volume, Kubernetes 1.31+, on by default from
+    /// 1.35). No download Job: the image is the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ModelImage>,
+    /// Name of the claim in each namespace.
+    #[serde(default = "default_claim_name")]
+    #[schemars(length(min = 1, max = 63))]
+    pub claim_name: String,
+    /// Image of the download Jobs; it must ship the Hugging Face CLI `hf`
+    /// (huggingface_hub 0.34 or later). The service's server image when
+    /// left out (vLLM images ship it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub downloader_image: Option<String>,
+    /// Longest a download may take, retries included, before its Job fails
+    /// (`activeDeadlineSeconds`).
+    #[serde(default = "default_download_deadline")]
+    #[schemars(range(min = 60, max = 604800))]
+    pub download_deadline_seconds: i64,
+    /// Failed download pods before the Job gives up (`backoffLimit`).
+    #[serde(default = "default_download_retries")]
+    #[schemars(range(min = 0, max = 100))]
+    pub download_retries: i32,
+}
+
+/// The OCI images that hold the models' caches.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ModelImage {
+    /// The image of a model, with `{model}` replaced by the model id in
+    /// lower case (`qwen/qwen3-8b`) and `{revision}` by the service's
+    /// revision (`main` when left out; `/` becomes `-`):
+    /// `registry.example.com/models/{model}:{revision}`.
+    #[schemars(length(min = 1, max = 1024))]
+    pub reference: String,
+    /// When the kubelet pulls it.
+    #[serde(default = "if_not_present")]
+    pub pull_policy: PullPolicy,
+}
+
+fn if_not_present() -> PullPolicy {
+    PullPolicy::IfNotPresent
+}
+
+fn default_claim_name() -> String {
+    "isvc-model-cache".to_string()
+}
+
+fn default_download_deadline() -> i64 {
+    21600
+}
+
+fn default_download_retries() -> i32 {
+    6
+}
+
+/// A GPU profile: the device plugin's resource name, the nodes that offer
+/// it, and how much memory one such GPU has.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Accelerator {
+    /// Profile name, as `spec.accelerator` names it (`h100`, `mig-3g.40gb`):
+    /// letters, digits, `-`, `_` and `.`.
+    #[schemars(length(min = 1, max = 63))]
+    pub name: String,
+    /// The extended resource one GPU is requested as: `nvidia.com/gpu`, a
+    /// MIG slice under the device plugin's mixed strategy
+    /// (`nvidia.com/mig-3g.40gb`), `amd.com/gpu`.
+    #[schemars(length(min = 1, max = 253))]
+    pub resource: String,
+    /// Node labels the pods of this profile must run on; replaces
+    /// `defaults.nodeSelector`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of the pods of this profile; replaces
+    /// `defaults.tolerations`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Memory of one GPU (or one slice) in GiB: `isvc check` warns when a
+    /// model's weights cannot fit the GPUs of a replica.
+    #[serde(rename = "memoryGiB", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4096))]
+    pub memory_gi_b: Option<u32>,
+    /// Kueue ResourceFlavor of these nodes: queues give the quota of
+    /// `resource` in this flavor. The platform's `kueue.flavor` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub kueue_flavor: Option<String>,
+}
+
+/// Which images services may run.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Images {
+    /// Repositories `spec.image` may come from (`vllm/vllm-openai`,
+    /// `registry.example.com/ml/`): an image matches a repository given in
+    /// full, or any repository under one that ends with `/`. Any image when
+    /// left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_repositories: Vec<String>,
+}
+
+impl Images {
+    /// Whether `image` comes from an allowed repository.
+    pub fn allows(&self, image: &str) -> bool {
+        let repo = image_repository(image);
+        self.allowed_repositories.is_empty()
+            || self.allowed_repositories.iter().any(|r| match r.strip_suffix('/') {
+                Some(prefix) => repo.starts_with(&format!("{prefix}/")),
+                None => repo == r,
+            })
+    }
+}
+
+/// The repository of an image reference: without its tag and digest.
+pub fn image_repository(image: &str) -> &str {
+    let image = image.split('@').next().unwrap_or(image);
+    match image.rsplit_once(':') {
+        Some((repo, tag)) if !tag.contains('/') => repo,
+        _ => image,
+    }
 }
 
 fn api_version() -> String {
@@ -669,6 +830,10 @@ pub struct Tenant {
     /// `defaults.huggingFace` for its services.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hugging_face: Option<HuggingFace>,
+    /// The tenant's own shared model cache, replacing the platform's
+    /// `modelCache` in its namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_cache: Option<SharedModelCache>,
 }
 
 /// LimitRange values for one container.
@@ -729,6 +894,24 @@ impl Platform {
     /// The name of tier `tier`'s PriorityClass and WorkloadPriorityClass.
     pub fn priority_class(&self, tier: &str) -> String {
         format!("{}{tier}", self.priority_class_prefix.as_deref().unwrap_or(DEFAULT_PRIORITY_CLASS_PREFIX))
+    }
+
+    /// The shared model cache of `namespace`: its tenant's, else the
+    /// platform's.
+    pub fn model_cache_of(&self, namespace: &str) -> Option<&SharedModelCache> {
+        self.tenant_of(namespace).and_then(|t| t.model_cache.as_ref()).or(self.model_cache.as_ref())
+    }
+
+    /// The accelerator profile `name`, or the default (the first) when
+    /// `None`; `Err` with the declared names for an unknown one.
+    pub fn accelerator(&self, name: Option<&str>) -> Result<Option<&Accelerator>, Vec<&str>> {
+        match name {
+            None => Ok(self.accelerators.first()),
+            Some(n) => match self.accelerators.iter().find(|a| a.name == n) {
+                Some(a) => Ok(Some(a)),
+                None => Err(self.accelerators.iter().map(|a| a.name.as_str()).collect()),
+            },
+        }
     }
 
     /// The tenant that owns `namespace`, if any.

@@ -148,6 +148,20 @@ pub struct InferenceServiceSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 128))]
     pub env: Vec<k8s_openapi::api::core::v1::EnvVar>,
+
+    /// The accelerator profile of the platform the pods run on (`h100`,
+    /// `mig-3g`): its GPU resource name, nodes and tolerations. The
+    /// platform's first profile when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub accelerator: Option<String>,
+
+    /// The vLLM server image, replacing the platform's `defaults.image`;
+    /// the platform may restrict the repositories it comes from. Pin a
+    /// version or a digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub image: Option<String>,
 }
 
 fn one() -> i32 {

@@ -1061,3 +1061,76 @@ fn readme_lists_every_rule_with_its_severity() {
         assert!(readme.contains(&row), "docs/check.md has no row {row}");
     }
 }
+
+#[test]
+fn isvc070_weights_that_do_not_fit_the_accelerator() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\naccelerators:\n  \
+                    - {name: h100, resource: nvidia.com/gpu, memoryGiB: 80}\n  \
+                    - {name: mig-3g, resource: nvidia.com/mig-3g.40gb, memoryGiB: 40}\n";
+    let svc = |model: &str, extra: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: m, namespace: ml}}\n\
+             spec:\n  baseModel: {model}\n  replicas: 1\n{extra}"
+        )
+    };
+    let big = "meta-llama/Llama-3.3-70B-Instruct";
+    // 70B at 16 bits is about 130Gi: not on one 40Gi slice, nor on one H100.
+    fires(
+        &render_with(&svc(big, "  accelerator: mig-3g\n"), Some(platform), &[]),
+        "ISVC070",
+        "container \"vllm\" loads 70B parameters, 16-bit weights of about 130Gi onto 1 GPU of 40Gi each, which hold 36Gi at a memory utilization of 0.9",
+    );
+    fires(&render_with(&svc(big, ""), Some(platform), &[]), "ISVC070", "onto 1 GPU of 80Gi each, which hold 72Gi");
+    // Four H100s hold it; so does one at 8 bits (about 65Gi of weights).
+    quiet(&render_with(&svc(big, "  gpusPerReplica: 4\n"), Some(platform), &[]), "ISVC070");
+    quiet(&render_with(&svc(big, "  args: [--quantization=fp8]\n"), Some(platform), &[]), "ISVC070");
+    // A lower --gpu-memory-utilization leaves less for the weights.
+    fires(
+        &render_with(&svc(big, "  gpusPerReplica: 2\n  args: [--gpu-memory-utilization=0.5]\n"), Some(platform), &[]),
+        "ISVC070",
+        "onto 2 GPUs of 80Gi each, which hold 80Gi at a memory utilization of 0.5",
+    );
+    quiet(&render_with(&svc("Qwen/Qwen3-8B", "  accelerator: mig-3g\n"), Some(platform), &[]), "ISVC070");
+    // Without a profile's memory, nothing to check.
+    quiet(&render_with(&svc(big, ""), None, &[]), "ISVC070");
+}
+
+#[test]
+fn isvc050_a_download_job_of_a_gated_model_without_a_token() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nmodelCache: {size: 500Gi}\n";
+    let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: m, namespace: ml}\n\
+               spec:\n  baseModel: meta-llama/Llama-3.1-8B-Instruct\n  revision: 0e9e39f249a16976918f6564b8830bc894c89659\n  replicas: 1\n";
+    let objects = render_with(svc, Some(platform), &[]);
+    let found = of_rule(&objects, "ISVC050");
+    assert_eq!(
+        found.iter().map(|f| (f.object.to_string(), f.message.clone())).collect::<Vec<_>>(),
+        [(
+            objects.iter().find(|o| o.id.kind == "Job").unwrap().id.to_string(),
+            "container \"download\" downloads the gated model meta-llama/Llama-3.1-8B-Instruct with no HF_TOKEN; the download is refused".to_string()
+        )],
+        "the offline server is not the one that downloads"
+    );
+    let with = format!("{platform}defaults:\n  huggingFace:\n    tokenSecret: {{name: hf-token, key: token}}\n");
+    quiet(&render_with(svc, Some(&with), &[]), "ISVC050");
+}
+
+#[test]
+fn isvc071_a_cache_of_a_branch() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\nmodelCache: {size: 500Gi}\n";
+    let svc = |revision: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: m, namespace: ml}}\n\
+             spec:\n  baseModel: Qwen/Qwen3-8B\n  replicas: 1\n{revision}"
+        )
+    };
+    let objects = render_with(&svc(""), Some(platform), &[]);
+    fires(
+        &objects,
+        "ISVC071",
+        "the download of Qwen/Qwen3-8B is of \"main\", not a commit: the cache keeps what it had at the first run",
+    );
+    // The server is told the branch the cache holds, so offline it finds refs/main.
+    quiet(&objects, "ISVC056");
+    fires(&render_with(&svc("  revision: v1.0\n"), Some(platform), &[]), "ISVC071", "is of \"v1.0\", not a commit");
+    quiet(&render_with(&svc("  revision: 0e9e39f249a16976918f6564b8830bc894c89659\n"), Some(platform), &[]), "ISVC071");
+}

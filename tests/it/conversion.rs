@@ -101,6 +101,8 @@ prop_compose! {
         queue in proptest::option::of(dns_label()),
         status in proptest::option::of(status_v2()),
         engine in engine(),
+        accelerator in proptest::option::of(dns_label()),
+        image in proptest::option::of("[a-z]{1,8}/[a-z-]{1,12}:v0\\.[0-9]{1,2}\\.[0-9]"),
     ) -> v2::InferenceService {
         let (replicas, autoscaling) = scaling;
         let (served_model_name, revision, args, env) = engine;
@@ -121,6 +123,8 @@ prop_compose! {
                 revision,
                 args,
                 env,
+                accelerator,
+                image,
             },
             status,
         }

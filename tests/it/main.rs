@@ -7,6 +7,7 @@ mod harness;
 
 mod bad_inputs;
 mod bench_peers;
+mod cache;
 mod check_rules;
 mod cli;
 mod conversion;

@@ -355,7 +355,11 @@ fn the_scanner_passes_rendered_services_beyond_the_examples() {
     }
     std::fs::write(
         dir.path().join("platform.yaml"),
-        format!("{PLATFORM_HEADER}defaults:\n  security: {{runAsUser: 20000, runAsGroup: 0}}\n"),
+        // With the shared model cache (download Jobs, a claim) and a MIG profile.
+        format!(
+            "{PLATFORM_HEADER}defaults:\n  security: {{runAsUser: 20000, runAsGroup: 0}}\n\
+             modelCache: {{size: 100Gi}}\naccelerators: [{{name: mig, resource: nvidia.com/mig-3g.40gb}}]\n"
+        ),
     )
     .unwrap();
     for (out, platform) in [("rendered", None), ("rendered-platform", Some("platform.yaml"))] {
