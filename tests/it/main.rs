@@ -18,6 +18,7 @@ mod kustomize;
 mod lora;
 mod plan;
 mod properties;
+mod readme;
 mod real_inputs;
 mod security;
 mod tenancy;
