@@ -250,6 +250,9 @@ fn argocd(
     targets: &[Target<'_>],
     object: &MakeObject<'_>,
 ) -> Result<Vec<Object>, Diagnostic> {
+    if g.layout == Layout::Namespaces {
+        return argocd_per_namespace(g, platform, targets, object);
+    }
     let a = &g.argocd;
     let finalizers = json!(["resources-finalizer.argocd.argoproj.io"]);
     let metadata = json!({"name": g.name, "namespace": a.namespace, "finalizers": finalizers});
@@ -257,9 +260,6 @@ fn argocd(
     let mut spec_extra = serde_json::Map::new();
     if !ignored.is_empty() {
         spec_extra.insert("ignoreDifferences".to_string(), json!(ignored));
-    }
-    if g.layout == Layout::Namespaces {
-        return argocd_per_namespace(g, platform, targets, object);
     }
     if platform.clusters.is_empty() {
         let server = single_server(g)?;
@@ -374,8 +374,10 @@ fn argocd_per_namespace(
     Ok(out)
 }
 
-/// Two engine objects with one name would overwrite each other: a namespace
-/// named `cluster` collides with the `_cluster` unit's `<name>-cluster`.
+/// Two engine objects with one name would overwrite each other. Names join
+/// `gitops.name`, the cluster and the namespace (or `cluster` for the
+/// prerequisites) with `-`, so a namespace named `cluster`, or cluster `a`
+/// with namespace `b-c` next to cluster `a-b` with namespace `c`, collide.
 fn unique_names(objects: &[Object]) -> Result<(), Diagnostic> {
     let mut seen = BTreeSet::new();
     for o in objects {
@@ -386,7 +388,10 @@ fn unique_names(objects: &[Object]) -> Result<(), Diagnostic> {
                 o.id.namespace.as_deref().unwrap_or_default(),
                 o.id.name
             ))
-            .help("a namespace named `cluster` takes the name of the `_cluster` prerequisites' object: rename the namespace"));
+            .help(
+                "the names join gitops.name, the cluster and the namespace with `-` (`cluster` for `_cluster`): \
+                 rename the namespace or the cluster so that they differ",
+            ));
         }
     }
     Ok(())
