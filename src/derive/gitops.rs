@@ -374,6 +374,49 @@ fn argocd_per_namespace(
     Ok(out)
 }
 
+/// Objects one kustomize build may hold before it risks Argo CD's 60-second
+/// manifest generation: measured between 4,000 and 5,600 (docs/gitops.md,
+/// "Large fleets"; build time grows at least with the square of the objects).
+pub const ARGOCD_BUILD_LIMIT: usize = 4000;
+
+/// Warnings for the Argo CD builds that hold more than
+/// [`ARGOCD_BUILD_LIMIT`] objects: with `layout: tree` a cluster's whole
+/// tree, with `layout: namespaces` one namespace directory.
+pub fn build_size_warnings(g: &GitOps, objects: &[Object]) -> Vec<Diagnostic> {
+    let mut builds: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
+    for o in objects.iter().filter(|o| !o.bootstrap) {
+        let dir = match g.layout {
+            Layout::Tree => None,
+            Layout::Namespaces => Some(o.id.namespace.as_deref().unwrap_or(CLUSTER_DIR)),
+        };
+        *builds.entry((o.cluster.as_deref(), dir)).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    for ((cluster, dir), count) in builds.into_iter().filter(|(_, n)| *n > ARGOCD_BUILD_LIMIT) {
+        let place = match cluster {
+            Some(c) => format!(" of cluster {c}"),
+            None => String::new(),
+        };
+        let (what, help) = match dir {
+            None => (
+                format!("the tree{place}"),
+                "set `gitops.layout: namespaces` in the platform file: one Application per namespace directory (docs/gitops.md, \"Large fleets\")",
+            ),
+            Some(d) => (
+                format!("directory {d}{place}"),
+                "spread its services over more namespaces, or raise Argo CD's controller.repo.server.timeout.seconds and ARGOCD_EXEC_TIMEOUT (docs/gitops.md, \"Large fleets\")",
+            ),
+        };
+        out.push(
+            Diagnostic::warning(format!(
+                "Argo CD builds {what} in one kustomize build of {count} objects, which can outlast its 60-second timeout above about {ARGOCD_BUILD_LIMIT}"
+            ))
+            .help(help),
+        );
+    }
+    out
+}
+
 /// Two engine objects with one name would overwrite each other. Names join
 /// `gitops.name`, the cluster and the namespace (or `cluster` for the
 /// prerequisites) with `-`, so a namespace named `cluster`, or cluster `a`
@@ -518,6 +561,39 @@ mod tests {
         assert_eq!(
             objects[0].value["metadata"]["annotations"]["argocd.argoproj.io/sync-options"],
             "Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
+        );
+    }
+
+    #[test]
+    fn builds_over_the_limit_are_warned_about() {
+        let g: GitOps = serde_json::from_value(
+            json!({"name": "inference", "repoURL": "r", "revision": "main", "path": "rendered"}),
+        )
+        .unwrap();
+        let config_maps = |ns: &'static str, n: usize| {
+            (0..n).map(move |i| {
+                object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}"), "namespace": ns}}))
+            })
+        };
+        let mut objects: Vec<Object> = config_maps("a", 2500).chain(config_maps("b", 2500)).collect();
+        let tree = build_size_warnings(&g, &objects);
+        assert_eq!(tree.len(), 1);
+        assert_eq!(
+            tree[0].message,
+            "Argo CD builds the tree in one kustomize build of 5000 objects, which can outlast its 60-second timeout above about 4000"
+        );
+        let per_namespace = GitOps { layout: Layout::Namespaces, ..g.clone() };
+        assert!(build_size_warnings(&per_namespace, &objects).is_empty());
+        objects.extend(config_maps("a", 2000).map(|mut o| {
+            o.id.name.push('x');
+            o
+        }));
+        let big = build_size_warnings(&per_namespace, &objects);
+        assert_eq!(big.len(), 1);
+        assert!(
+            big[0].message.starts_with("Argo CD builds directory a in one kustomize build of 4500 objects"),
+            "{}",
+            big[0].message
         );
     }
 
