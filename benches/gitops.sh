@@ -12,6 +12,7 @@
 # Prints one line per build: objects, wall-clock seconds, CPU seconds (user
 # + system; on a busy machine the better measure) and peak memory. Needs
 # kubectl and GNU time at /usr/bin/time. Environment: TMPDIR, KEEP=1, MAX_NS,
+# NAMESPACES (how many the services spread over, default 20),
 # WHOLE, TIMEOUT (seconds per build, default 1800).
 set -euo pipefail
 
@@ -22,7 +23,7 @@ if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 fi
 MAX_NS=${MAX_NS:-4}
 TIMEOUT=${TIMEOUT:-1800}
-NAMESPACES=20
+NAMESPACES=${NAMESPACES:-20}
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
 
