@@ -148,6 +148,11 @@ pub struct RenderArgs {
     /// writing a tree (for `kubectl apply -f -` and Argo CD plugins).
     #[arg(long, conflicts_with = "out")]
     pub stdout: bool,
+
+    /// With --stdout, print only objects of these kinds (comma-separated or
+    /// repeated, e.g. `Deployment,Service`), still in apply order.
+    #[arg(long, value_name = "KIND", value_delimiter = ',')]
+    pub kind: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -568,12 +573,32 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         .help("leave --cluster out, or use --stdout to print one cluster's objects")
         .into());
     }
+    if !args.kind.is_empty() && args.out.is_some() {
+        return Err(Diagnostic::error("--kind goes with --stdout: `render --out` writes every object")
+            .help("use `render --stdout --kind KIND` to print objects of some kinds")
+            .into());
+    }
+    let kinds = kind_filter(&args.kind)?;
     let (compiled, _) = match &args.out {
         Some(_) => compile(&args.inputs, &header_base())?,
         None => compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?,
     };
     let Some(out) = args.out else {
-        print_plain(&objects::to_stream(&compiled.objects));
+        let stream = if kinds.is_empty() {
+            objects::to_stream(&compiled.objects)
+        } else {
+            let chosen: Vec<_> =
+                compiled.objects.iter().filter(|o| kinds.contains(&o.id.kind.as_str())).cloned().collect();
+            if chosen.is_empty() {
+                eprint_diagnostics(&Diagnostics::from(Diagnostic::warning(format!(
+                    "--kind {}: none of the {} objects rendered is of that kind",
+                    kinds.join(","),
+                    compiled.objects.len()
+                ))));
+            }
+            objects::to_stream(&chosen)
+        };
+        print_plain(&stream);
         std::mem::forget(compiled);
         return Ok(ExitCode::SUCCESS);
     };
@@ -615,8 +640,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         status(crate::report::quota::format_quota_table(&compiled.quota).trim_end());
     }
     status(&format!(
-        "rendered {} objects into {} ({} files): {}",
+        "rendered {} objects from {} into {} ({} files): {}",
         compiled.objects.len(),
+        inputs_label(&args.inputs.paths),
         out.display(),
         tree.len(),
         changes.summary()
@@ -625,6 +651,40 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // would only delay the exit.
     std::mem::forget((tree, compiled));
     Ok(ExitCode::SUCCESS)
+}
+
+/// The input paths as the render summary names them: as given, `-` as
+/// standard input, and past three paths (a shell glob) a count.
+fn inputs_label(paths: &[PathBuf]) -> String {
+    let name = |p: &PathBuf| if p.as_os_str() == "-" { "standard input".to_string() } else { p.display().to_string() };
+    match paths {
+        [] => String::new(),
+        [one] => name(one),
+        [first @ .., last] if paths.len() <= 3 => {
+            format!("{} and {}", first.iter().map(name).collect::<Vec<_>>().join(", "), name(last))
+        }
+        [a, b, rest @ ..] => format!("{}, {} and {} more paths", name(a), name(b), rest.len()),
+    }
+}
+
+/// The kinds `render --kind` names, as the kinds table spells them: a name
+/// in another case is accepted, a typo gets the closest kind as help.
+fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
+    let mut kinds = Vec::new();
+    for name in names.iter().map(|n| n.trim()) {
+        let Some(kind) = crate::model::kinds::KINDS.iter().find(|k| k.kind.eq_ignore_ascii_case(name)) else {
+            let all = crate::model::kinds::KINDS.iter().map(|k| k.kind);
+            let help = match crate::base::diagnostics::did_you_mean(name, all.clone()) {
+                Some(m) => format!("did you mean \"{m}\"?"),
+                None => format!("isvc renders {}", all.collect::<Vec<_>>().join(", ")),
+            };
+            return Err(Diagnostic::error(format!("--kind {name:?}: isvc renders no such kind")).help(help).into());
+        };
+        if !kinds.contains(&kind.kind) {
+            kinds.push(kind.kind);
+        }
+    }
+    Ok(kinds)
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {

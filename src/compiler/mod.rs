@@ -483,6 +483,9 @@ fn add_engine_objects(
         let autoscaled = gitops::autoscaled(mine);
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
+    if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
+        compiled.warnings.0.extend(gitops::build_size_warnings(g, &compiled.objects));
+    }
     let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
     compiled.objects.extend(extra);
     objects::sort(&mut compiled.objects);

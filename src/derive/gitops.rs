@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::base::diagnostics::Diagnostic;
 use crate::model::objects::{CLUSTER_DIR, GITOPS_DIR, HEADER_PREFIX, Object, ObjectId};
-use crate::model::platform::{Engine, GitOps, Platform};
+use crate::model::platform::{Engine, GitOps, Layout, Platform};
 
 /// Name of kustomize's entry-point file.
 pub const KUSTOMIZATION: &str = "kustomization.yaml";
@@ -175,10 +175,12 @@ pub fn engine_objects(
         bootstrap: true,
     };
     let timeout = platform.defaults.probes.startup_timeout_seconds.max(600) + 600;
-    match engine {
-        Engine::Argocd => argocd(g, platform, targets, &object),
-        Engine::Flux => Ok(flux(g, targets, timeout, &object)),
-    }
+    let out = match engine {
+        Engine::Argocd => argocd(g, platform, targets, &object)?,
+        Engine::Flux => flux(g, targets, timeout, &object),
+    };
+    unique_names(&out)?;
+    Ok(out)
 }
 
 fn engine_name(engine: Engine) -> &'static str {
@@ -248,6 +250,9 @@ fn argocd(
     targets: &[Target<'_>],
     object: &MakeObject<'_>,
 ) -> Result<Vec<Object>, Diagnostic> {
+    if g.layout == Layout::Namespaces {
+        return argocd_per_namespace(g, platform, targets, object);
+    }
     let a = &g.argocd;
     let finalizers = json!(["resources-finalizer.argocd.argoproj.io"]);
     let metadata = json!({"name": g.name, "namespace": a.namespace, "finalizers": finalizers});
@@ -257,10 +262,7 @@ fn argocd(
         spec_extra.insert("ignoreDifferences".to_string(), json!(ignored));
     }
     if platform.clusters.is_empty() {
-        let Some(server) = &a.server else {
-            return Err(Diagnostic::error("gitops.argocd.server is not set: which cluster should Argo CD deploy to?")
-                .help("use https://kubernetes.default.svc for the cluster Argo CD runs in"));
-        };
+        let server = single_server(g)?;
         let mut app = json!({
             "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
             "metadata": metadata,
@@ -279,12 +281,7 @@ fn argocd(
     let mut elements = Vec::new();
     for t in targets {
         let Some(c) = t.cluster else { continue };
-        let Some(server) = &c.server else {
-            return Err(Diagnostic::error(format!(
-                "cluster \"{}\" has no `server`: Argo CD needs its API server URL",
-                c.name
-            )));
-        };
+        let server = cluster_server(c)?;
         elements.push(json!({"cluster": c.name, "server": server, "path": format!("{}/{}", g.path.trim_end_matches('/'), c.name)}));
     }
     let mut set = json!({
@@ -309,6 +306,138 @@ fn argocd(
         spec.extend(spec_extra);
     }
     Ok(vec![object("argoproj.io/v1alpha1", "ApplicationSet", &a.namespace, &g.name, set)])
+}
+
+fn single_server(g: &GitOps) -> Result<&str, Diagnostic> {
+    g.argocd.server.as_deref().ok_or_else(|| {
+        Diagnostic::error("gitops.argocd.server is not set: which cluster should Argo CD deploy to?")
+            .help("use https://kubernetes.default.svc for the cluster Argo CD runs in")
+    })
+}
+
+fn cluster_server(c: &crate::model::platform::Cluster) -> Result<&str, Diagnostic> {
+    c.server.as_deref().ok_or_else(|| {
+        Diagnostic::error(format!("cluster \"{}\" has no `server`: Argo CD needs its API server URL", c.name))
+    })
+}
+
+/// `gitops.layout: namespaces`: one Application for each tree's `_cluster`
+/// and one per namespace directory, each building only its directory's
+/// kustomization.yaml. A kustomize build costs time quadratic in the objects
+/// it holds (kubernetes-sigs/kustomize `api/resmap/reswrangler.go`: `Append`
+/// compares each new object's ID with every object already accumulated), and
+/// Argo CD gives a manifest generation 60 seconds
+/// (argoproj/argo-cd `docs/operator-manual/argocd-cmd-params-cm.yaml`,
+/// `controller.repo.server.timeout.seconds`) and the kustomize process 90
+/// (`docs/operator-manual/high_availability.md`, `ARGOCD_EXEC_TIMEOUT`), so
+/// one build over a large fleet fails where per-namespace builds pass.
+/// Each Application ignores the replica counts of its own namespace's
+/// autoscaled workloads only. Applications are not ordered among
+/// themselves: a namespace's first sync that needs a Namespace or CRD from
+/// `_cluster` fails and is retried with backoff until `_cluster` has synced.
+fn argocd_per_namespace(
+    g: &GitOps,
+    platform: &Platform,
+    targets: &[Target<'_>],
+    object: &MakeObject<'_>,
+) -> Result<Vec<Object>, Diagnostic> {
+    let a = &g.argocd;
+    let root = g.path.trim_end_matches('/');
+    let mut out = Vec::new();
+    for t in targets {
+        let (prefix, base, server) = match t.cluster {
+            Some(c) => (format!("{}-{}", g.name, c.name), format!("{root}/{}", c.name), cluster_server(c)?),
+            None if platform.clusters.is_empty() => (g.name.clone(), root.to_string(), single_server(g)?),
+            None => continue,
+        };
+        let units = std::iter::once((format!("{prefix}-cluster"), CLUSTER_DIR, None))
+            .chain(t.namespaces.iter().map(|ns| (format!("{prefix}-{ns}"), ns.as_str(), Some(ns.as_str()))));
+        for (name, dir, ns) in units {
+            let ignored =
+                ignore_differences(t.autoscaled.iter().filter(|id| ns.is_some() && id.namespace.as_deref() == ns));
+            let mut app = json!({
+                "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+                "metadata": {"name": name, "namespace": a.namespace, "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
+                "spec": {
+                    "project": a.project,
+                    "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": format!("{base}/{dir}")},
+                    "destination": {"server": server},
+                    "syncPolicy": sync_policy(!ignored.is_empty()),
+                },
+            });
+            if !ignored.is_empty() {
+                app["spec"]["ignoreDifferences"] = json!(ignored);
+            }
+            out.push(object("argoproj.io/v1alpha1", "Application", &a.namespace, &name, app));
+        }
+    }
+    Ok(out)
+}
+
+/// Objects one kustomize build may hold before it risks Argo CD's 60-second
+/// manifest generation: measured between 4,000 and 5,600 (docs/gitops.md,
+/// "Large fleets"; build time grows at least with the square of the objects).
+pub const ARGOCD_BUILD_LIMIT: usize = 4000;
+
+/// Warnings for the Argo CD builds that hold more than
+/// [`ARGOCD_BUILD_LIMIT`] objects: with `layout: tree` a cluster's whole
+/// tree, with `layout: namespaces` one namespace directory.
+pub fn build_size_warnings(g: &GitOps, objects: &[Object]) -> Vec<Diagnostic> {
+    let mut builds: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
+    for o in objects.iter().filter(|o| !o.bootstrap) {
+        let dir = match g.layout {
+            Layout::Tree => None,
+            Layout::Namespaces => Some(o.id.namespace.as_deref().unwrap_or(CLUSTER_DIR)),
+        };
+        *builds.entry((o.cluster.as_deref(), dir)).or_default() += 1;
+    }
+    let mut out = Vec::new();
+    for ((cluster, dir), count) in builds.into_iter().filter(|(_, n)| *n > ARGOCD_BUILD_LIMIT) {
+        let place = match cluster {
+            Some(c) => format!(" of cluster {c}"),
+            None => String::new(),
+        };
+        let (what, help) = match dir {
+            None => (
+                format!("the tree{place}"),
+                "set `gitops.layout: namespaces` in the platform file: one Application per namespace directory (docs/gitops.md, \"Large fleets\")",
+            ),
+            Some(d) => (
+                format!("directory {d}{place}"),
+                "spread its services over more namespaces, or raise Argo CD's controller.repo.server.timeout.seconds and ARGOCD_EXEC_TIMEOUT (docs/gitops.md, \"Large fleets\")",
+            ),
+        };
+        out.push(
+            Diagnostic::warning(format!(
+                "Argo CD builds {what} in one kustomize build of {count} objects, which can outlast its 60-second timeout above about {ARGOCD_BUILD_LIMIT}"
+            ))
+            .help(help),
+        );
+    }
+    out
+}
+
+/// Two engine objects with one name would overwrite each other. Names join
+/// `gitops.name`, the cluster and the namespace (or `cluster` for the
+/// prerequisites) with `-`, so a namespace named `cluster`, or cluster `a`
+/// with namespace `b-c` next to cluster `a-b` with namespace `c`, collide.
+fn unique_names(objects: &[Object]) -> Result<(), Diagnostic> {
+    let mut seen = BTreeSet::new();
+    for o in objects {
+        if !seen.insert(&o.id) {
+            return Err(Diagnostic::error(format!(
+                "two GitOps objects would both be {} {}/{}",
+                o.id.kind,
+                o.id.namespace.as_deref().unwrap_or_default(),
+                o.id.name
+            ))
+            .help(
+                "the names join gitops.name, the cluster and the namespace with `-` (`cluster` for `_cluster`): \
+                 rename the namespace or the cluster so that they differ",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A GitRepository, and per tree a Kustomization for the cluster-scoped
@@ -432,6 +561,39 @@ mod tests {
         assert_eq!(
             objects[0].value["metadata"]["annotations"]["argocd.argoproj.io/sync-options"],
             "Prune=false,Delete=false,SkipDryRunOnMissingResource=true"
+        );
+    }
+
+    #[test]
+    fn builds_over_the_limit_are_warned_about() {
+        let g: GitOps = serde_json::from_value(
+            json!({"name": "inference", "repoURL": "r", "revision": "main", "path": "rendered"}),
+        )
+        .unwrap();
+        let config_maps = |ns: &'static str, n: usize| {
+            (0..n).map(move |i| {
+                object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}"), "namespace": ns}}))
+            })
+        };
+        let mut objects: Vec<Object> = config_maps("a", 2500).chain(config_maps("b", 2500)).collect();
+        let tree = build_size_warnings(&g, &objects);
+        assert_eq!(tree.len(), 1);
+        assert_eq!(
+            tree[0].message,
+            "Argo CD builds the tree in one kustomize build of 5000 objects, which can outlast its 60-second timeout above about 4000"
+        );
+        let per_namespace = GitOps { layout: Layout::Namespaces, ..g.clone() };
+        assert!(build_size_warnings(&per_namespace, &objects).is_empty());
+        objects.extend(config_maps("a", 2000).map(|mut o| {
+            o.id.name.push('x');
+            o
+        }));
+        let big = build_size_warnings(&per_namespace, &objects);
+        assert_eq!(big.len(), 1);
+        assert!(
+            big[0].message.starts_with("Argo CD builds directory a in one kustomize build of 4500 objects"),
+            "{}",
+            big[0].message
         );
     }
 

