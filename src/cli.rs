@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Options};
+use crate::emit::manifest::{self, MANIFEST, Manifest};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
 use crate::model::{objects, schema};
@@ -433,12 +434,7 @@ fn manual() -> std::io::Result<String> {
 /// Loads the inputs, reporting every problem of every one together.
 fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform(inputs.platform.as_deref());
-    let template_dir = inputs.templates.clone().or_else(|| {
-        let p = platform.as_ref().ok()?;
-        let dir = p.templates.as_ref()?;
-        let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
-        Some(base.join(dir))
-    });
+    let template_dir = template_dir(inputs, platform.as_ref().ok());
     let templates = load_templates(template_dir.as_deref());
     let services = load::load_services(&inputs.paths);
     let config = check::Config::with_disabled(&inputs.disable);
@@ -464,6 +460,102 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
         inputs: compiler::Inputs::new(services).with_platform(platform, platform_file).with_templates(templates),
         config,
     })
+}
+
+/// The directory of template overrides: `--templates`, else the platform
+/// file's `templates` (relative to the platform file).
+fn template_dir(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<PathBuf> {
+    inputs.templates.clone().or_else(|| {
+        let dir = platform?.templates.as_ref()?;
+        let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
+        Some(base.join(dir))
+    })
+}
+
+/// What decides a render's output besides the services, as the manifest
+/// records it: the platform file and the templates (by digest), the GitOps
+/// engine and the disabled rules. Read before the inputs are loaded, so a
+/// file changed during the run shows as changed the next time.
+fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
+    use crate::load::files::read_regular;
+    let base = absolute(base);
+    let label = |p: &Path| slash_path(&relative_to(&absolute(p), &base));
+    let mut settings = Vec::new();
+    let platform = match &inputs.platform {
+        None => {
+            settings.push("platform none".to_string());
+            None
+        }
+        Some(p) => match read_regular(p, load::MAX_FILE_BYTES, true) {
+            Ok(bytes) => {
+                settings.push(format!("platform {} {}", manifest::digest(&bytes), label(p)));
+                load::load_platform(Some(p)).ok()
+            }
+            Err(_) => {
+                settings.push("platform unreadable".to_string());
+                None
+            }
+        },
+    };
+    match template_dir(inputs, platform.as_ref()) {
+        None => settings.push("templates built-in".to_string()),
+        Some(dir) => {
+            settings.push(format!("templates {}", label(&dir)));
+            match load::template_sources(&dir) {
+                Ok(sources) => settings.extend(sources.iter().map(|s| {
+                    let name = s.name.file_name().unwrap_or_default().to_string_lossy();
+                    format!("template {} {name}", manifest::digest(s.text.as_bytes()))
+                })),
+                Err(_) => settings.push("templates unreadable".to_string()),
+            }
+        }
+    }
+    let engine = inputs.gitops.map(|e| format!("{e:?}").to_ascii_lowercase());
+    settings.push(format!("gitops {}", engine.as_deref().unwrap_or("platform")));
+    let disabled = check::Config::with_disabled(&inputs.disable).map(|c| c.disabled.into_iter().collect::<Vec<_>>());
+    match disabled {
+        Ok(ids) if ids.is_empty() => settings.push("disable none".to_string()),
+        Ok(ids) => settings.push(format!("disable {}", ids.join(","))),
+        Err(_) => settings.push("disable unknown".to_string()),
+    }
+    settings
+}
+
+/// Every input file's label (as output headers name it) and digest, read
+/// now; `None` when the inputs include standard input or cannot all be read
+/// (the compile then reports why).
+fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>> {
+    use rayon::prelude::*;
+    if paths.iter().any(|p| p == Path::new("-")) {
+        return None;
+    }
+    let base = absolute(base);
+    let files = load::input_files(paths).ok()?;
+    files
+        .par_iter()
+        .map(|f| {
+            let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+            Some((slash_path(&relative_to(&absolute(f), &base)), manifest::digest(&bytes)))
+        })
+        .collect()
+}
+
+/// The manifest of the tree in `out` when that tree is, by the manifest's
+/// digests, exactly what a render of `inputs` would write there: same
+/// version, settings and input files, and the files isvc owns in the tree
+/// those it wrote, unedited. `None` means "compile to find out".
+fn up_to_date(inputs: &Inputs, out: &Path, base: &Path) -> Option<Manifest> {
+    let recorded = Manifest::read(out)?;
+    if recorded.settings != run_settings(inputs, base) {
+        return None;
+    }
+    let mut current = input_digests(&inputs.paths, base)?;
+    current.sort();
+    if current.is_empty() || recorded.inputs != current {
+        return None;
+    }
+    let existing = output::scan(out).ok()?;
+    recorded.matches_tree(&existing).then_some(recorded)
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -557,16 +649,34 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         .help("leave --cluster out, or use --stdout to print one cluster's objects")
         .into());
     }
-    let (compiled, _) = match &args.out {
-        Some(_) => compile(&args.inputs, &header_base())?,
-        None => compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?,
-    };
     let Some(out) = args.out else {
+        let (compiled, _) = compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?;
         print_plain(&objects::to_stream(&compiled.objects));
         std::mem::forget(compiled);
         return Ok(ExitCode::SUCCESS);
     };
-    let tree = output::tree(&compiled.objects);
+    if args.check
+        && let Some(recorded) = up_to_date(&args.inputs, &out, &header_base())
+    {
+        // The manifest and every file it lists.
+        status(&format!("{} is up to date ({} files)", out.display(), recorded.outputs.len() + 1));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut settings = run_settings(&args.inputs, &header_base());
+    let inputs = input_digests(&args.inputs.paths, &header_base());
+    let (compiled, services) = compile(&args.inputs, &header_base())?;
+    let mut tree = output::tree(&compiled.objects);
+    if inputs.is_none() {
+        // Standard input, or an input that changed while it was read: the
+        // manifest never takes this tree for up to date.
+        settings.push("inputs unrecorded".to_string());
+    }
+    if !compiled.warnings.is_empty() || services.is_empty() {
+        // A run that warns compiles every time, so the warnings are shown.
+        settings.push("warnings".to_string());
+    }
+    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), compiled.objects.len(), &tree);
+    tree.insert(PathBuf::from(MANIFEST), recorded.to_text());
     if args.check {
         let existing = output::scan(&out)?;
         let changes = output::changes(&tree, &existing);
@@ -617,6 +727,17 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
+    if args.inputs.cluster.is_none()
+        && let Some(recorded) = up_to_date(&args.inputs, &args.out, &header_base())
+    {
+        let report = diff::Report { objects: Vec::new(), unchanged: recorded.objects };
+        print(&match args.format {
+            DiffFormat::Text => crate::report::diff::to_text(&report, true),
+            DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
+            DiffFormat::Json => crate::report::diff::to_json(&report),
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
     let (compiled, _) = compile(&args.inputs, &header_base())?;
     let mut existing = output::scan(&args.out)?;
     if let Some(name) = &args.inputs.cluster {

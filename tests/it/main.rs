@@ -16,6 +16,7 @@ mod gitops;
 mod hostile;
 mod kustomize;
 mod lora;
+mod manifest;
 mod plan;
 mod properties;
 mod real_inputs;
