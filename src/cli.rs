@@ -340,6 +340,34 @@ fn print_plain(text: &str) {
     record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
+/// Writes `objects` as one multi-document YAML stream (the bytes of
+/// [`objects::to_stream`]) to standard output. Stops at the first write
+/// error, which `main` turns into a non-zero exit.
+fn print_stream(objects: Vec<crate::model::objects::Object>) {
+    let mut out = std::io::stdout().lock();
+    record_stdout(write_stream(objects, 2048, &mut out).and_then(|()| out.flush()));
+}
+
+/// Writes the stream of `objects` a slice of `slice` objects at a time:
+/// each slice's documents are serialised in parallel, written, and freed
+/// before the next, so the stream is never held whole in memory.
+fn write_stream(
+    objects: Vec<crate::model::objects::Object>,
+    slice: usize,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut objects = objects.into_iter();
+    loop {
+        let next: Vec<crate::model::objects::Object> = objects.by_ref().take(slice).collect();
+        if next.is_empty() {
+            return Ok(());
+        }
+        let text = objects::to_stream(&next);
+        drop(next);
+        out.write_all(text.as_bytes())?;
+    }
+}
+
 /// The exit code once standard output was not all written: a closed pipe
 /// ends the run quietly with 141, the status a shell shows for a process
 /// killed by SIGPIPE (what `cat` or `grep` give); any other error (a full
@@ -650,9 +678,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         .into());
     }
     let Some(out) = args.out else {
-        let (compiled, _) = compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?;
-        print_plain(&objects::to_stream(&compiled.objects));
-        std::mem::forget(compiled);
+        let (compiled, services) = compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?;
+        // Every object is rendered and checked: nothing can fail now but
+        // the writing, which `main` turns into a non-zero exit.
+        std::mem::forget(services);
+        print_stream(compiled.objects);
         return Ok(ExitCode::SUCCESS);
     };
     if args.check
@@ -895,6 +925,27 @@ mod tests {
             PathBuf::from("services/a.yaml")
         );
         assert_eq!(relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")), PathBuf::from("../other/a.yaml"));
+    }
+
+    #[test]
+    fn the_stream_written_in_slices_is_the_whole_stream() {
+        use crate::model::objects::{Object, ObjectId};
+        let objects: Vec<Object> = (0..7)
+            .map(|i| Object {
+                id: ObjectId::new("v1", "ConfigMap", Some("ns"), &format!("c{i}")),
+                value: serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}}),
+                owner: None,
+                source: Some(format!("services/{i}.yaml")),
+                cluster: None,
+                bootstrap: false,
+            })
+            .collect();
+        let whole = objects::to_stream(&objects);
+        for slice in [1, 3, 7, 100] {
+            let mut out = Vec::new();
+            write_stream(objects.clone(), slice, &mut out).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), whole, "slices of {slice}");
+        }
     }
 
     #[test]

@@ -124,14 +124,17 @@ fn a_changed_input_platform_or_setting_is_a_full_compile() {
     std::fs::write(dir.path().join("platform.yaml"), PLATFORM).unwrap();
     render(dir.path(), &["--platform", "platform.yaml"]);
     let check = |extra: &[&str]| {
-        run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"]).args(extra))
+        run(isvc(dir.path())
+            .args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"])
+            .args(extra))
     };
     assert_eq!(check(&[]).0, 0);
     // A comment changes no object, but the tree no longer records its inputs.
     std::fs::write(dir.path().join("services/qwen3.yaml"), format!("# a comment\n{QWEN3}")).unwrap();
     let (code, out, _) = check(&[]);
     assert_eq!((code, out.as_str()), (1, "stale: rendered/.isvc-manifest\n"));
-    let (code, out, _) = run(isvc(dir.path()).args(["diff", "services", "--out", "rendered", "--platform", "platform.yaml"]));
+    let (code, out, _) =
+        run(isvc(dir.path()).args(["diff", "services", "--out", "rendered", "--platform", "platform.yaml"]));
     assert_eq!((code, out.as_str()), (0, "0 added, 0 changed, 0 removed, 4 unchanged\n"));
     render(dir.path(), &["--platform", "platform.yaml"]);
     assert_eq!(check(&[]).0, 0);
@@ -171,7 +174,8 @@ fn standard_input_is_never_taken_for_up_to_date() {
     let (code, _, err) = run(isvc(dir.path()).args(["render", "-", "--out", "rendered", "--check"]).write_stdin(QWEN3));
     assert_eq!(code, 0, "compiled in full from standard input: {err}");
     let changed = QWEN3.replace("replicas: 3", "replicas: 4");
-    let (code, out, _) = run(isvc(dir.path()).args(["render", "-", "--out", "rendered", "--check"]).write_stdin(changed));
+    let (code, out, _) =
+        run(isvc(dir.path()).args(["render", "-", "--out", "rendered", "--check"]).write_stdin(changed));
     assert_eq!(code, 1);
     assert!(out.contains("stale: rendered/default/qwen3/deployment.yaml"), "{out}");
 }
