@@ -206,7 +206,7 @@ mod tests {
         let own = (MANIFEST, m.to_text());
         assert!(m.matches_tree(&existing(&[a.clone(), b.clone(), own.clone()])));
         assert!(m.matches_tree(&existing(&[a.clone(), b.clone()])), "the manifest itself is not listed");
-        assert!(!m.matches_tree(&existing(&[a.clone()])), "a missing file");
+        assert!(!m.matches_tree(&existing(std::slice::from_ref(&a))), "a missing file");
         let extra = ("c.yaml", format!("{HEADER_PREFIX}\nc"));
         assert!(!m.matches_tree(&existing(&[a.clone(), b.clone(), extra])), "an extra file");
         let edited = ("b/x.yaml", format!("{HEADER_PREFIX}\nB"));
