@@ -300,6 +300,9 @@ if [[ -d out && -n $EDITED ]]; then
         once onechanged "" "$RENDER_OUT"
         listing -f out >"$WORK/after.txt"
         changed=$(diff "$WORK/before.txt" "$WORK/after.txt" | sed -n 's/^[<>] [^ ]* [^ ]* //p' | LC_ALL=C sort -u || true)
+        # The tree's manifest records the digests of the edited input and
+        # of the service's files, so it changes with them.
+        changed=$(grep -vx '\./\.isvc-manifest' <<<"$changed" || true)
         own=$(grep -c "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
         other=$(grep -vc "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
         [[ -n $changed ]] || other=0

@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Options};
+use crate::emit::manifest::{self, MANIFEST, Manifest};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
 use crate::model::{objects, schema};
@@ -344,6 +345,34 @@ fn print_plain(text: &str) {
     record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
+/// Writes `objects` as one multi-document YAML stream (the bytes of
+/// [`objects::to_stream`]) to standard output. Stops at the first write
+/// error, which `main` turns into a non-zero exit.
+fn print_stream(objects: Vec<crate::model::objects::Object>) {
+    let mut out = std::io::stdout().lock();
+    record_stdout(write_stream(objects, 2048, &mut out).and_then(|()| out.flush()));
+}
+
+/// Writes the stream of `objects` a slice of `slice` objects at a time:
+/// each slice's documents are serialised in parallel, written, and freed
+/// before the next, so the stream is never held whole in memory.
+fn write_stream(
+    objects: Vec<crate::model::objects::Object>,
+    slice: usize,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    let mut objects = objects.into_iter();
+    loop {
+        let next: Vec<crate::model::objects::Object> = objects.by_ref().take(slice).collect();
+        if next.is_empty() {
+            return Ok(());
+        }
+        let text = objects::to_stream(&next);
+        drop(next);
+        out.write_all(text.as_bytes())?;
+    }
+}
+
 /// The exit code once standard output was not all written: a closed pipe
 /// ends the run quietly with 141, the status a shell shows for a process
 /// killed by SIGPIPE (what `cat` or `grep` give); any other error (a full
@@ -445,12 +474,7 @@ fn run_budget() -> &'static crate::base::yaml::RunBudget {
 /// Loads the inputs, reporting every problem of every one together.
 fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform_in(inputs.platform.as_deref(), run_budget());
-    let template_dir = inputs.templates.clone().or_else(|| {
-        let (p, _) = platform.as_ref().ok()?;
-        let dir = p.templates.as_ref()?;
-        let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
-        Some(base.join(dir))
-    });
+    let template_dir = template_dir(inputs, platform.as_ref().ok().map(|(p, _)| p));
     let templates = load_templates(template_dir.as_deref());
     let services = load::load_services_in(&inputs.paths, run_budget());
     let config = check::Config::with_disabled(&inputs.disable);
@@ -480,6 +504,102 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
             .with_templates(templates),
         config,
     })
+}
+
+/// The directory of template overrides: `--templates`, else the platform
+/// file's `templates` (relative to the platform file).
+fn template_dir(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<PathBuf> {
+    inputs.templates.clone().or_else(|| {
+        let dir = platform?.templates.as_ref()?;
+        let base = inputs.platform.as_deref().and_then(Path::parent).unwrap_or(Path::new(""));
+        Some(base.join(dir))
+    })
+}
+
+/// What decides a render's output besides the services, as the manifest
+/// records it: the platform file and the templates (by digest), the GitOps
+/// engine and the disabled rules. Read before the inputs are loaded, so a
+/// file changed during the run shows as changed the next time.
+fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
+    use crate::load::files::read_regular;
+    let base = absolute(base);
+    let label = |p: &Path| slash_path(&relative_to(&absolute(p), &base));
+    let mut settings = Vec::new();
+    let platform = match &inputs.platform {
+        None => {
+            settings.push("platform none".to_string());
+            None
+        }
+        Some(p) => match read_regular(p, load::MAX_FILE_BYTES, true) {
+            Ok(bytes) => {
+                settings.push(format!("platform {} {}", manifest::digest(&bytes), label(p)));
+                load::load_platform(Some(p)).ok()
+            }
+            Err(_) => {
+                settings.push("platform unreadable".to_string());
+                None
+            }
+        },
+    };
+    match template_dir(inputs, platform.as_ref()) {
+        None => settings.push("templates built-in".to_string()),
+        Some(dir) => {
+            settings.push(format!("templates {}", label(&dir)));
+            match load::template_sources(&dir) {
+                Ok(sources) => settings.extend(sources.iter().map(|s| {
+                    let name = s.name.file_name().unwrap_or_default().to_string_lossy();
+                    format!("template {} {name}", manifest::digest(s.text.as_bytes()))
+                })),
+                Err(_) => settings.push("templates unreadable".to_string()),
+            }
+        }
+    }
+    let engine = inputs.gitops.map(|e| format!("{e:?}").to_ascii_lowercase());
+    settings.push(format!("gitops {}", engine.as_deref().unwrap_or("platform")));
+    let disabled = check::Config::with_disabled(&inputs.disable).map(|c| c.disabled.into_iter().collect::<Vec<_>>());
+    match disabled {
+        Ok(ids) if ids.is_empty() => settings.push("disable none".to_string()),
+        Ok(ids) => settings.push(format!("disable {}", ids.join(","))),
+        Err(_) => settings.push("disable unknown".to_string()),
+    }
+    settings
+}
+
+/// Every input file's label (as output headers name it) and digest, read
+/// now; `None` when the inputs include standard input or cannot all be read
+/// (the compile then reports why).
+fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>> {
+    use rayon::prelude::*;
+    if paths.iter().any(|p| p == Path::new("-")) {
+        return None;
+    }
+    let base = absolute(base);
+    let files = load::input_files(paths).ok()?;
+    files
+        .par_iter()
+        .map(|f| {
+            let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+            Some((slash_path(&relative_to(&absolute(f), &base)), manifest::digest(&bytes)))
+        })
+        .collect()
+}
+
+/// The manifest of the tree in `out` when that tree is, by the manifest's
+/// digests, exactly what a render of `inputs` would write there: same
+/// version, settings and input files, and the files isvc owns in the tree
+/// those it wrote, unedited. `None` means "compile to find out".
+fn up_to_date(inputs: &Inputs, out: &Path, base: &Path) -> Option<Manifest> {
+    let recorded = Manifest::read(out)?;
+    if recorded.settings != run_settings(inputs, base) {
+        return None;
+    }
+    let mut current = input_digests(&inputs.paths, base)?;
+    current.sort();
+    if current.is_empty() || recorded.inputs != current {
+        return None;
+    }
+    let existing = output::scan(out).ok()?;
+    recorded.matches_tree(&existing).then_some(recorded)
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -579,30 +699,47 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             .into());
     }
     let kinds = kind_filter(&args.kind)?;
-    let (compiled, _) = match &args.out {
-        Some(_) => compile(&args.inputs, &header_base())?,
-        None => compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?,
-    };
     let Some(out) = args.out else {
-        let stream = if kinds.is_empty() {
-            objects::to_stream(&compiled.objects)
-        } else {
-            let chosen: Vec<_> =
-                compiled.objects.iter().filter(|o| kinds.contains(&o.id.kind.as_str())).cloned().collect();
-            if chosen.is_empty() {
+        let (compiled, services) = compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?;
+        // Every object is rendered and checked: nothing can fail now but
+        // the writing, which `main` turns into a non-zero exit.
+        std::mem::forget(services);
+        let mut objects = compiled.objects;
+        if !kinds.is_empty() {
+            let rendered = objects.len();
+            objects.retain(|o| kinds.contains(&o.id.kind.as_str()));
+            if objects.is_empty() {
                 eprint_diagnostics(&Diagnostics::from(Diagnostic::warning(format!(
-                    "--kind {}: none of the {} objects rendered is of that kind",
-                    kinds.join(","),
-                    compiled.objects.len()
+                    "--kind {}: none of the {rendered} objects rendered is of that kind",
+                    kinds.join(",")
                 ))));
             }
-            objects::to_stream(&chosen)
-        };
-        print_plain(&stream);
-        std::mem::forget(compiled);
+        }
+        print_stream(objects);
         return Ok(ExitCode::SUCCESS);
     };
-    let tree = output::tree(&compiled.objects);
+    if args.check
+        && let Some(recorded) = up_to_date(&args.inputs, &out, &header_base())
+    {
+        // The manifest and every file it lists.
+        status(&format!("{} is up to date ({} files)", out.display(), recorded.outputs.len() + 1));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut settings = run_settings(&args.inputs, &header_base());
+    let inputs = input_digests(&args.inputs.paths, &header_base());
+    let (compiled, services) = compile(&args.inputs, &header_base())?;
+    let mut tree = output::tree(&compiled.objects);
+    if inputs.is_none() {
+        // Standard input, or an input that changed while it was read: the
+        // manifest never takes this tree for up to date.
+        settings.push("inputs unrecorded".to_string());
+    }
+    if !compiled.warnings.is_empty() || services.is_empty() {
+        // A run that warns compiles every time, so the warnings are shown.
+        settings.push("warnings".to_string());
+    }
+    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), compiled.objects.len(), &tree);
+    tree.insert(PathBuf::from(MANIFEST), recorded.to_text());
     if args.check {
         let existing = output::scan(&out)?;
         let changes = output::changes(&tree, &existing);
@@ -688,6 +825,17 @@ fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
+    if args.inputs.cluster.is_none()
+        && let Some(recorded) = up_to_date(&args.inputs, &args.out, &header_base())
+    {
+        let report = diff::Report { objects: Vec::new(), unchanged: recorded.objects };
+        print(&match args.format {
+            DiffFormat::Text => crate::report::diff::to_text(&report, true),
+            DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
+            DiffFormat::Json => crate::report::diff::to_json(&report),
+        });
+        return Ok(ExitCode::SUCCESS);
+    }
     let (compiled, _) = compile(&args.inputs, &header_base())?;
     let mut existing = output::scan(&args.out)?;
     if let Some(name) = &args.inputs.cluster {
@@ -845,6 +993,27 @@ mod tests {
             PathBuf::from("services/a.yaml")
         );
         assert_eq!(relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")), PathBuf::from("../other/a.yaml"));
+    }
+
+    #[test]
+    fn the_stream_written_in_slices_is_the_whole_stream() {
+        use crate::model::objects::{Object, ObjectId};
+        let objects: Vec<Object> = (0..7)
+            .map(|i| Object {
+                id: ObjectId::new("v1", "ConfigMap", Some("ns"), &format!("c{i}")),
+                value: serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}}),
+                owner: None,
+                source: Some(format!("services/{i}.yaml")),
+                cluster: None,
+                bootstrap: false,
+            })
+            .collect();
+        let whole = objects::to_stream(&objects);
+        for slice in [1, 3, 7, 100] {
+            let mut out = Vec::new();
+            write_stream(objects.clone(), slice, &mut out).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), whole, "slices of {slice}");
+        }
     }
 
     #[test]

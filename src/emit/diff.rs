@@ -123,7 +123,8 @@ impl Report {
 }
 
 /// Compares the objects a render would write with what `existing` holds.
-/// kustomize entry points are not objects and are left to `render --check`.
+/// kustomize entry points and the manifest are not objects and are left
+/// to `render --check`.
 pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     let clustered = objects.iter().any(|o| o.cluster.is_some());
     let cluster_of = |path: &std::path::Path| {
@@ -137,6 +138,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         .ours
         .par_iter()
         .filter(|(path, _)| !path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
+        .filter(|(path, _)| path.as_os_str() != crate::emit::manifest::MANIFEST)
         .map(|(path, text)| (path, text, parse(path, text)))
         .collect();
     for (path, text, parsed) in parsed {

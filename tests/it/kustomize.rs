@@ -32,8 +32,10 @@ fn files_in(tree: &Path) -> BTreeSet<(String, String, String)> {
     let mut all = BTreeSet::new();
     for e in walkdir::WalkDir::new(tree).into_iter().filter_map(Result::ok) {
         let p = e.path();
+        // Objects are the `.yaml` files (the tree's manifest is not one).
         let skip = p.components().any(|c| c.as_os_str() == "_gitops")
-            || p.file_name().is_some_and(|n| n == "kustomization.yaml");
+            || p.file_name().is_some_and(|n| n == "kustomization.yaml")
+            || p.extension().is_none_or(|x| x != "yaml");
         if e.file_type().is_file() && !skip {
             all.extend(ids(&std::fs::read_to_string(p).unwrap()));
         }

@@ -18,6 +18,7 @@ mod gitops;
 mod hostile;
 mod kustomize;
 mod lora;
+mod manifest;
 mod plan;
 mod properties;
 mod readme;
