@@ -37,9 +37,7 @@ use sha2::{Digest, Sha256};
 use crate::emit::write::{Existing, Tree};
 use crate::model::objects::HEADER_PREFIX;
 
-/// The manifest's file name, at the root of the output tree. Not a `.yaml`
-/// file: kustomize, Argo CD and Flux never take it for a manifest to apply.
-pub const MANIFEST: &str = ".isvc-manifest";
+pub use crate::emit::write::MANIFEST;
 
 /// The first 128 bits of the SHA-256 of `bytes`, in lower-case hex.
 pub fn digest(bytes: &[u8]) -> String {

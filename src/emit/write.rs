@@ -26,6 +26,12 @@ use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::model::objects::{HEADER_PREFIX, Object};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
+/// The manifest's file name, at the root of the output tree (see
+/// `emit::manifest`). Not a `.yaml` file: kustomize, Argo CD and Flux never
+/// take it for a manifest to apply. The writer renames it into place on its
+/// own, after the tree.
+pub const MANIFEST: &str = ".isvc-manifest";
+
 const TEMP_PREFIX: &str = ".isvc-tmp-";
 /// Prefix of the staging directories built beside `--out`: a name no user
 /// picks. Only directories with it are ever removed as leftovers of a
@@ -366,6 +372,39 @@ fn write_swap(
     changes: &Changes,
     temps: &[PathBuf],
 ) -> Result<(), Diagnostic> {
+    // The manifest checks itself against the tree, so it is not swapped
+    // with it (a change of the manifest alone would otherwise swap the
+    // whole tree): it is renamed into place once the tree is, and a run
+    // killed in between leaves a manifest that no longer matches the tree,
+    // which costs the next `--check` its shortcut and nothing else.
+    let record = Path::new(MANIFEST);
+    let not_record = |v: &Vec<PathBuf>| v.iter().filter(|p| p.as_path() != record).cloned().collect::<Vec<_>>();
+    let tree_changes = Changes {
+        create: not_record(&changes.create),
+        update: not_record(&changes.update),
+        delete: not_record(&changes.delete),
+        unchanged: changes.unchanged,
+    };
+    if !tree_changes.is_empty() {
+        swap_changes(out, parent, planned, &tree_changes)?;
+    }
+    let record_changed = changes.create.iter().chain(&changes.update).chain(&changes.delete).any(|p| p == record);
+    if record_changed {
+        match planned.get(record) {
+            Some(text) => write_atomic(&out.join(record), text.as_bytes())?,
+            None => std::fs::remove_file(out.join(record))
+                .map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", out.join(record).display())))?,
+        }
+    }
+    // Temporary files an interrupted run of an older isvc left in the tree.
+    for temp in temps {
+        let _ = std::fs::remove_file(temp);
+    }
+    Ok(())
+}
+
+/// The swap of [`write_swap`], for `changes` without the manifest.
+fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Diagnostic> {
     let changed: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).chain(&changes.delete).collect();
     let mut root = common_parent(&changed);
     // A created file's directory may not exist yet: the swapped directory
@@ -380,10 +419,6 @@ fn write_swap(
             Err(Swap::Vanishes) => return Err(Diagnostic::error(format!("cannot write {}", out.display()))),
             Err(Swap::Failed(d)) => return Err(d),
         }
-    }
-    // Temporary files an interrupted run of an older isvc left in the tree.
-    for temp in temps {
-        let _ = std::fs::remove_file(temp);
     }
     Ok(())
 }

@@ -369,7 +369,7 @@ fn the_render_summary_names_the_inputs() {
     let dir = setup(QWEN3);
     let (code, _, err) = stdout(isvc(dir.path()).args(["render", "--out", "rendered"]));
     assert_eq!(code, 0);
-    assert!(err.starts_with("rendered 4 objects from services into rendered (7 files): "), "{err}");
+    assert!(err.starts_with("rendered 4 objects from services into rendered (8 files): "), "{err}");
     let (_, _, err) =
         stdout(isvc(dir.path()).args(["render", "services/qwen3.yaml", "-", "--out", "rendered"]).write_stdin(""));
     assert!(err.contains("rendered 4 objects from services/qwen3.yaml and standard input into rendered "), "{err}");

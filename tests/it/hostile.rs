@@ -471,7 +471,7 @@ fn a_render_keeps_the_directories_of_unchanged_services() {
     std::fs::write(dir.path().join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
     let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
     assert_eq!(code, 0, "{err}");
-    assert!(err.ends_with("0 created, 2 updated, 0 deleted, 8 unchanged\n"), "{err}");
+    assert!(err.ends_with("0 created, 3 updated, 0 deleted, 8 unchanged\n"), "{err}");
     let after: Vec<u64> = ["", "default", "default/llama", "_cluster"].iter().map(|p| meta(p).ino()).collect();
     assert_eq!(after, before);
     assert_ne!(meta("default/qwen3").ino(), changed);

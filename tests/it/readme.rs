@@ -69,8 +69,11 @@ fn the_walkthrough_prints_the_summary_and_tree_the_readme_shows() {
     assert_eq!((code, err.trim_end()), (0, summary));
     // The tree drawn below it holds exactly the files written.
     let drawn = after.split("```text\n").nth(1).unwrap().split("```").next().unwrap();
-    let drawn: Vec<&str> =
-        drawn.lines().filter_map(|l| l.rsplit(' ').next()).filter(|name| name.ends_with(".yaml")).collect();
+    let drawn: Vec<&str> = drawn
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next())
+        .filter(|name| name.ends_with(".yaml") || *name == ".isvc-manifest")
+        .collect();
     let mut written: Vec<String> = walkdir::WalkDir::new(dir.path().join("rendered"))
         .into_iter()
         .filter_map(Result::ok)
@@ -93,7 +96,7 @@ fn the_cli_reference_shows_the_summary_render_prints() {
     let command = "isvc render examples/basic/services --out basic";
     assert!(doc.contains(&format!("```sh\n{command}\n```")), "docs/cli.md no longer shows `{command}`");
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
-    for expected in ["7 created, 0 updated, 0 deleted, 0 unchanged", "0 created, 0 updated, 0 deleted, 7 unchanged"] {
+    for expected in ["8 created, 0 updated, 0 deleted, 0 unchanged", "0 created, 0 updated, 0 deleted, 8 unchanged"] {
         let (code, _, err) = run(isvc(dir.path()).args(&args));
         let line = err.trim_end();
         assert_eq!(code, 0);
