@@ -102,8 +102,7 @@ pub fn place(
 /// admits it whatever its configuration: with `manageJobsWithoutQueueName:
 /// true`, a Job without the label in a managed namespace is suspended and
 /// never started (kubernetes-sigs/kueue
-/// `site/content/en/docs/tasks/manage/setup_manage_jobs_without_queue_name.md`,
-/// `pkg/controller/jobframework/reconciler.go`).
+/// `site/content/en/docs/tasks/manage/enforce_job_management/manage_jobs_without_queue_name.md`).
 pub fn namespace_queue(platform: &Platform, namespace: &str) -> Option<(String, Option<String>)> {
     let tenant = platform.tenant_of(namespace)?;
     let tier = tenant.default_tier(&platform.tiers());

@@ -76,6 +76,21 @@ fn download_jobs_wait_in_the_tenants_default_queue() {
 }
 
 #[test]
+fn pickers_wait_in_their_services_queue() {
+    let objects = Test::new()
+        .service(service("qwen", "  replicas: 1\n  priority: offline\n  gateway: {route: llm.example.com/qwen}\n"))
+        .platform(PLATFORM)
+        .objects();
+    let picker = of_kind(&objects, "Deployment").into_iter().find(|d| d["metadata"]["name"] == "qwen-epp").unwrap();
+    let labels = &picker["metadata"]["labels"];
+    assert_eq!(labels["kueue.x-k8s.io/queue-name"], "batch", "{labels}");
+    assert_eq!(labels["kueue.x-k8s.io/priority-class"], "isvc-offline", "{labels}");
+    // Only the Deployment: its Service, ConfigMap and pods keep the picker's labels.
+    let service = of_kind(&objects, "Service").into_iter().find(|d| d["metadata"]["name"] == "qwen-epp").unwrap();
+    assert!(service["metadata"]["labels"].get("kueue.x-k8s.io/queue-name").is_none());
+}
+
+#[test]
 fn a_namespace_without_queues_leaves_the_job_to_the_job_controller() {
     let platform = PLATFORM.split("    queues:\n").next().unwrap().to_string();
     let objects = Test::new().service(service("qwen", "  replicas: 1\n")).platform(platform).objects();
