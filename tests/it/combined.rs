@@ -139,3 +139,21 @@ fn pickers_and_servers_are_reachable_and_multi_node_workers_mount_the_cache() {
         assert!(pod["initContainers"].to_string().contains("wait-for-model"), "{t}");
     }
 }
+
+#[test]
+fn a_multi_node_pod_loads_its_share_of_the_weights() {
+    // 405B at 16 bits is about 754Gi; over 2 nodes of 8 H100s each pod
+    // loads about half: 512Gi per pod is enough, 256Gi is not.
+    let big = |memory: &str| {
+        let platform = PLATFORM.replace("memoryPerGpu: 64Gi", &format!("memoryPerGpu: {memory}"));
+        let svc = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\n\
+                   metadata: {name: big, namespace: team-a}\nspec:\n  baseModel: meta-llama/Llama-3.1-405B-Instruct\n  \
+                   gpusPerReplica: 16\n  nodesPerReplica: 2\n  autoscaling: {min: 1, max: 1, targetQueueLength: 8}\n";
+        let findings = Test::new().service(svc).platform(platform).examine().unwrap().findings;
+        findings.into_iter().filter(|f| f.rule.id == "ISVC015").map(|f| f.message).collect::<Vec<_>>()
+    };
+    assert_eq!(big("64Gi"), Vec::<String>::new());
+    let low = big("32Gi");
+    assert_eq!(low.len(), 1, "{low:?}");
+    assert!(low[0].contains("weights 377Gi of 754Gi over 2 nodes + 4Gi x 8 workers"), "{low:?}");
+}
