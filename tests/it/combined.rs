@@ -157,3 +157,32 @@ fn a_multi_node_pod_loads_its_share_of_the_weights() {
     assert_eq!(low.len(), 1, "{low:?}");
     assert!(low[0].contains("weights 377Gi of 754Gi over 2 nodes + 4Gi x 8 workers"), "{low:?}");
 }
+
+#[test]
+fn a_cluster_with_a_mirror_pulls_the_pickers_from_it() {
+    let platform = format!(
+        "{PLATFORM}clusters:\n  - {{name: us, server: https://us.example.com}}\n  \
+         - {{name: eu, server: https://eu.example.com, imageRegistry: mirror.example.eu}}\n"
+    );
+    let objects = Test::new()
+        .service(service("qwen", "  replicas: 1\n  gateway: {route: llm.example.com/qwen}\n"))
+        .platform(platform)
+        .objects();
+    let images = |cluster: &str| -> Vec<String> {
+        let mut out: Vec<String> = objects
+            .iter()
+            .filter(|o| o.cluster.as_deref() == Some(cluster))
+            .flat_map(|o| {
+                let text = o.value.to_string();
+                text.split("\"image\":\"").skip(1).map(|s| s.split('"').next().unwrap().to_string()).collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    };
+    let eu = images("eu");
+    assert!(!eu.is_empty() && eu.iter().all(|i| i.starts_with("mirror.example.eu/")), "{eu:?}");
+    assert!(eu.contains(&"mirror.example.eu/llm-d/llm-d-router-endpoint-picker:v0.10.0".to_string()), "{eu:?}");
+    assert!(images("us").iter().any(|i| i.starts_with("ghcr.io/llm-d/")));
+}
