@@ -106,7 +106,7 @@ fn the_queue_counts_the_download_jobs() {
         let platform = PLATFORM.replace("cpu: 1000, memory: 8Ti}\n", &format!("cpu: {cpu}, memory: 8Ti}}\n"));
         Test::new().service(service("qwen", "  replicas: 1\n")).platform(platform).compile()
     };
-    let err = with("24").err().expect("the Job does not fit the queue").render(false);
+    let err = with("24").expect_err("the Job does not fit the queue").render(false);
     assert!(err.contains("queue \"online\" of tenant \"team-a\" can admit at most cpu=24"), "{err}");
     assert!(err.contains("need cpu=25"), "{err}");
     assert!(with("25").is_ok());
