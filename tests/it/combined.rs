@@ -186,3 +186,25 @@ fn a_cluster_with_a_mirror_pulls_the_pickers_from_it() {
     assert!(eu.contains(&"mirror.example.eu/llm-d/llm-d-router-endpoint-picker:v0.10.0".to_string()), "{eu:?}");
     assert!(images("us").iter().any(|i| i.starts_with("ghcr.io/llm-d/")));
 }
+
+#[test]
+fn a_cpu_flavor_with_node_labels_cannot_hold_a_profile_of_its_own_flavor() {
+    // Kueue would give a MIG pod's CPU and memory from the H100 flavor and
+    // pin it to H100 nodes as well as MIG ones.
+    let platform = PLATFORM.replace(
+        "  flavor: {name: h100}\n",
+        "  flavor: {name: h100, nodeLabels: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}}\n",
+    );
+    let err = Test::new()
+        .file("services/qwen.yaml", service("qwen", "  replicas: 1\n"))
+        .platform(platform)
+        .compile()
+        .expect_err("refused")
+        .render(false);
+    assert!(
+        err.contains("the pods of accelerator \"mig-3g\" would need the node labels of Kueue flavor \"h100\" (nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3)"),
+        "{err}"
+    );
+    assert!(err.contains("platform.yaml:15:18"), "{err}");
+    assert!(!err.contains("accelerator \"h100\" would"), "{err}");
+}
