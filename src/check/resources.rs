@@ -155,7 +155,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
             if workers > 1 {
                 shm_size(o, c, workers, &shm, out);
             }
-            memory(o, c, &cl, workers, &shm, &effective, out);
+            memory(o, c, &cl, workers, group_size(o), &shm, &effective, out);
         }
     }
 }
@@ -276,11 +276,27 @@ fn cpu_limit(o: &Object, c: &Value, effective: &Effective, out: &mut Vec<Finding
     out.push(Finding::new(CPU_LIMIT, o, message));
 }
 
+/// Pods one replica spans: a LeaderWorkerSet's group size
+/// (`spec.leaderWorkerTemplate.size`, the leader included), else 1.
+fn group_size(o: &Object) -> i64 {
+    if o.id.kind != "LeaderWorkerSet" {
+        return 1;
+    }
+    o.value.pointer("/spec/leaderWorkerTemplate/size").and_then(Value::as_i64).unwrap_or(1).max(1)
+}
+
+/// The loading peak of one pod. A replica over `pods` nodes splits the
+/// weights and the GPU workers among them: with tensor parallelism over the
+/// nodes each rank loads its shard, with pipeline parallelism each node its
+/// layers (vllm-project/vllm `docs/serving/parallelism_scaling.md`), so one
+/// pod holds about 1/`pods` of each.
+#[allow(clippy::too_many_arguments)]
 fn memory(
     o: &Object,
     c: &Value,
     cl: &CommandLine<'_>,
     workers: i64,
+    pods: i64,
     shm: &Shm,
     effective: &Effective,
     out: &mut Vec<Finding>,
@@ -291,14 +307,24 @@ fn memory(
         Shm::Memory(Some(q)) => (q.nanos() / 1_000_000_000) as f64,
         _ => 0.0,
     };
-    let peak = model::loading_peak_bytes(size.as_ref(), workers, shm_bytes);
+    let workers = (workers + pods - 1) / pods;
+    let weights = size.as_ref().map_or(0.0, |s| s.weight_bytes() / pods as f64);
+    let peak = model::loading_peak_bytes(None, workers, shm_bytes) + weights;
     let limit_bytes = (limit.nanos() / 1_000_000_000) as f64;
     if limit_bytes >= peak {
         return;
     }
     let mut parts = Vec::new();
     if let Some(s) = &size {
-        parts.push(format!("weights {}", super::gib(s.weight_bytes())));
+        if pods > 1 {
+            parts.push(format!(
+                "weights {} of {} over {pods} nodes",
+                super::gib(weights),
+                super::gib(s.weight_bytes())
+            ));
+        } else {
+            parts.push(format!("weights {}", super::gib(s.weight_bytes())));
+        }
     }
     parts.push(format!(
         "{} x {workers} worker{}",

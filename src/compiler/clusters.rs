@@ -124,6 +124,11 @@ fn platform_for(cluster: &Cluster, platform: &Platform) -> Platform {
         for r in p.images.iter_mut().flat_map(|i| i.allowed_repositories.iter_mut()) {
             *r = mirror(r, registry);
         }
+        // So do the endpoint pickers: a cluster that pulls from a mirror
+        // may reach no other registry.
+        if let Some(g) = &mut p.gateway {
+            g.endpoint_picker.image = mirror(&g.endpoint_picker.image, registry);
+        }
         let caches = p.model_cache.iter_mut().chain(p.tenants.iter_mut().filter_map(|t| t.model_cache.as_mut()));
         for c in caches {
             if let Some(i) = &mut c.downloader_image {

@@ -185,10 +185,19 @@ pub fn plan(
     let marker = marker(&spec.base_model, &revision, &cached_adapters(spec));
     let job_spec = job_spec(spec, cache, &revision, &marker, shape);
     let job = job_name(&spec.base_model, &job_spec);
-    let labels = json!({
+    let mut labels = json!({
         "app.kubernetes.io/component": COMPONENT,
         MANAGED_BY.0: MANAGED_BY.1,
     });
+    // In a namespace Kueue manages, the Job waits for admission in the
+    // tenant's queue like the servers: its pods count against the queue's
+    // quota, and it is not left suspended.
+    if let Some((queue, class)) = crate::derive::tenancy::namespace_queue(platform, namespace) {
+        labels[crate::model::labels::QUEUE_LABEL] = json!(queue);
+        if let Some(class) = class {
+            labels[crate::model::labels::PRIORITY_LABEL] = json!(class);
+        }
+    }
     let job_object = json!({
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -114,6 +114,9 @@ pub struct PickerPlan {
     /// Name of every picker object: the service's name and the suffix.
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// The Deployment's labels: `labels`, and the service's Kueue queue and
+    /// tier where it has one, so Kueue admits the picker with its server.
+    pub workload_labels: BTreeMap<String, String>,
     pub selector: BTreeMap<String, String>,
     pub replicas: i32,
     pub image: String,
@@ -285,6 +288,7 @@ fn picker(
         if ha { ("liveness", "readiness") } else { ("inference-extension", "inference-extension") };
     PickerPlan {
         name: picker,
+        workload_labels: labels.clone(),
         labels,
         selector,
         replicas: epp.replicas,

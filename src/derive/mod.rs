@@ -484,6 +484,18 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         }
     }
 
+    // A Deployment without the queue label in a namespace Kueue manages
+    // (`manageJobsWithoutQueueName: true`) is suspended: the picker goes
+    // to its service's queue (kubernetes-sigs/kueue
+    // `site/content/en/docs/tasks/manage/enforce_job_management/manage_jobs_without_queue_name.md`).
+    if let Some(pool) = gateway.as_mut().and_then(|g| g.pool.as_mut()) {
+        for key in [crate::model::labels::QUEUE_LABEL, crate::model::labels::PRIORITY_LABEL] {
+            if let Some(v) = workload_labels.get(key) {
+                pool.picker.workload_labels.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+
     let security = security::derive(&security::settings_for(platform, &namespace, &name));
     // The writable volumes a read-only root filesystem needs come first,
     // then the adapter configuration.

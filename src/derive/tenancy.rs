@@ -93,6 +93,24 @@ pub fn place(
     Ok(Placement { tenant: Some(tenant.name.clone()), tier: Some((tier_name, tier.clone())), queue })
 }
 
+/// The Kueue queue of a namespace's own workloads, which no service names
+/// (the model-cache download Jobs): the tenant's queue of its default tier,
+/// else its first queue, with the tier's WorkloadPriorityClass when the
+/// queue has one. None where the tenant has no queues.
+///
+/// Such a workload carries the `kueue.x-k8s.io/queue-name` label so Kueue
+/// admits it whatever its configuration: with `manageJobsWithoutQueueName:
+/// true`, a Job without the label in a managed namespace is suspended and
+/// never started (kubernetes-sigs/kueue
+/// `site/content/en/docs/tasks/manage/enforce_job_management/manage_jobs_without_queue_name.md`).
+pub fn namespace_queue(platform: &Platform, namespace: &str) -> Option<(String, Option<String>)> {
+    let tenant = platform.tenant_of(namespace)?;
+    let tier = tenant.default_tier(&platform.tiers());
+    let queue =
+        tenant.queues.iter().find(|q| q.priority.is_some() && q.priority == tier).or_else(|| tenant.queues.first())?;
+    Some((queue.name.clone(), queue.priority.as_deref().map(|p| platform.priority_class(p))))
+}
+
 fn managed_labels(extra: &[(&str, &str)]) -> Value {
     let mut labels = serde_json::Map::new();
     for (k, v) in extra {

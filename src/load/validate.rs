@@ -1059,6 +1059,40 @@ fn platform_accelerators(platform: &Platform) -> Vec<Problem> {
             );
         }
     }
+    // A queued pod's CPU and memory are quota of `kueue.flavor`, and Kueue
+    // adds the node labels of every flavor it assigns to the pod's node
+    // selector (kubernetes-sigs/kueue `site/content/en/docs/concepts/resource_flavor.md`,
+    // "ResourceFlavor labels"): a profile on nodes of its own flavor that
+    // lack those labels would never be scheduled.
+    if platform.tenants.iter().any(|t| !t.queues.is_empty())
+        && let Some(kueue) = &platform.kueue
+    {
+        for (i, a) in platform.accelerators.iter().enumerate() {
+            let Some(f) = a.kueue_flavor.as_deref().filter(|f| *f != kueue.flavor.name) else { continue };
+            let missing: Vec<String> = kueue
+                .flavor
+                .node_labels
+                .iter()
+                .filter(|(k, v)| a.node_selector.get(*k).or(platform.defaults.node_selector.get(*k)) != Some(*v))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            if !missing.is_empty() {
+                out.push(
+                    Problem::new(
+                        vec![key("accelerators"), PathSegment::Index(i), key("kueueFlavor")],
+                        format!(
+                            "the pods of accelerator {:?} would need the node labels of Kueue flavor {:?} ({}) as well as those of {f:?}: Kueue gives their CPU and memory from {:?}",
+                            a.name,
+                            kueue.flavor.name,
+                            missing.join(", "),
+                            kueue.flavor.name
+                        ),
+                    )
+                    .help("leave kueue.flavor.nodeLabels empty and let each profile's nodeSelector place its pods"),
+                );
+            }
+        }
+    }
     for (i, r) in platform.images.iter().flat_map(|i| i.allowed_repositories.iter()).enumerate() {
         if let Err(e) = image_reference(r) {
             out.push(

@@ -2,6 +2,7 @@
 //! harness (`harness::Test`) that compiles services and platforms given as
 //! text, or runs the `isvc` binary over them in a temporary directory.
 
+mod combined;
 mod common;
 mod harness;
 
