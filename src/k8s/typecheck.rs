@@ -115,10 +115,10 @@ struct PoolRef {
 /// follow) is the full round trip below run, which names every problem in
 /// the order it always has.
 fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Vec<Problem> {
-    if let Ok(typed) = T::deserialize(value) {
-        if typed.serialize(Shadow(Some(value))).is_ok() {
-            return Vec::new();
-        }
+    if let Ok(typed) = T::deserialize(value)
+        && typed.serialize(Shadow(Some(value))).is_ok()
+    {
+        return Vec::new();
     }
     full_round_trip::<T>(value)
 }
