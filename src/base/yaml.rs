@@ -679,12 +679,15 @@ fn resolve_plain(text: &str) -> NodeValue {
             Err(_) => text.parse::<f64>().map_or_else(|_| NodeValue::Str(text.to_string()), NodeValue::Float),
         };
     }
-    if let Some(oct) = text.strip_prefix("0o") {
+    // The core schema's `0o [0-7]+` and `0x [0-9a-fA-F]+` (YAML 1.2.2,
+    // 10.3.2 Tag Resolution): digits only, where `from_str_radix` would also
+    // take a sign (`0x-9` is a string, not -9).
+    if let Some(oct) = text.strip_prefix("0o").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
         if let Ok(i) = i64::from_str_radix(oct, 8) {
             return NodeValue::Int(i);
         }
     }
-    if let Some(hex) = text.strip_prefix("0x") {
+    if let Some(hex) = text.strip_prefix("0x").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit())) {
         if let Ok(i) = i64::from_str_radix(hex, 16) {
             return NodeValue::Int(i);
         }
@@ -763,6 +766,15 @@ mod tests {
 
     fn one(text: &str) -> Value {
         parse(text).unwrap().into_iter().flatten().next().unwrap().to_json()
+    }
+
+    #[test]
+    fn signs_after_a_radix_prefix_make_strings() {
+        let v = one("a: 0x-9\nb: 0x+f\nc: 0o-7\nd: 0o+7\ne: 0x1F\nf: 0o17\ng: 0x\n");
+        for k in ["a", "b", "c", "d", "g"] {
+            assert!(v[k].is_string(), "{k}: {}", v[k]);
+        }
+        assert_eq!((v["e"].as_i64(), v["f"].as_i64()), (Some(31), Some(15)));
     }
 
     #[test]
