@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -26,6 +26,18 @@ pub fn example_trees() -> Vec<PathBuf> {
     out.sort();
     assert!(out.len() >= 7, "{out:?}");
     out
+}
+
+/// Copies the directory `from` to `to`, files and directories.
+pub fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
+        let target = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
 }
 
 pub fn dns_label() -> impl Strategy<Value = String> {

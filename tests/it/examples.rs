@@ -70,14 +70,14 @@ fn fresh_render_matches_committed_bytes_and_rerender_is_a_no_op() {
         let tmp = tempfile::tempdir().unwrap();
         // Render into a sibling-shaped copy so headers name the same paths.
         let copy = tmp.path().join("ex");
-        copy_dir(&ex.join("services"), &copy.join("services"));
+        crate::common::copy_dir(&ex.join("services"), &copy.join("services"));
         for f in ["platform.yaml"] {
             if ex.join(f).exists() {
                 std::fs::copy(ex.join(f), copy.join(f)).unwrap();
             }
         }
         if ex.join("templates").is_dir() {
-            copy_dir(&ex.join("templates"), &copy.join("templates"));
+            crate::common::copy_dir(&ex.join("templates"), &copy.join("templates"));
         }
         let run = || {
             Command::cargo_bin("isvc").unwrap().current_dir(&copy).args(render_args(&ex, "rendered")).assert().success()
@@ -92,17 +92,6 @@ fn fresh_render_matches_committed_bytes_and_rerender_is_a_no_op() {
         // diff of an up-to-date tree reports nothing and exits 0.
         let diff = example_args(&ex, &["diff", "services", "--out", "rendered"]);
         Command::cargo_bin("isvc").unwrap().current_dir(&copy).args(&diff).assert().success();
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
-        let target = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
     }
 }
 

@@ -16,15 +16,7 @@ fn isvc(dir: &Path) -> Command {
 
 fn copy_example(name: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let from = Path::new("examples").join(name);
-    for e in walkdir::WalkDir::new(&from).into_iter().filter_map(Result::ok) {
-        let target = dir.path().join(e.path().strip_prefix(&from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
+    crate::common::copy_dir(&Path::new("examples").join(name), dir.path());
     dir
 }
 

@@ -186,7 +186,7 @@ fn standard_input_is_never_taken_for_up_to_date() {
 fn a_multi_cluster_tree_has_one_manifest() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gitops");
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&example.join("services"), &dir.path().join("services"));
+    crate::common::copy_dir(&example.join("services"), &dir.path().join("services"));
     std::fs::copy(example.join("platform.yaml"), dir.path().join("platform.yaml")).unwrap();
     render(dir.path(), &["--platform", "platform.yaml"]);
     let all = files(&dir.path().join("rendered"));
@@ -209,15 +209,4 @@ fn a_multi_cluster_tree_has_one_manifest() {
     std::fs::write(&path, text.replacen("replicas:", "replicas: 7\n  x:", 1)).unwrap();
     let (code, out, _) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check"]).args(args));
     assert_eq!((code, out), (1, format!("stale: rendered/{edited}\n")));
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
-        let target = to.join(e.path().strip_prefix(from).unwrap());
-        if e.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
 }
