@@ -589,11 +589,19 @@ fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>
 /// version, settings and input files, and the files isvc owns in the tree
 /// those it wrote, unedited. `None` means "compile to find out".
 fn up_to_date(inputs: &Inputs, out: &Path, base: &Path) -> Option<Manifest> {
+    let settings = run_settings(inputs, base);
+    let digests = input_digests(&inputs.paths, base);
+    recorded_up_to_date(out, &settings, digests.as_deref())
+}
+
+/// [`up_to_date`], for the settings and input digests of this run,
+/// computed once by the caller.
+fn recorded_up_to_date(out: &Path, settings: &[String], digests: Option<&[(String, String)]>) -> Option<Manifest> {
     let recorded = Manifest::read(out)?;
-    if recorded.settings != run_settings(inputs, base) {
+    if recorded.settings != settings {
         return None;
     }
-    let mut current = input_digests(&inputs.paths, base)?;
+    let mut current = digests?.to_vec();
     current.sort();
     if current.is_empty() || recorded.inputs != current {
         return None;
@@ -718,15 +726,17 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         print_stream(objects);
         return Ok(ExitCode::SUCCESS);
     };
+    // Read before the inputs are loaded, once for the shortcut and the
+    // manifest this run writes.
+    let mut settings = run_settings(&args.inputs, &header_base());
+    let inputs = input_digests(&args.inputs.paths, &header_base());
     if args.check
-        && let Some(recorded) = up_to_date(&args.inputs, &out, &header_base())
+        && let Some(recorded) = recorded_up_to_date(&out, &settings, inputs.as_deref())
     {
         // The manifest and every file it lists.
         status(&format!("{} is up to date ({} files)", out.display(), recorded.outputs.len() + 1));
         return Ok(ExitCode::SUCCESS);
     }
-    let mut settings = run_settings(&args.inputs, &header_base());
-    let inputs = input_digests(&args.inputs.paths, &header_base());
     let (compiled, services) = compile(&args.inputs, &header_base())?;
     let mut tree = output::tree(&compiled.objects);
     if inputs.is_none() {
