@@ -8,6 +8,7 @@ mod harness;
 
 mod bad_inputs;
 mod bench_peers;
+mod builtin;
 mod cache;
 mod check_rules;
 mod cli;

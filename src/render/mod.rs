@@ -13,7 +13,9 @@
 //! template can write `replicas: {{ replicas }}` and the line disappears
 //! when the derivation leaves the value out.
 
-use std::collections::BTreeMap;
+pub mod builtin;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
@@ -27,25 +29,28 @@ use crate::model::objects::{Object, ObjectId};
 
 /// The built-in templates, by file name.
 pub const BUILTIN: [(&str, &str); 19] = [
-    ("deployment.yaml", include_str!("../templates/deployment.yaml")),
-    ("service.yaml", include_str!("../templates/service.yaml")),
-    ("horizontalpodautoscaler.yaml", include_str!("../templates/horizontalpodautoscaler.yaml")),
-    ("poddisruptionbudget.yaml", include_str!("../templates/poddisruptionbudget.yaml")),
-    ("configmap.yaml", include_str!("../templates/configmap.yaml")),
-    ("leaderworkerset.yaml", include_str!("../templates/leaderworkerset.yaml")),
-    ("scaledobject.yaml", include_str!("../templates/scaledobject.yaml")),
-    ("httproute.yaml", include_str!("../templates/httproute.yaml")),
-    ("inferencepool.yaml", include_str!("../templates/inferencepool.yaml")),
-    ("inferenceobjective.yaml", include_str!("../templates/inferenceobjective.yaml")),
-    ("servicemonitor.yaml", include_str!("../templates/servicemonitor.yaml")),
-    ("endpointpicker-serviceaccount.yaml", include_str!("../templates/endpointpicker-serviceaccount.yaml")),
-    ("endpointpicker-role.yaml", include_str!("../templates/endpointpicker-role.yaml")),
-    ("endpointpicker-rolebinding.yaml", include_str!("../templates/endpointpicker-rolebinding.yaml")),
-    ("endpointpicker-configmap.yaml", include_str!("../templates/endpointpicker-configmap.yaml")),
-    ("endpointpicker-service.yaml", include_str!("../templates/endpointpicker-service.yaml")),
-    ("endpointpicker-deployment.yaml", include_str!("../templates/endpointpicker-deployment.yaml")),
-    ("endpointpicker-poddisruptionbudget.yaml", include_str!("../templates/endpointpicker-poddisruptionbudget.yaml")),
-    ("endpointpicker-servicemonitor.yaml", include_str!("../templates/endpointpicker-servicemonitor.yaml")),
+    ("deployment.yaml", include_str!("../../templates/deployment.yaml")),
+    ("service.yaml", include_str!("../../templates/service.yaml")),
+    ("horizontalpodautoscaler.yaml", include_str!("../../templates/horizontalpodautoscaler.yaml")),
+    ("poddisruptionbudget.yaml", include_str!("../../templates/poddisruptionbudget.yaml")),
+    ("configmap.yaml", include_str!("../../templates/configmap.yaml")),
+    ("leaderworkerset.yaml", include_str!("../../templates/leaderworkerset.yaml")),
+    ("scaledobject.yaml", include_str!("../../templates/scaledobject.yaml")),
+    ("httproute.yaml", include_str!("../../templates/httproute.yaml")),
+    ("inferencepool.yaml", include_str!("../../templates/inferencepool.yaml")),
+    ("inferenceobjective.yaml", include_str!("../../templates/inferenceobjective.yaml")),
+    ("servicemonitor.yaml", include_str!("../../templates/servicemonitor.yaml")),
+    ("endpointpicker-serviceaccount.yaml", include_str!("../../templates/endpointpicker-serviceaccount.yaml")),
+    ("endpointpicker-role.yaml", include_str!("../../templates/endpointpicker-role.yaml")),
+    ("endpointpicker-rolebinding.yaml", include_str!("../../templates/endpointpicker-rolebinding.yaml")),
+    ("endpointpicker-configmap.yaml", include_str!("../../templates/endpointpicker-configmap.yaml")),
+    ("endpointpicker-service.yaml", include_str!("../../templates/endpointpicker-service.yaml")),
+    ("endpointpicker-deployment.yaml", include_str!("../../templates/endpointpicker-deployment.yaml")),
+    (
+        "endpointpicker-poddisruptionbudget.yaml",
+        include_str!("../../templates/endpointpicker-poddisruptionbudget.yaml"),
+    ),
+    ("endpointpicker-servicemonitor.yaml", include_str!("../../templates/endpointpicker-servicemonitor.yaml")),
 ];
 
 /// Work one template render may do before it is stopped.
@@ -55,12 +60,23 @@ const FUEL: u64 = 200_000;
 pub struct Templates {
     env: Environment<'static>,
     sources: BTreeMap<String, Arc<Source>>,
+    /// Built-in templates not overridden, which [`builtin`] builds without
+    /// the text round trip.
+    built: BTreeSet<&'static str>,
 }
 
 impl Templates {
     /// The built-in templates only.
     pub fn builtin() -> Templates {
         Templates::new(Vec::new()).unwrap_or_else(|_| unreachable!("built-in templates compile"))
+    }
+
+    /// The built-in templates, every one rendered as text and parsed back
+    /// as an override is: the reference [`builtin`] is tested against.
+    pub fn builtin_as_text() -> Templates {
+        let mut t = Templates::builtin();
+        t.built.clear();
+        t
     }
 
     /// Built-ins overridden by `overrides` (file name and text). A name that
@@ -71,6 +87,7 @@ impl Templates {
             .map(|(name, text)| (name.to_string(), Source::new(format!("templates/{name}"), *text)))
             .collect();
         let mut diags = Vec::new();
+        let mut built: BTreeSet<&'static str> = builtin::BUILT.into_iter().collect();
         for src in overrides {
             let name = src.name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if !sources.contains_key(&name) && !name.starts_with('_') {
@@ -84,6 +101,7 @@ impl Templates {
                 diags.push(d);
                 continue;
             }
+            built.retain(|b| *b != name);
             sources.insert(name, src);
         }
         let mut env = environment();
@@ -92,7 +110,7 @@ impl Templates {
                 diags.push(template_error(src, &e));
             }
         }
-        if diags.is_empty() { Ok(Templates { env, sources }) } else { Err(diags) }
+        if diags.is_empty() { Ok(Templates { env, sources, built }) } else { Err(diags) }
     }
 
     fn source(&self, name: &str) -> Option<&Arc<Source>> {
@@ -191,7 +209,9 @@ pub fn render_service(
     desired: &DesiredService,
     source: Option<&str>,
 ) -> Result<Vec<Object>, Vec<Diagnostic>> {
-    let ctx = minijinja::Value::from(minijinja::value::Serde(desired));
+    // The values as the templates see them, made only when one is used.
+    let mut ctx: Option<minijinja::Value> = None;
+    let mut values: Option<builtin::Ctx> = None;
     let mut objects = Vec::new();
     let mut diags = Vec::new();
     for child in &desired.objects {
@@ -200,8 +220,40 @@ pub fn render_service(
             _ => desired.name.as_str(),
         };
         let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), name);
+        let object = |value| Object {
+            id: id.clone(),
+            value,
+            owner: Some(desired.name.clone()),
+            source: source.map(str::to_string),
+            cluster: None,
+            bootstrap: false,
+        };
+        if templates.built.contains(child.template) {
+            let c = values.get_or_insert_with(|| {
+                builtin::Ctx::new(serde_json::to_value(desired).unwrap_or(serde_json::Value::Null))
+            });
+            if let Some(value) = builtin::build(child.template, c) {
+                let problems = typecheck::typecheck(&value);
+                if problems.is_empty() {
+                    objects.push(object(value));
+                } else {
+                    diags.extend(problems.into_iter().map(|p| {
+                        Diagnostic::error(format!(
+                            "built-in {} for {}/{}: {} at {}",
+                            child.template,
+                            desired.namespace,
+                            desired.name,
+                            p.message,
+                            yaml::path_string(&p.path)
+                        ))
+                    }));
+                }
+                continue;
+            }
+        }
+        let ctx = ctx.get_or_insert_with(|| minijinja::Value::from(minijinja::value::Serde(desired)));
         let tsrc = templates.source(child.template);
-        let rendered = templates.env.get_template(child.template).and_then(|t| t.render(&ctx));
+        let rendered = templates.env.get_template(child.template).and_then(|t| t.render(&*ctx));
         let text = match rendered {
             Ok(text) => text,
             Err(e) => {
@@ -212,14 +264,7 @@ pub fn render_service(
         };
         let label = format!("templates/{} (rendered for {}/{})", child.template, desired.namespace, desired.name);
         match parse_back(Source::new(label, text), &id) {
-            Ok(value) => objects.push(Object {
-                id,
-                value,
-                owner: Some(desired.name.clone()),
-                source: source.map(str::to_string),
-                cluster: None,
-                bootstrap: false,
-            }),
+            Ok(value) => objects.push(object(value)),
             Err(d) => diags.extend(d),
         }
     }
