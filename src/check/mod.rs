@@ -377,7 +377,11 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 /// objects' own annotations disable. Findings come sorted. Linear in the
 /// number of objects: lookups are indexed once per run.
 pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
-    let cx = Context::new(objects);
+    run_in(&Context::new(objects), objects, config)
+}
+
+/// [`run_with`] over an index of `objects` the caller has built already.
+pub(crate) fn run_in(cx: &Context<'_>, objects: &[Object], config: &Config) -> Vec<Finding> {
     let families: [fn(&Context<'_>, &Object, &mut Vec<Finding>); 8] = [
         network::check,
         probes::check,
@@ -393,7 +397,7 @@ pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
         .flat_map_iter(|o| {
             let mut out = Vec::new();
             for family in families {
-                family(&cx, o, &mut out);
+                family(cx, o, &mut out);
             }
             out
         })

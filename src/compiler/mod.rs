@@ -297,12 +297,16 @@ impl Stage<'_> {
     /// CRD and the objects of the platform's tenants. Only error-level rules
     /// run: an error stops the compile; warnings are for `isvc check`.
     fn compile(&self, services: &[LoadedService], platform: &Platform) -> Result<Compilation, Diagnostics> {
-        let (objects, mut diags, quota) = self.render(services, platform);
+        let (objects, mut diags) = self.render(services, platform);
+        // One index of the objects for admission and the rules.
+        let cx = crate::k8s::index::Context::new(&objects);
+        let quota = self.admit(&cx, &objects, services, platform, &mut diags);
         if diags.has_errors() {
             diags.sort();
             return Err(diags);
         }
-        let mut findings = check::run_with(&objects, self.config);
+        let mut findings = check::run_in(&cx, &objects, self.config);
+        drop(cx);
         findings.retain(|f| f.rule.severity == Severity::Error);
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
@@ -317,30 +321,49 @@ impl Stage<'_> {
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
     /// and every rule's findings over them.
     fn examine(&self, services: &[LoadedService], platform: &Platform) -> Result<Examination, Diagnostics> {
-        let (objects, mut diags, _) = self.render(services, platform);
+        let (objects, mut diags) = self.render(services, platform);
+        let cx = crate::k8s::index::Context::new(&objects);
+        self.admit(&cx, &objects, services, platform, &mut diags);
         if diags.has_errors() {
             diags.sort();
             return Err(diags);
         }
-        let mut findings = check::run_with(&objects, self.config);
+        let mut findings = check::run_in(&cx, &objects, self.config);
+        drop(cx);
         check::locate(&mut findings, services);
         Ok(Examination { objects, findings })
     }
 
-    /// The objects that rendered, in output order, the errors of the inputs
-    /// and of those that did not render (placement, quota and Kueue checks
-    /// included), and the tenants' quota use.
-    fn render(
+    /// Kueue's and the quotas' admission of the rendered pods, whose errors
+    /// go to `diags`: the tenants' quota use.
+    fn admit(
         &self,
+        cx: &crate::k8s::index::Context<'_>,
+        objects: &[Object],
         services: &[LoadedService],
         platform: &Platform,
-    ) -> (Vec<Object>, Diagnostics, Vec<admission::QuotaUsage>) {
+        diags: &mut Diagnostics,
+    ) -> Vec<admission::QuotaUsage> {
+        if objects.is_empty() {
+            // The inputs failed before anything rendered.
+            return Vec::new();
+        }
+        diags.extend(kueue::admit(cx, services, platform, self.platform_file, self.platform_origin));
+        let (quota_errors, quota) = admission::quotas(cx, objects, services, self.platform_file);
+        diags.extend(quota_errors);
+        quota
+    }
+
+    /// The objects that rendered, in output order, and the errors of the
+    /// inputs and of those that did not render (placement checks included;
+    /// admission is [`Stage::admit`]'s).
+    fn render(&self, services: &[LoadedService], platform: &Platform) -> (Vec<Object>, Diagnostics) {
         let mut diags = Diagnostics::new();
         diags.extend(placements(services, platform));
         diags.extend(crate::load::validate::routes(services, platform, self.label));
         diags.extend(crate::load::validate::scale_from_zero(services, platform));
         if diags.has_errors() {
-            return (Vec::new(), diags, Vec::new());
+            return (Vec::new(), diags);
         }
         let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
             .par_iter()
@@ -391,12 +414,7 @@ impl Stage<'_> {
         }
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
-        // One index of the rendered objects for quota and Kueue admission.
-        let cx = crate::k8s::index::Context::new(&objects);
-        diags.extend(kueue::admit(&cx, services, platform, self.platform_file, self.platform_origin));
-        let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
-        diags.extend(quota_errors);
-        (objects, diags, quota)
+        (objects, diags)
     }
 }
 
