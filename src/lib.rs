@@ -15,6 +15,10 @@
 //! builds without clap, so an Operator can embed it, with
 //! [`emit::plan`] as its reconcile.
 
+// The built-in templates' object literals (`render::builtin`) expand one
+// token at a time.
+#![recursion_limit = "512"]
+
 pub mod base;
 pub mod check;
 #[cfg(feature = "cli")]

@@ -13,7 +13,72 @@
 //! item per element; mapping entries whose value is null are dropped
 //! afterwards, as [`super::drop_nulls`] does for a parsed-back template.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::json;
+
+/// A value as [`v!`] takes it: cloned from the service's values, moved, or
+/// a literal.
+trait IntoValue {
+    fn into_value(self) -> Value;
+}
+
+impl IntoValue for &Value {
+    fn into_value(self) -> Value {
+        self.clone()
+    }
+}
+
+impl IntoValue for Value {
+    fn into_value(self) -> Value {
+        self
+    }
+}
+
+impl IntoValue for &str {
+    fn into_value(self) -> Value {
+        Value::String(self.to_string())
+    }
+}
+
+impl IntoValue for i32 {
+    fn into_value(self) -> Value {
+        Value::from(self)
+    }
+}
+
+impl IntoValue for bool {
+    fn into_value(self) -> Value {
+        Value::Bool(self)
+    }
+}
+
+/// JSON-like literals, as `serde_json::json!` writes them, but with each
+/// value cloned or moved in rather than serialized again, and every map
+/// and list allocated at its final size.
+macro_rules! v {
+    ({ $($tt:tt)* }) => { v!(@object [] () $($tt)*) };
+    ([ $($tt:tt)* ]) => { v!(@array [] () $($tt)*) };
+    (@object [$(($k:literal, ($($val:tt)*)))*] ()) => {{
+        #[allow(unused_mut)]
+        let mut map = serde_json::Map::with_capacity(<[&str]>::len(&[$($k),*]));
+        $( map.insert($k.to_string(), v!($($val)*)); )*
+        Value::Object(map)
+    }};
+    (@object [$($done:tt)*] () $k:literal : $($rest:tt)*) => { v!(@entry [$($done)*] $k () $($rest)*) };
+    (@entry [$($done:tt)*] $k:literal ($($val:tt)*) , $($rest:tt)*) => {
+        v!(@object [$($done)* ($k, ($($val)*))] () $($rest)*)
+    };
+    (@entry [$($done:tt)*] $k:literal ($($val:tt)*)) => { v!(@object [$($done)* ($k, ($($val)*))] ()) };
+    (@entry [$($done:tt)*] $k:literal ($($val:tt)*) $next:tt $($rest:tt)*) => {
+        v!(@entry [$($done)*] $k ($($val)* $next) $($rest)*)
+    };
+    (@array [$(($($val:tt)*))*] ()) => { Value::Array(vec![$(v!($($val)*)),*]) };
+    (@array [$($done:tt)*] ($($val:tt)+) , $($rest:tt)*) => { v!(@array [$($done)* ($($val)+)] () $($rest)*) };
+    (@array [$($done:tt)*] ($($val:tt)+)) => { v!(@array [$($done)* ($($val)+)] ()) };
+    (@array [$($done:tt)*] ($($val:tt)*) $next:tt $($rest:tt)*) => { v!(@array [$($done)*] ($($val)* $next) $($rest)*) };
+    ($e:expr) => { IntoValue::into_value($e) };
+}
 
 /// The names of the templates built here, which is every built-in one.
 pub const BUILT: [&str; 19] = [
@@ -77,10 +142,10 @@ impl Ctx {
 
     /// `[first..., {% for x in path %} x {% endfor %}]`.
     fn list(&self, first: Vec<Value>, path: &str) -> Value {
-        let mut items = first;
-        if let Some(more) = self.get(path).as_array() {
-            items.extend(more.iter().cloned());
-        }
+        let more = self.get(path).as_array().map_or(&[][..], Vec::as_slice);
+        let mut items = Vec::with_capacity(first.len() + more.len());
+        items.extend(first);
+        items.extend(more.iter().cloned());
         Value::Array(items)
     }
 }
@@ -129,7 +194,7 @@ pub fn build(template: &str, c: &Ctx) -> Option<Value> {
 
 /// `metadata` with `name` and `labels` at the given paths.
 fn metadata(c: &Ctx, name: &str, labels: &str) -> Value {
-    json!({
+    v!({
         "name": c.get(name),
         "namespace": c.get("namespace"),
         "labels": c.get(labels),
@@ -138,7 +203,7 @@ fn metadata(c: &Ctx, name: &str, labels: &str) -> Value {
 }
 
 fn http_probe(c: &Ctx, failure_threshold: &str) -> Value {
-    json!({
+    v!({
         "httpGet": {
             "path": c.get("container.probes.path"),
             "port": c.get("container.port_name"),
@@ -152,49 +217,42 @@ fn http_probe(c: &Ctx, failure_threshold: &str) -> Value {
 }
 
 fn shm_mount() -> Value {
-    json!({"name": "shm", "mountPath": "/dev/shm"})
+    v!({"name": "shm", "mountPath": "/dev/shm"})
 }
 
 fn shm_volume(c: &Ctx) -> Value {
-    json!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": c.get("container.shm_size")}})
+    v!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": c.get("container.shm_size")}})
 }
 
 /// The serving pod's spec, shared by the Deployment and the leader of a
 /// LeaderWorkerSet (which adds `command`).
 fn serving_pod_spec(c: &Ctx, command: Option<&str>) -> Value {
-    let mut container = json!({
+    // A Deployment's container has no command: null, which is dropped.
+    let command = command.map_or(Value::Null, |p| c.get(p).clone());
+    let container = v!({
         "name": c.get("container.name"),
         "image": c.get("container.image"),
         "imagePullPolicy": c.get("container.image_pull_policy"),
+        "command": command,
+        "args": c.get("container.args"),
+        "env": c.get("container.env"),
+        "ports": [{
+            "name": c.get("container.port_name"),
+            "containerPort": c.get("container.port"),
+            "protocol": "TCP",
+        }],
+        "resources": {
+            "requests": c.get("container.requests"),
+            "limits": c.get("container.limits"),
+        },
+        "securityContext": c.get("security.container"),
+        "lifecycle": {"preStop": {"exec": {"command": c.get("drain.pre_stop")}}},
+        "startupProbe": http_probe(c, "container.probes.startup_failure_threshold"),
+        "livenessProbe": http_probe(c, "container.probes.liveness_failure_threshold"),
+        "readinessProbe": http_probe(c, "container.probes.readiness_failure_threshold"),
+        "volumeMounts": c.list(vec![shm_mount()], "container.volume_mounts"),
     });
-    if let (Some(command), Some(map)) = (command, container.as_object_mut()) {
-        map.insert("command".into(), c.get(command).clone());
-    }
-    if let Some(map) = container.as_object_mut() {
-        let rest = json!({
-            "args": c.get("container.args"),
-            "env": c.get("container.env"),
-            "ports": [{
-                "name": c.get("container.port_name"),
-                "containerPort": c.get("container.port"),
-                "protocol": "TCP",
-            }],
-            "resources": {
-                "requests": c.get("container.requests"),
-                "limits": c.get("container.limits"),
-            },
-            "securityContext": c.get("security.container"),
-            "lifecycle": {"preStop": {"exec": {"command": c.get("drain.pre_stop")}}},
-            "startupProbe": http_probe(c, "container.probes.startup_failure_threshold"),
-            "livenessProbe": http_probe(c, "container.probes.liveness_failure_threshold"),
-            "readinessProbe": http_probe(c, "container.probes.readiness_failure_threshold"),
-            "volumeMounts": c.list(vec![shm_mount()], "container.volume_mounts"),
-        });
-        if let Value::Object(rest) = rest {
-            map.extend(rest);
-        }
-    }
-    json!({
+    v!({
         "priorityClassName": c.get("priority_class"),
         "nodeSelector": c.or_none("container.node_selector"),
         "tolerations": c.or_none("container.tolerations"),
@@ -208,7 +266,7 @@ fn serving_pod_spec(c: &Ctx, command: Option<&str>) -> Value {
 }
 
 fn deployment(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(c, "name", "workload_labels"),
@@ -233,7 +291,7 @@ fn deployment(c: &Ctx) -> Value {
 }
 
 fn leader_worker_set(c: &Ctx) -> Value {
-    let worker = json!({
+    let worker = v!({
         "name": c.get("container.name"),
         "image": c.get("container.image"),
         "imagePullPolicy": c.get("container.image_pull_policy"),
@@ -254,7 +312,7 @@ fn leader_worker_set(c: &Ctx) -> Value {
         },
         "volumeMounts": c.list(vec![shm_mount()], "security_mounts"),
     });
-    json!({
+    v!({
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
         "metadata": metadata(c, "name", "workload_labels"),
@@ -298,7 +356,7 @@ fn leader_worker_set(c: &Ctx) -> Value {
 }
 
 fn service(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(c, "name", "labels"),
@@ -317,7 +375,7 @@ fn service(c: &Ctx) -> Value {
 
 /// The scaling behaviour the HPA and KEDA's HPA share.
 fn behavior(c: &Ctx) -> Value {
-    json!({
+    v!({
         "scaleUp": {
             "stabilizationWindowSeconds": 0,
             "selectPolicy": "Max",
@@ -332,13 +390,13 @@ fn behavior(c: &Ctx) -> Value {
 }
 
 fn scale_target(c: &Ctx) -> Value {
-    json!({"apiVersion": c.get("workload.api_version"), "kind": c.get("workload.kind"), "name": c.get("name")})
+    v!({"apiVersion": c.get("workload.api_version"), "kind": c.get("workload.kind"), "name": c.get("name")})
 }
 
 fn horizontal_pod_autoscaler(c: &Ctx) -> Value {
-    let target = json!({"type": "AverageValue", "averageValue": c.get("autoscaler.target_average_value")});
+    let target = v!({"type": "AverageValue", "averageValue": c.get("autoscaler.target_average_value")});
     let metric = if c.is("autoscaler.picker_service") {
-        json!({
+        v!({
             "type": "Object",
             "object": {
                 "describedObject": {"apiVersion": "v1", "kind": "Service", "name": c.get("autoscaler.picker_service")},
@@ -347,9 +405,9 @@ fn horizontal_pod_autoscaler(c: &Ctx) -> Value {
             },
         })
     } else {
-        json!({"type": "Pods", "pods": {"metric": {"name": c.get("autoscaler.metric")}, "target": target}})
+        v!({"type": "Pods", "pods": {"metric": {"name": c.get("autoscaler.metric")}, "target": target}})
     };
-    json!({
+    v!({
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
         "metadata": metadata(c, "name", "labels"),
@@ -364,7 +422,7 @@ fn horizontal_pod_autoscaler(c: &Ctx) -> Value {
 }
 
 fn scaled_object(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
         "metadata": metadata(c, "name", "labels"),
@@ -388,7 +446,7 @@ fn scaled_object(c: &Ctx) -> Value {
 }
 
 fn pod_disruption_budget(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": metadata(c, "name", "labels"),
@@ -401,7 +459,7 @@ fn pod_disruption_budget(c: &Ctx) -> Value {
 }
 
 fn config_map(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(c, "name", "labels"),
@@ -410,7 +468,7 @@ fn config_map(c: &Ctx) -> Value {
 }
 
 fn service_monitor(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": metadata(c, "name", "monitoring.labels"),
@@ -426,25 +484,24 @@ fn service_monitor(c: &Ctx) -> Value {
 }
 
 fn http_route(c: &Ctx) -> Value {
-    let mut rule = json!({
+    // The `if` blocks: a key whose value is null is dropped.
+    let filters = if c.is("gateway.rewrite") {
+        v!([{
+            "type": "URLRewrite",
+            "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
+        }])
+    } else {
+        Value::Null
+    };
+    let timeouts =
+        if c.is("gateway.request_timeout") { v!({"request": c.get("gateway.request_timeout")}) } else { Value::Null };
+    let rule = v!({
         "matches": [{"path": {"type": "PathPrefix", "value": c.get("gateway.path")}}],
+        "filters": filters,
+        "backendRefs": c.list(Vec::new(), "gateway.backends"),
+        "timeouts": timeouts,
     });
-    if let Some(rule) = rule.as_object_mut() {
-        if c.is("gateway.rewrite") {
-            rule.insert(
-                "filters".into(),
-                json!([{
-                    "type": "URLRewrite",
-                    "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
-                }]),
-            );
-        }
-        rule.insert("backendRefs".into(), c.list(Vec::new(), "gateway.backends"));
-        if c.is("gateway.request_timeout") {
-            rule.insert("timeouts".into(), json!({"request": c.get("gateway.request_timeout")}));
-        }
-    }
-    json!({
+    v!({
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
         "metadata": metadata(c, "name", "labels"),
@@ -457,7 +514,7 @@ fn http_route(c: &Ctx) -> Value {
 }
 
 fn inference_pool(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",
         "metadata": metadata(c, "name", "labels"),
@@ -475,7 +532,7 @@ fn inference_pool(c: &Ctx) -> Value {
 }
 
 fn inference_objective(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "llm-d.ai/v1alpha2",
         "kind": "InferenceObjective",
         "metadata": metadata(c, "name", "labels"),
@@ -490,11 +547,11 @@ const PICKER: &str = "gateway.pool.picker.name";
 const PICKER_LABELS: &str = "gateway.pool.picker.labels";
 
 fn picker_service_account(c: &Ctx) -> Value {
-    json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(c, PICKER, PICKER_LABELS)})
+    v!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(c, PICKER, PICKER_LABELS)})
 }
 
 fn picker_role(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": metadata(c, PICKER, PICKER_LABELS),
@@ -503,7 +560,7 @@ fn picker_role(c: &Ctx) -> Value {
 }
 
 fn picker_role_binding(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": metadata(c, PICKER, PICKER_LABELS),
@@ -513,7 +570,7 @@ fn picker_role_binding(c: &Ctx) -> Value {
 }
 
 fn picker_config_map(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata(c, PICKER, PICKER_LABELS),
@@ -522,9 +579,8 @@ fn picker_config_map(c: &Ctx) -> Value {
 }
 
 fn picker_service(c: &Ctx) -> Value {
-    let port =
-        |name: &str, path: &str| json!({"name": name, "port": c.get(path), "targetPort": name, "protocol": "TCP"});
-    json!({
+    let port = |name: &str, path: &str| v!({"name": name, "port": c.get(path), "targetPort": name, "protocol": "TCP"});
+    v!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(c, PICKER, PICKER_LABELS),
@@ -541,10 +597,10 @@ fn picker_service(c: &Ctx) -> Value {
 }
 
 fn picker_deployment(c: &Ctx) -> Value {
-    let field_env = |name: &str, path: &str| json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
-    let port = |name: &str, path: &str| json!({"name": name, "containerPort": c.get(path), "protocol": "TCP"});
-    let grpc = |service: &str| json!({"port": c.get("gateway.pool.picker.health_port"), "service": c.get(service)});
-    json!({
+    let field_env = |name: &str, path: &str| v!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
+    let port = |name: &str, path: &str| v!({"name": name, "containerPort": c.get(path), "protocol": "TCP"});
+    let grpc = |service: &str| v!({"port": c.get("gateway.pool.picker.health_port"), "service": c.get(service)});
+    v!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(c, PICKER, "gateway.pool.picker.workload_labels"),
@@ -603,7 +659,7 @@ fn picker_deployment(c: &Ctx) -> Value {
 }
 
 fn picker_pod_disruption_budget(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": metadata(c, PICKER, PICKER_LABELS),
@@ -616,7 +672,7 @@ fn picker_pod_disruption_budget(c: &Ctx) -> Value {
 }
 
 fn picker_service_monitor(c: &Ctx) -> Value {
-    json!({
+    v!({
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "metadata": metadata(c, PICKER, "gateway.pool.picker.monitor_labels"),
