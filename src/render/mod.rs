@@ -1,5 +1,8 @@
 //! Rendering: the desired state of each service through its templates, then
 //! every rendered document parsed back and checked before anyone writes it.
+//! A built-in template that is not overridden is built as code instead
+//! ([`builtin`]), with the same result and no text in between; its object
+//! is type checked all the same.
 //!
 //! Templates are minijinja. Every `{{ value }}` is inserted as JSON (which is
 //! YAML): strings are quoted and escaped, maps and lists become flow
