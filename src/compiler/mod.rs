@@ -383,10 +383,6 @@ impl Stage<'_> {
         // Services sharing a weighted route render one HTTPRoute.
         derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
 
-        let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
-            .par_iter()
-            .map(|(s, d)| render::render_service(self.templates, d, Some(&(self.label)(s))))
-            .collect();
         let mut objects = vec![crd::object()];
         let cache_plans = desired
             .iter()
@@ -397,6 +393,12 @@ impl Stage<'_> {
             }
             objects.push(o);
         }
+        // Each desired state is freed once rendered, so the compile never
+        // holds every service's desired state and objects at once.
+        let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
+            .into_par_iter()
+            .map(|(s, d)| render::render_service(self.templates, &d, Some(&(self.label)(s))))
+            .collect();
         for r in rendered {
             match r {
                 Ok(o) => objects.extend(o),
