@@ -63,6 +63,12 @@ pub(super) fn estimate(value: &Value) -> usize {
     walk(value, 0) + 16
 }
 
+/// Writes `value` starting `at` a place, down to its last line's newline.
+/// A non-empty mapping under a key starts on the next line one level in; a
+/// non-empty list under a key starts on the next line at the key's own
+/// column; a collection that is a list item (or the value of an explicit
+/// key, for a mapping) starts on that line; scalars and empty collections
+/// stay on the line.
 fn node(value: &Value, at: At, out: &mut String) {
     match value {
         Value::Object(map) if !map.is_empty() => {
