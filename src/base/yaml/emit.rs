@@ -227,7 +227,11 @@ fn string(s: &str, out: &mut String) {
 
 fn double_quoted(s: &str, out: &mut String) {
     out.push('"');
-    escape(s, out);
+    if s.bytes().all(|c| (0x20..0x7f).contains(&c) && c != b'"' && c != b'\\') {
+        out.push_str(s);
+    } else {
+        escape(s, out);
+    }
     out.push('"');
 }
 
@@ -312,7 +316,8 @@ fn plain_value(s: &str) -> bool {
 /// `is_plain_safe` (a block key: no `:` at all, YAML 1.2 checks) and
 /// `is_plain_value_safe` in flow context (no `,[]{}`, YAML 1.1 checks).
 fn plain_key(s: &str) -> bool {
-    if !plain_start_and_end(s) || ambiguous(s, false) || ambiguous(s, true) || document_marker(s) {
+    // Ambiguous in YAML 1.1 or 1.2: the 1.2 words are among the 1.1 ones.
+    if !plain_start_and_end(s) || ambiguous(s, false) || numeric(s, true) || document_marker(s) {
         return false;
     }
     let b = s.as_bytes();
@@ -370,15 +375,27 @@ fn document_marker(s: &str) -> bool {
 /// ASCII white space at its ends (the callers check that first), so the
 /// YAML 1.1 boolean test needs no trimming.
 fn ambiguous(s: &str, yaml_12: bool) -> bool {
-    const WORDS: &[&str] = &["~", "null", "true", "false", "nan", "inf", "+inf", "-inf"];
-    const YAML_11_WORDS: &[&str] = &["y", "yes", "on", "n", "no", "off", "<<", "=", "true", "false"];
-    if s.len() <= 5
-        && (WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
-            || (!yaml_12 && YAML_11_WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))))
-    {
-        return true;
+    ambiguous_word(s, yaml_12) || numeric(s, yaml_12) || (!yaml_12 && yaml11_timestamp(s))
+}
+
+/// The words (in any case) that read as null, a boolean or a float: `~`,
+/// `null`, `true`, `false`, `nan`, `inf`, `±inf`, and in YAML 1.1 also
+/// `y`, `yes`, `on`, `n`, `no`, `off`, and `<<` and `=` (merge and value
+/// keys).
+fn ambiguous_word(s: &str, yaml_12: bool) -> bool {
+    let b = s.as_bytes();
+    if b.len() > 5 {
+        return false;
     }
-    numeric(s, yaml_12) || (!yaml_12 && yaml11_timestamp(s))
+    let mut lower = [0u8; 5];
+    for (l, c) in lower.iter_mut().zip(b) {
+        *l = c.to_ascii_lowercase();
+    }
+    match &lower[..b.len()] {
+        b"~" | b"null" | b"true" | b"false" | b"nan" | b"inf" | b"+inf" | b"-inf" => true,
+        b"y" | b"yes" | b"on" | b"n" | b"no" | b"off" | b"<<" | b"=" => !yaml_12,
+        _ => false,
+    }
 }
 
 /// Whether `s` reads as a number (quoting.rs, `is_numeric`): YAML 1.2 core
