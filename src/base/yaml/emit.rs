@@ -167,9 +167,11 @@ fn number(n: &Number, out: &mut String) {
     }
 }
 
-/// A finite float the way serde-saphyr writes it: zmij's shortest text with
-/// a decimal point in the mantissa and a sign in the exponent (`1.0e+300`,
-/// `4.0e-6`, `2.0`), so a YAML 1.1 reader reads a float back.
+/// A float the way serde-saphyr writes it: zmij's shortest text with a
+/// decimal point in the mantissa and a sign in the exponent (`1.0e+300`,
+/// `4.0e-6`, `2.0`), so a YAML 1.1 reader reads a float back. (A JSON
+/// number is always finite; `.nan` and `.inf` are there as serde-saphyr
+/// has them.)
 fn float(f: f64, out: &mut String) {
     if f.is_nan() {
         out.push_str(".nan");
