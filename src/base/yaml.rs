@@ -7,9 +7,11 @@
 //! `0755` is the integer 755). Duplicate keys are errors; merge keys (`<<`)
 //! are supported.
 //!
-//! Writing: [`to_string`] emits a JSON value as block YAML with the keys in
-//! the value's order and every string that a YAML 1.1 reader (as Kubernetes
-//! uses) could take for something else quoted.
+//! Writing: [`to_string`] (or [`write`], into a caller's buffer) emits a
+//! JSON value as block YAML with the keys in the value's order and every
+//! string that a YAML 1.1 reader (as Kubernetes uses) could take for
+//! something else quoted. The emitter (`yaml/emit.rs`) writes the bytes
+//! serde-saphyr wrote before it, and is tested against it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -20,6 +22,8 @@ use saphyr_parser::{Event, Parser, ScalarStyle, ScanError, Tag};
 use serde_json::Value;
 
 use crate::base::diagnostics::{Diagnostic, Location, Pos, Source, Span};
+
+mod emit;
 
 /// Hard limits applied while building the tree.
 #[derive(Clone, Copy, Debug)]
@@ -740,12 +744,19 @@ fn is_core_float(text: &str) -> bool {
 /// Emits `value` as one block-style YAML document (no `---`), keys in the
 /// value's order. Strings that could read as another type are quoted.
 pub fn to_string(value: &Value) -> String {
-    let options = serde_saphyr::ser_options! {
-        prefer_block_scalars: false,
-    };
-    // Serializing a JSON value cannot fail: every key is a string and every
-    // number is finite.
-    serde_saphyr::to_string_with_options(value, options).unwrap_or_else(|e| format!("# unserializable: {e}\n"))
+    let mut out = String::with_capacity(emit::estimate(value));
+    write(value, &mut out);
+    out
+}
+
+/// [`to_string`], appended to `out`.
+pub fn write(value: &Value, out: &mut String) {
+    emit::document(value, out);
+}
+
+/// A guess of the length of [`to_string`]'s text, for a buffer's capacity.
+pub fn estimate_len(value: &Value) -> usize {
+    emit::estimate(value)
 }
 
 /// A scalar as text for messages: strings quoted, others as written.

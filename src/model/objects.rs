@@ -144,8 +144,10 @@ impl Object {
 
     /// The object's file contents: header, then the YAML document.
     pub fn to_file(&self) -> String {
-        let mut out = self.header();
-        out.push_str(&crate::base::yaml::to_string(&self.value));
+        let header = self.header();
+        let mut out = String::with_capacity(header.len() + crate::base::yaml::estimate_len(&self.value));
+        out.push_str(&header);
+        crate::base::yaml::write(&self.value, &mut out);
         out
     }
 }
