@@ -252,6 +252,12 @@ fn serving_pod_spec(c: &Ctx, command: Option<&str>) -> Value {
         "readinessProbe": http_probe(c, "container.probes.readiness_failure_threshold"),
         "volumeMounts": c.list(vec![shm_mount()], "container.volume_mounts"),
     });
+    pod_spec(c, container, "volumes")
+}
+
+/// A serving or worker pod's spec around its one `container`, with
+/// `/dev/shm` and the volumes at `volumes`.
+fn pod_spec(c: &Ctx, container: Value, volumes: &str) -> Value {
     v!({
         "priorityClassName": c.get("priority_class"),
         "nodeSelector": c.or_none("container.node_selector"),
@@ -261,7 +267,7 @@ fn serving_pod_spec(c: &Ctx, command: Option<&str>) -> Value {
         "securityContext": c.get("security.pod"),
         "initContainers": c.or_none("init_containers"),
         "containers": [container],
-        "volumes": c.list(vec![shm_volume(c)], "volumes"),
+        "volumes": c.list(vec![shm_volume(c)], volumes),
     })
 }
 
@@ -338,17 +344,7 @@ fn leader_worker_set(c: &Ctx) -> Value {
                         "labels": c.get("multi_node.worker_labels"),
                         "annotations": c.or_none("security.pod_annotations"),
                     },
-                    "spec": {
-                        "priorityClassName": c.get("priority_class"),
-                        "nodeSelector": c.or_none("container.node_selector"),
-                        "tolerations": c.or_none("container.tolerations"),
-                        "automountServiceAccountToken": c.get("security.automount_service_account_token"),
-                        "terminationGracePeriodSeconds": c.get("drain.termination_grace_period_seconds"),
-                        "securityContext": c.get("security.pod"),
-                        "initContainers": c.or_none("init_containers"),
-                        "containers": [worker],
-                        "volumes": c.list(vec![shm_volume(c)], "security_volumes"),
-                    },
+                    "spec": pod_spec(c, worker, "security_volumes"),
                 },
             },
         },
