@@ -523,6 +523,11 @@ fn template_dir(inputs: &Inputs, platform: Option<&crate::model::platform::Platf
 /// engine and the disabled rules. Read before the inputs are loaded, so a
 /// file changed during the run shows as changed the next time.
 fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
+    run_settings_and_platform(inputs, base).0
+}
+
+/// [`run_settings`], and the platform file as it loaded (if it did).
+fn run_settings_and_platform(inputs: &Inputs, base: &Path) -> (Vec<String>, Option<crate::model::platform::Platform>) {
     use crate::load::files::read_regular;
     let base = absolute(base);
     let label = |p: &Path| slash_path(&relative_to(&absolute(p), &base));
@@ -564,7 +569,7 @@ fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
         Ok(ids) => settings.push(format!("disable {}", ids.join(","))),
         Err(_) => settings.push("disable unknown".to_string()),
     }
-    settings
+    (settings, platform)
 }
 
 /// Every input file's label (as output headers name it) and digest, read
@@ -730,13 +735,26 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     // Read before the inputs are loaded, once for the shortcut and the
     // manifest this run writes.
-    let mut settings = run_settings(&args.inputs, &header_base());
+    let (mut settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
     let inputs = input_digests(&args.inputs.paths, &header_base());
-    if args.check
+    // A render of a tree the manifest shows up to date writes nothing, so it
+    // answers as `--check` does, unless it would print the quota table.
+    let quota_table = platform.as_ref().is_some_and(|p| p.tenants.iter().any(|t| !t.quota.is_empty()));
+    if (args.check || !quota_table)
         && let Some(recorded) = recorded_up_to_date(&out, &settings, inputs.as_deref())
     {
         // The manifest and every file it lists.
-        status(&format!("{} is up to date ({} files)", out.display(), recorded.outputs.len() + 1));
+        let files = recorded.outputs.len() + 1;
+        if args.check {
+            status(&format!("{} is up to date ({files} files)", out.display()));
+        } else {
+            status(&format!(
+                "rendered {} objects from {} into {} ({files} files): 0 created, 0 updated, 0 deleted, {files} unchanged",
+                recorded.objects,
+                inputs_label(&args.inputs.paths),
+                out.display(),
+            ));
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let (compiled, services) = compile(&args.inputs, &header_base())?;

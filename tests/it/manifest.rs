@@ -86,6 +86,47 @@ fn an_up_to_date_tree_is_reported_as_a_full_compile_reports_it() {
     assert_eq!(check(dir.path()).0, 0);
 }
 
+/// A render of an up-to-date tree answers from the manifest, as `--check`
+/// does, and says what a full render says: nothing written. A platform with
+/// quotas compiles every time, for its quota table.
+#[test]
+fn a_render_of_an_up_to_date_tree_says_what_a_full_render_says() {
+    let dir = setup(QWEN3);
+    let render_out =
+        |extra: &[&str]| run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]).args(extra));
+    let (code, _, first) = render_out(&[]);
+    assert_eq!(code, 0);
+    let n = files(&dir.path().join("rendered")).len();
+    assert_eq!(
+        first,
+        format!(
+            "rendered 4 objects from services into rendered ({n} files): {n} created, 0 updated, 0 deleted, 0 unchanged\n"
+        )
+    );
+    let unchanged = format!(
+        "rendered 4 objects from services into rendered ({n} files): 0 created, 0 updated, 0 deleted, {n} unchanged\n"
+    );
+    assert_eq!(render_out(&[]), (0, String::new(), unchanged.clone()));
+    // A hand edit: the full render puts the file back.
+    let deployment = dir.path().join("rendered/default/qwen3/deployment.yaml");
+    let text = std::fs::read_to_string(&deployment).unwrap();
+    std::fs::write(&deployment, format!("{text}# edited\n")).unwrap();
+    let (code, _, err) = render_out(&[]);
+    assert_eq!((code, err.as_str()), (0, format!("rendered 4 objects from services into rendered ({n} files): 0 created, 1 updated, 0 deleted, {} unchanged\n", n - 1).as_str()));
+    assert_eq!(std::fs::read_to_string(&deployment).unwrap(), text);
+    assert_eq!(render_out(&[]), (0, String::new(), unchanged));
+    // Quotas: the table is printed again, so the render compiles.
+    let team = setup(&QWEN3.replace("{name: qwen3}", "{name: qwen3, namespace: team-a}"));
+    let tenant = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: team-a\n    quota: {requests.nvidia.com/gpu: 16}\n";
+    std::fs::write(team.path().join("platform.yaml"), tenant).unwrap();
+    let render_team =
+        || run(isvc(team.path()).args(["render", "services", "--out", "rendered", "--platform", "platform.yaml"]));
+    let (first, again) = (render_team(), render_team());
+    assert_eq!((first.0, again.0), (0, 0), "{}{}", first.2, again.2);
+    assert!(again.2.contains("requests.nvidia.com/gpu"), "the quota table again:\n{}", again.2);
+    assert!(again.2.contains(": 0 created, 0 updated, 0 deleted, "), "{}", again.2);
+}
+
 #[test]
 fn hand_edits_and_extra_files_in_the_tree_are_found() {
     let dir = setup(QWEN3);
