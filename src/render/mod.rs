@@ -240,15 +240,16 @@ pub fn render_service(
                 if problems.is_empty() {
                     objects.push(object(value));
                 } else {
+                    // The derivation let a value through that the type
+                    // refuses: isvc's bug, reported like a template's.
                     diags.extend(problems.into_iter().map(|p| {
                         Diagnostic::error(format!(
-                            "built-in {} for {}/{}: {} at {}",
+                            "rendered {id} (built-in templates/{}): {} at {}",
                             child.template,
-                            desired.namespace,
-                            desired.name,
                             p.message,
                             yaml::path_string(&p.path)
                         ))
+                        .help("this is a bug in isvc; please report it with the input that caused it")
                     }));
                 }
                 continue;
