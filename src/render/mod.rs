@@ -90,7 +90,8 @@ impl Templates {
             .map(|(name, text)| (name.to_string(), Source::new(format!("templates/{name}"), *text)))
             .collect();
         let mut diags = Vec::new();
-        let mut built: BTreeSet<&'static str> = builtin::BUILT.into_iter().collect();
+        // Every built-in template is built as code ([`builtin::build`]).
+        let mut built: BTreeSet<&'static str> = BUILTIN.iter().map(|(name, _)| *name).collect();
         for src in overrides {
             let name = src.name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if !sources.contains_key(&name) && !name.starts_with('_') {
