@@ -282,6 +282,16 @@ pub struct Compilation {
     pub quota: Vec<admission::QuotaUsage>,
 }
 
+/// A cluster's objects after [`Stage::checked`]: the warnings of the render
+/// and admission, the tenants' quota use and every rule's findings (not
+/// yet located in the inputs).
+struct Checked {
+    objects: Vec<Object>,
+    diags: Diagnostics,
+    quota: Vec<admission::QuotaUsage>,
+    findings: Vec<check::Finding>,
+}
+
 /// What every cluster's compile shares: the templates, how headers name
 /// input files, the platform file's name and the rules.
 struct Stage<'a> {
@@ -297,16 +307,7 @@ impl Stage<'_> {
     /// CRD and the objects of the platform's tenants. Only error-level rules
     /// run: an error stops the compile; warnings are for `isvc check`.
     fn compile(&self, services: &[LoadedService], platform: &Platform) -> Result<Compilation, Diagnostics> {
-        let (objects, mut diags) = self.render(services, platform);
-        // One index of the objects for admission and the rules.
-        let cx = crate::k8s::index::Context::new(&objects);
-        let quota = self.admit(&cx, &objects, services, platform, &mut diags);
-        if diags.has_errors() {
-            diags.sort();
-            return Err(diags);
-        }
-        let mut findings = check::run_in(&cx, &objects, self.config);
-        drop(cx);
+        let Checked { objects, mut diags, quota, mut findings } = self.checked(services, platform)?;
         findings.retain(|f| f.rule.severity == Severity::Error);
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
@@ -321,17 +322,25 @@ impl Stage<'_> {
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
     /// and every rule's findings over them.
     fn examine(&self, services: &[LoadedService], platform: &Platform) -> Result<Examination, Diagnostics> {
+        let Checked { objects, mut findings, .. } = self.checked(services, platform)?;
+        check::locate(&mut findings, services);
+        Ok(Examination { objects, findings })
+    }
+
+    /// Renders and admits one cluster's objects, then runs every rule over
+    /// them, with one index of the objects for both; an error before the
+    /// rules stops it.
+    fn checked(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked, Diagnostics> {
         let (objects, mut diags) = self.render(services, platform);
         let cx = crate::k8s::index::Context::new(&objects);
-        self.admit(&cx, &objects, services, platform, &mut diags);
+        let quota = self.admit(&cx, &objects, services, platform, &mut diags);
         if diags.has_errors() {
             diags.sort();
             return Err(diags);
         }
-        let mut findings = check::run_in(&cx, &objects, self.config);
+        let findings = check::run_in(&cx, &objects, self.config);
         drop(cx);
-        check::locate(&mut findings, services);
-        Ok(Examination { objects, findings })
+        Ok(Checked { objects, diags, quota, findings })
     }
 
     /// Kueue's and the quotas' admission of the rendered pods, whose errors
