@@ -700,6 +700,17 @@ fn header_base() -> PathBuf {
     absolute(Path::new("."))
 }
 
+/// The line `render --out` ends with: what it rendered from where, and
+/// what it changed in the tree.
+fn rendered_summary(objects: usize, inputs: &[PathBuf], out: &Path, files: usize, changes: &output::Changes) -> String {
+    format!(
+        "rendered {objects} objects from {} into {} ({files} files): {}",
+        inputs_label(inputs),
+        out.display(),
+        changes.summary()
+    )
+}
+
 fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if let (Some(name), Some(_)) = (&args.inputs.cluster, &args.out) {
         return Err(Diagnostic::error(format!(
@@ -748,12 +759,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         if args.check {
             status(&format!("{} is up to date ({files} files)", out.display()));
         } else {
-            status(&format!(
-                "rendered {} objects from {} into {} ({files} files): 0 created, 0 updated, 0 deleted, {files} unchanged",
-                recorded.objects,
-                inputs_label(&args.inputs.paths),
-                out.display(),
-            ));
+            let unchanged = output::Changes { unchanged: files, ..Default::default() };
+            status(&rendered_summary(recorded.objects, &args.inputs.paths, &out, files, &unchanged));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -806,14 +813,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if !compiled.quota.is_empty() {
         status(crate::report::quota::format_quota_table(&compiled.quota).trim_end());
     }
-    status(&format!(
-        "rendered {} objects from {} into {} ({} files): {}",
-        compiled.objects.len(),
-        inputs_label(&args.inputs.paths),
-        out.display(),
-        tree.len(),
-        changes.summary()
-    ));
+    status(&rendered_summary(compiled.objects.len(), &args.inputs.paths, &out, tree.len(), &changes));
     // The process ends here; freeing tens of thousands of objects one by one
     // would only delay the exit.
     std::mem::forget((tree, compiled));
