@@ -411,9 +411,14 @@ pub(crate) fn run_in(cx: &Context<'_>, objects: &[Object], config: &Config) -> V
                 .get(&(f.id.namespace.as_deref(), f.owner.as_deref().unwrap_or(&f.id.name)))
                 .is_some_and(|ids| ids.contains(f.rule.id))
     });
+    sort(&mut findings);
+    findings
+}
+
+/// Sorts findings into report order, each once.
+pub(crate) fn sort(findings: &mut Vec<Finding>) {
     findings.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     findings.dedup();
-    findings
 }
 
 /// Rule IDs disabled by annotation, by (namespace, service or object name).

@@ -17,11 +17,11 @@ use crate::k8s::typecheck;
 use crate::model::{crd, objects, platform};
 use crate::render;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::load::LoadedService;
-use crate::model::objects::Object;
+use crate::model::objects::{Held, Object, ObjectId};
 use crate::model::platform::Platform;
 use crate::render::Templates;
 
@@ -141,25 +141,39 @@ impl<'a> Compiler<'a> {
     /// the tenants', Kueue's and the GitOps engine's objects: what `render`,
     /// `diff`, `plan` and `status` work from. Error-level rules stop it.
     pub fn compile(&self) -> Result<Compilation, Diagnostics> {
+        self.compile_held()
+    }
+
+    /// [`Compiler::compile`], keeping each object as `T` once its checks
+    /// have run: [`Written`](crate::model::objects::Written) keeps only its
+    /// file's text, so a render holds one namespace's objects at a time.
+    pub fn compile_held<T: Held>(&self) -> Result<Compilation<T>, Diagnostics> {
         self.references()?;
         let platform = self.platform()?;
-        let stage = self.stage();
+        let engine = self.options.engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
+        // The engine's annotations go on every object; its own objects span
+        // clusters, so one cluster's output leaves them out.
+        let stage = self.stage(engine);
+        let mut autoscaled = BTreeMap::new();
         let mut compiled = if platform.clusters.is_empty() {
-            stage.compile(&self.inputs.services, &platform)?
+            let (compiled, scaled) = stage.compile(&self.inputs.services, &platform)?;
+            autoscaled.insert(None, scaled);
+            compiled
         } else {
-            let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.compile(s, p));
+            let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.compile::<T>(s, p));
             let mut objects = Vec::new();
             let mut quota = Vec::new();
             let mut warnings = Vec::new();
-            for (name, c) in per_cluster {
+            for (name, (c, scaled)) in per_cluster {
                 objects.extend(c.objects.into_iter().map(|mut o| {
-                    o.cluster = Some(name.clone());
+                    o.object_mut().cluster = Some(name.clone());
                     o
                 }));
                 quota.extend(c.quota.into_iter().map(|mut q| {
                     q.cluster = Some(name.clone());
                     q
                 }));
+                autoscaled.insert(Some(name.clone()), scaled);
                 warnings.push((name, c.warnings.0));
             }
             let mut diags =
@@ -173,19 +187,13 @@ impl<'a> Compiler<'a> {
             objects::sort(&mut objects);
             Compilation { objects, warnings: diags, quota }
         };
-        // The engine's annotations go on every object; its own objects span
-        // clusters, so one cluster's output leaves them out.
-        let engine = self.options.engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
-        if let Some(engine) = engine {
-            gitops::annotate(&mut compiled.objects, engine);
-        }
         match (engine, &self.options.cluster) {
-            (_, Some(_)) => compiled.objects.retain(|o| o.cluster.is_some()),
+            (_, Some(_)) => compiled.objects.retain(|o| o.object().cluster.is_some()),
             (Some(engine), None) if platform.gitops.is_none() => {
                 return Err(no_gitops_section(engine, self.inputs).into());
             }
             (Some(engine), None) => {
-                add_engine_objects(&mut compiled, &platform, engine, self.inputs.platform_file.as_deref())?
+                add_engine_objects(&mut compiled, &platform, engine, &autoscaled, self.inputs.platform_file.as_deref())?
             }
             (None, None) => {}
         }
@@ -201,8 +209,9 @@ impl<'a> Compiler<'a> {
         if diags.has_errors() { Err(diags) } else { Ok(()) }
     }
 
-    fn stage(&self) -> Stage<'_> {
+    fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
         Stage {
+            engine,
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -245,7 +254,7 @@ impl<'a> Compiler<'a> {
     pub fn examine(&self) -> Result<Examination, Diagnostics> {
         self.references()?;
         let platform = self.platform()?;
-        let stage = self.stage();
+        let stage = self.stage(None);
         if platform.clusters.is_empty() {
             return stage.examine(&self.inputs.services, &platform);
         }
@@ -275,39 +284,75 @@ impl<'a> Compiler<'a> {
 /// The result of a successful compile: the objects in output order, and the
 /// warnings found on the way.
 #[derive(Debug)]
-pub struct Compilation {
-    pub objects: Vec<Object>,
+pub struct Compilation<T = Object> {
+    pub objects: Vec<T>,
     pub warnings: Diagnostics,
     /// Quota use of every tenant namespace (empty without tenant quotas).
     pub quota: Vec<admission::QuotaUsage>,
 }
 
 /// A cluster's objects after [`Stage::checked`]: the warnings of the render
-/// and admission, the tenants' quota use and every rule's findings (not
-/// yet located in the inputs).
-struct Checked {
-    objects: Vec<Object>,
+/// and admission, the tenants' quota use, every rule's findings (not yet
+/// located in the inputs) and the workloads an autoscaler scales.
+struct Checked<T> {
+    objects: Vec<T>,
     diags: Diagnostics,
     quota: Vec<admission::QuotaUsage>,
     findings: Vec<check::Finding>,
+    autoscaled: BTreeSet<ObjectId>,
 }
 
 /// What every cluster's compile shares: the templates, how headers name
-/// input files, the platform file's name and the rules.
+/// input files, the platform file's name, the rules and the GitOps engine
+/// whose annotations the objects get.
 struct Stage<'a> {
     templates: &'a Templates,
     label: &'a Label,
     platform_file: Option<&'a str>,
     platform_origin: Option<&'a crate::load::PlatformOrigin>,
     config: &'a check::Config,
+    engine: Option<platform::Engine>,
+}
+
+/// Objects compiled, indexed and checked together: one namespace's
+/// services and the platform's objects in it, or every namespace's when
+/// Kueue queues the workloads (a cohort's admission and preemption span the
+/// namespaces of its tenants).
+struct Group<'s> {
+    services: Vec<&'s LoadedService>,
+    objects: Vec<Object>,
+}
+
+/// The groups of a cluster's services and the platform's namespaced
+/// objects, by namespace. Every rule and admission check reads the objects
+/// of one namespace and cluster-scoped ones (see [`crate::check`]), which
+/// every group sees, so a group's findings do not depend on the others.
+fn groups<'s>(services: &'s [LoadedService], platform_objects: Vec<Object>, one: bool) -> Vec<Group<'s>> {
+    if one {
+        return vec![Group { services: services.iter().collect(), objects: platform_objects }];
+    }
+    let mut groups: BTreeMap<String, Group<'s>> = BTreeMap::new();
+    let empty = || Group { services: Vec::new(), objects: Vec::new() };
+    for s in services {
+        groups.entry(s.service.namespace_or_default().to_string()).or_insert_with(empty).services.push(s);
+    }
+    for o in platform_objects {
+        groups.entry(o.id.namespace.clone().unwrap_or_default()).or_insert_with(empty).objects.push(o);
+    }
+    groups.into_values().collect()
 }
 
 impl Stage<'_> {
     /// Derives, renders and checks every service of one cluster, plus the
     /// CRD and the objects of the platform's tenants. Only error-level rules
-    /// run: an error stops the compile; warnings are for `isvc check`.
-    fn compile(&self, services: &[LoadedService], platform: &Platform) -> Result<Compilation, Diagnostics> {
-        let Checked { objects, mut diags, quota, mut findings } = self.checked(services, platform)?;
+    /// run: an error stops the compile; warnings are for `isvc check`. With
+    /// the compilation, the workloads an autoscaler scales.
+    fn compile<T: Held>(
+        &self,
+        services: &[LoadedService],
+        platform: &Platform,
+    ) -> Result<(Compilation<T>, BTreeSet<ObjectId>), Diagnostics> {
+        let Checked { objects, mut diags, quota, mut findings, autoscaled } = self.checked(services, platform)?;
         findings.retain(|f| f.rule.severity == Severity::Error);
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
@@ -316,7 +361,7 @@ impl Stage<'_> {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok(Compilation { objects, warnings: diags, quota })
+        Ok((Compilation { objects, warnings: diags, quota }, autoscaled))
     }
 
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
@@ -327,57 +372,107 @@ impl Stage<'_> {
         Ok(Examination { objects, findings })
     }
 
-    /// Renders and admits one cluster's objects, then runs every rule over
-    /// them, with one index of the objects for both; an error before the
-    /// rules stops it.
-    fn checked(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked, Diagnostics> {
-        let (objects, mut diags) = self.render(services, platform);
-        let cx = crate::k8s::index::Context::new(&objects);
-        let quota = self.admit(&cx, &objects, services, platform, &mut diags);
-        if diags.has_errors() {
-            diags.sort();
-            return Err(diags);
-        }
-        let findings = check::run_in(&cx, &objects, self.config);
-        drop(cx);
-        Ok(Checked { objects, diags, quota, findings })
-    }
-
-    /// Kueue's and the quotas' admission of the rendered pods, whose errors
-    /// go to `diags`: the tenants' quota use.
-    fn admit(
-        &self,
-        cx: &crate::k8s::index::Context<'_>,
-        objects: &[Object],
-        services: &[LoadedService],
-        platform: &Platform,
-        diags: &mut Diagnostics,
-    ) -> Vec<admission::QuotaUsage> {
-        if objects.is_empty() {
-            // The inputs failed before anything rendered.
-            return Vec::new();
-        }
-        diags.extend(kueue::admit(cx, services, platform, self.platform_file, self.platform_origin));
-        let (quota_errors, quota) = admission::quotas(cx, objects, services, self.platform_file);
-        diags.extend(quota_errors);
-        quota
-    }
-
-    /// The objects that rendered, in output order, and the errors of the
-    /// inputs and of those that did not render (placement checks included;
-    /// admission is [`Stage::admit`]'s).
-    fn render(&self, services: &[LoadedService], platform: &Platform) -> (Vec<Object>, Diagnostics) {
+    /// Renders, admits and checks one cluster's objects a [`Group`] at a
+    /// time, keeping each group's objects as `T` once checked: a render
+    /// never holds more than one namespace's objects. An error before the
+    /// rules stops it, once every group has reported its errors.
+    fn checked<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked<T>, Diagnostics> {
         let mut diags = Diagnostics::new();
         diags.extend(placements(services, platform));
         diags.extend(crate::load::validate::routes(services, platform, self.label));
         diags.extend(crate::load::validate::scale_from_zero(services, platform));
         if diags.has_errors() {
-            return (Vec::new(), diags);
+            diags.sort();
+            return Err(diags);
         }
+        // The platform's objects: cluster-scoped ones every group sees.
+        let mut shared = vec![crd::object()];
+        let mut namespaced = Vec::new();
+        for o in tenancy::objects(platform, self.platform_file)
+            .into_iter()
+            .chain(derive::kueue::objects(platform, self.platform_file))
+        {
+            for p in typecheck::typecheck(&o.value) {
+                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+            }
+            if o.id.namespace.is_some() { namespaced.push(o) } else { shared.push(o) }
+        }
+        // A ClusterQueue's rules read the workloads of every namespace.
+        let one = crate::derive::kueue::uses_kueue(platform) || shared.iter().any(|o| o.id.kind == "ClusterQueue");
+        let groups = groups(services, namespaced, one);
+        let whole = groups.len() == 1;
+        let mut out = Checked {
+            objects: Vec::new(),
+            diags: Diagnostics::new(),
+            quota: Vec::new(),
+            findings: Vec::new(),
+            autoscaled: BTreeSet::new(),
+        };
+        for group in groups {
+            let mut objects = self.render(&group.services, platform, &mut diags);
+            objects.extend(group.objects);
+            if whole {
+                objects.append(&mut shared);
+            }
+            self.check_group(&shared, objects, services, platform, whole, &mut diags, &mut out);
+        }
+        if !shared.is_empty() {
+            // Several groups: the cluster-scoped objects are checked among
+            // themselves (no rule over one reads namespaced objects).
+            self.check_group(&[], std::mem::take(&mut shared), services, platform, false, &mut diags, &mut out);
+        }
+        if diags.has_errors() {
+            diags.sort();
+            return Err(diags);
+        }
+        objects::sort(&mut out.objects);
+        check::sort(&mut out.findings);
+        out.diags = diags;
+        Ok(out)
+    }
+
+    /// Indexes a group's `objects` with the `shared` cluster-scoped ones,
+    /// admits them (Kueue's admission too when the group holds every
+    /// namespace), runs every rule over them unless an error was found,
+    /// annotates them for the GitOps engine and keeps them as `T`.
+    #[allow(clippy::too_many_arguments)]
+    fn check_group<T: Held>(
+        &self,
+        shared: &[Object],
+        mut objects: Vec<Object>,
+        services: &[LoadedService],
+        platform: &Platform,
+        kueue: bool,
+        diags: &mut Diagnostics,
+        out: &mut Checked<T>,
+    ) {
+        objects::sort(&mut objects);
+        diags.extend(adapters::unmounted(&objects));
+        let cx = crate::k8s::index::Context::new(shared.iter().chain(&objects));
+        if kueue {
+            diags.extend(kueue::admit(&cx, services, platform, self.platform_file, self.platform_origin));
+        }
+        let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
+        diags.extend(quota_errors);
+        out.quota.extend(quota);
+        if !diags.has_errors() {
+            out.findings.extend(check::run_in(&cx, &objects, self.config));
+        }
+        drop(cx);
+        out.autoscaled.extend(gitops::autoscaled(objects.iter()));
+        if let Some(engine) = self.engine {
+            gitops::annotate(&mut objects, engine);
+        }
+        out.objects.extend(T::hold(objects));
+    }
+
+    /// The objects of `services` that rendered; the errors of those that
+    /// did not go to `diags`.
+    fn render(&self, services: &[&LoadedService], platform: &Platform, diags: &mut Diagnostics) -> Vec<Object> {
         let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
             .par_iter()
             .map(|s| {
-                derive::derive(&s.service, platform).map(|d| (s, d)).map_err(|e| {
+                derive::derive(&s.service, platform).map(|d| (*s, d)).map_err(|e| {
                     Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))
                 })
             })
@@ -392,7 +487,7 @@ impl Stage<'_> {
         // Services sharing a weighted route render one HTTPRoute.
         derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
 
-        let mut objects = vec![crd::object()];
+        let mut objects = Vec::new();
         let cache_plans = desired
             .iter()
             .filter_map(|(s, d)| d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s)))));
@@ -414,18 +509,7 @@ impl Stage<'_> {
                 Err(d) => diags.extend(d),
             }
         }
-        for o in tenancy::objects(platform, self.platform_file)
-            .into_iter()
-            .chain(derive::kueue::objects(platform, self.platform_file))
-        {
-            for p in typecheck::typecheck(&o.value) {
-                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
-            }
-            objects.push(o);
-        }
-        objects::sort(&mut objects);
-        diags.extend(adapters::unmounted(&objects));
-        (objects, diags)
+        objects
     }
 }
 
@@ -495,28 +579,30 @@ fn no_gitops_section(engine: platform::Engine, inputs: &Inputs) -> Diagnostic {
 }
 
 /// Adds the GitOps engine's objects (Argo CD or Flux) for every cluster's
-/// tree, and orders the output for the engine.
-fn add_engine_objects(
-    compiled: &mut Compilation,
+/// tree, and orders the output for the engine. `autoscaled` holds each
+/// cluster's workloads an autoscaler scales.
+fn add_engine_objects<T: Held>(
+    compiled: &mut Compilation<T>,
     platform: &Platform,
     engine: platform::Engine,
+    autoscaled: &BTreeMap<Option<String>, BTreeSet<ObjectId>>,
     platform_file: Option<&str>,
 ) -> Result<(), Diagnostics> {
-    gitops::annotate(&mut compiled.objects, engine);
     let mut targets: Vec<gitops::Target<'_>> = Vec::new();
     let clusters: Vec<Option<&platform::Cluster>> =
         if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
     for c in clusters {
-        let mine = compiled.objects.iter().filter(|o| o.cluster.as_deref() == c.map(|c| c.name.as_str()));
-        let namespaces = mine.clone().filter_map(|o| o.id.namespace.clone()).collect();
-        let autoscaled = gitops::autoscaled(mine);
+        let name = c.map(|c| c.name.clone());
+        let mine = compiled.objects.iter().map(Held::object).filter(|o| o.cluster == name);
+        let namespaces = mine.filter_map(|o| o.id.namespace.clone()).collect();
+        let autoscaled = autoscaled.get(&name).cloned().unwrap_or_default();
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
-        compiled.warnings.0.extend(gitops::build_size_warnings(g, &compiled.objects));
+        compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object)));
     }
     let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
-    compiled.objects.extend(extra);
+    compiled.objects.extend(T::hold(extra));
     objects::sort(&mut compiled.objects);
     Ok(())
 }

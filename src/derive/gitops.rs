@@ -50,7 +50,11 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
         if let Some(map) = annotations.as_object_mut() {
             for (k, v) in notes {
                 // Sync options add up: keep those the object has (prune protection).
+                // Annotating twice adds nothing the second time.
                 let value = match map.get(k).and_then(Value::as_str) {
+                    Some(old) if k == crate::model::labels::ARGOCD_SYNC_OPTIONS && old.split(',').any(|o| o == v) => {
+                        continue;
+                    }
                     Some(old) if k == crate::model::labels::ARGOCD_SYNC_OPTIONS && !old.is_empty() => {
                         format!("{old},{v}")
                     }
@@ -382,9 +386,9 @@ pub const ARGOCD_BUILD_LIMIT: usize = 4000;
 /// Warnings for the Argo CD builds that hold more than
 /// [`ARGOCD_BUILD_LIMIT`] objects: with `layout: tree` a cluster's whole
 /// tree, with `layout: namespaces` one namespace directory.
-pub fn build_size_warnings(g: &GitOps, objects: &[Object]) -> Vec<Diagnostic> {
+pub fn build_size_warnings<'a>(g: &GitOps, objects: impl IntoIterator<Item = &'a Object>) -> Vec<Diagnostic> {
     let mut builds: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
-    for o in objects.iter().filter(|o| !o.bootstrap) {
+    for o in objects.into_iter().filter(|o| !o.bootstrap) {
         let dir = match g.layout {
             Layout::Tree => None,
             Layout::Namespaces => Some(o.id.namespace.as_deref().unwrap_or(CLUSTER_DIR)),
@@ -517,6 +521,16 @@ mod tests {
 
     fn object(value: Value) -> Object {
         Object { id: ObjectId::of(&value).unwrap(), value, owner: None, source: None, cluster: None, bootstrap: false }
+    }
+
+    #[test]
+    fn annotating_twice_adds_no_sync_option_twice() {
+        let mut objects = [object(json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ClusterQueue",
+            "metadata": {"name": "q", "annotations": {"argocd.argoproj.io/sync-options": "Delete=false"}}}))];
+        annotate(&mut objects, Engine::Argocd);
+        annotate(&mut objects, Engine::Argocd);
+        let options = objects[0].value.pointer("/metadata/annotations/argocd.argoproj.io~1sync-options");
+        assert_eq!(options, Some(&json!("Delete=false,SkipDryRunOnMissingResource=true")));
     }
 
     #[test]

@@ -56,7 +56,12 @@ impl Workload<'_> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(objects: &'a [Object]) -> Context<'a> {
+    /// The index of `objects`: a slice, or the objects of one namespace
+    /// chained with the cluster-scoped ones every namespace sees.
+    pub fn new<I>(objects: I) -> Context<'a>
+    where
+        I: IntoIterator<Item = &'a Object> + Clone,
+    {
         let mut cx = Context {
             pods_by_label: HashMap::new(),
             ids: HashMap::new(),
@@ -67,7 +72,7 @@ impl<'a> Context<'a> {
             by_kind: HashMap::new(),
             default_priority_class: None,
         };
-        for o in objects {
+        for o in objects.clone() {
             let ns = namespace(o);
             cx.ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()), o);
             cx.by_kind.entry((ns, o.id.kind.as_str())).or_default().push(o);

@@ -153,8 +153,70 @@ impl Object {
 }
 
 /// Sorts objects into the documented order.
-pub fn sort(objects: &mut [Object]) {
-    objects.sort_by(|a, b| a.order_key().cmp(&b.order_key()).then_with(|| cmp_ids(&a.id, &b.id)));
+pub fn sort<T: Held>(objects: &mut [T]) {
+    objects.sort_by(|a, b| {
+        let (a, b) = (a.object(), b.object());
+        a.order_key().cmp(&b.order_key()).then_with(|| cmp_ids(&a.id, &b.id))
+    });
+}
+
+/// What a compile keeps of each object once its checks have run: the
+/// object itself (for `diff`, `plan` and `check`, which read its fields),
+/// or only its file's text ([`Written`], for `render`).
+pub trait Held: Send + Sized {
+    /// Keeps `objects`.
+    fn hold(objects: Vec<Object>) -> Vec<Self>;
+    /// The object's identity, owner, source and place (its value is
+    /// `null` once written).
+    fn object(&self) -> &Object;
+    fn object_mut(&mut self) -> &mut Object;
+}
+
+impl Held for Object {
+    fn hold(objects: Vec<Object>) -> Vec<Object> {
+        objects
+    }
+
+    fn object(&self) -> &Object {
+        self
+    }
+
+    fn object_mut(&mut self) -> &mut Object {
+        self
+    }
+}
+
+/// An object written to its file's text ([`Object::to_file`]): what a
+/// render holds, about a tenth of the object's own size, so a render need
+/// never hold every object of a large fleet at once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Written {
+    /// The object's identity, owner, source and place, its value `null`.
+    pub object: Object,
+    /// Its file: header, then the YAML document.
+    pub text: String,
+}
+
+impl Held for Written {
+    fn hold(objects: Vec<Object>) -> Vec<Written> {
+        use rayon::prelude::*;
+        objects
+            .into_par_iter()
+            .map(|mut object| {
+                let text = object.to_file();
+                object.value = Value::Null;
+                Written { object, text }
+            })
+            .collect()
+    }
+
+    fn object(&self) -> &Object {
+        &self.object
+    }
+
+    fn object_mut(&mut self) -> &mut Object {
+        &mut self.object
+    }
 }
 
 fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {
