@@ -14,7 +14,8 @@ use crate::compiler::{self, Compilation, Compiler, Options};
 use crate::emit::manifest::{self, MANIFEST, Manifest};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
-use crate::model::{objects, schema};
+use crate::model::objects::{Held, Object, Written};
+use crate::model::schema;
 use crate::render::Templates;
 use crate::report::{findings as report, sarif};
 
@@ -291,7 +292,7 @@ pub fn main() -> ExitCode {
         Command::Plan(args) => plan_cmd(args.live),
         Command::Status(args) => status_cmd(args.live),
         Command::Crd => {
-            print(&crate::model::objects::Object::to_file(&crate::model::crd::object()));
+            print(&Object::to_file(&crate::model::crd::object()));
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema(args) => write_schemas(&args.out),
@@ -346,33 +347,23 @@ fn print_plain(text: &str) {
 }
 
 /// Writes `objects` as one multi-document YAML stream (the bytes of
-/// [`objects::to_stream`]) to standard output. Stops at the first write
+/// [`crate::model::objects::to_stream`]) to standard output. Stops at the first write
 /// error, which `main` turns into a non-zero exit.
-fn print_stream(objects: Vec<crate::model::objects::Object>) {
-    let mut out = std::io::stdout().lock();
-    record_stdout(write_stream(objects, 2048, &mut out).and_then(|()| out.flush()));
+fn print_stream(objects: Vec<Written>) {
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    record_stdout(write_stream(&objects, &mut out).and_then(|()| out.flush()));
+    // The process ends after the stream; freeing each text would only
+    // delay the exit.
+    std::mem::forget(objects);
 }
 
-/// Writes the stream of `objects` a slice of `slice` objects at a time:
-/// each slice's documents are serialised in parallel and written before the
-/// next, so the stream's text is never held whole in memory.
-fn write_stream(
-    objects: Vec<crate::model::objects::Object>,
-    slice: usize,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    let mut objects = objects.into_iter();
-    loop {
-        let next: Vec<crate::model::objects::Object> = objects.by_ref().take(slice).collect();
-        if next.is_empty() {
-            return Ok(());
-        }
-        let text = objects::to_stream(&next);
-        // The process ends after the stream; freeing each object would only
-        // delay the exit, and the memory is no more than the compile held.
-        std::mem::forget(next);
-        out.write_all(text.as_bytes())?;
+/// Writes the stream of `objects`: each file's text after a `---` line.
+fn write_stream(objects: &[Written], out: &mut impl Write) -> std::io::Result<()> {
+    for o in objects {
+        out.write_all(b"---\n")?;
+        out.write_all(o.text.as_bytes())?;
     }
+    Ok(())
 }
 
 /// The exit code once standard output was not all written: a closed pipe
@@ -642,25 +633,25 @@ fn slash_path(path: &Path) -> String {
 
 /// Loads inputs and compiles them; `base` is the directory the output
 /// headers name input files relative to.
-fn compile(inputs: &Inputs, base: &Path) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+fn compile<T: Held>(inputs: &Inputs, base: &Path) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
     compile_for(inputs, base, None)
 }
 
 /// [`compile`], for a command that works on one cluster's objects (`what`
 /// names it): a platform with several clusters needs `--cluster`.
-fn compile_one_cluster(
+fn compile_one_cluster<T: Held>(
     inputs: &Inputs,
     base: &Path,
     what: &str,
-) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
     compile_for(inputs, base, Some(what))
 }
 
-fn compile_for(
+fn compile_for<T: Held>(
     inputs: &Inputs,
     base: &Path,
     one_cluster: Option<&str>,
-) -> Result<(Compilation, Vec<LoadedService>), Diagnostics> {
+) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
     let mut i = load_inputs(inputs)?;
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
@@ -678,7 +669,7 @@ fn compile_for(
         .engine(inputs.gitops.map(Into::into))
         .cluster(inputs.cluster.clone())
         .label(labeller(base));
-    let compiled = Compiler::new(&i.inputs, options).compile()?;
+    let compiled = Compiler::new(&i.inputs, options).compile_held()?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
@@ -726,14 +717,14 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let kinds = kind_filter(&args.kind)?;
     let Some(out) = args.out else {
-        let (compiled, services) = compile_one_cluster(&args.inputs, &header_base(), "render --stdout")?;
+        let (compiled, services) = compile_one_cluster::<Written>(&args.inputs, &header_base(), "render --stdout")?;
         // Every object is rendered and checked: nothing can fail now but
         // the writing, which `main` turns into a non-zero exit.
         std::mem::forget(services);
         let mut objects = compiled.objects;
         if !kinds.is_empty() {
             let rendered = objects.len();
-            objects.retain(|o| kinds.contains(&o.id.kind.as_str()));
+            objects.retain(|o| kinds.contains(&o.object.id.kind.as_str()));
             if objects.is_empty() {
                 eprint_diagnostics(&Diagnostics::from(Diagnostic::warning(format!(
                     "--kind {}: none of the {rendered} objects rendered is of that kind",
@@ -764,8 +755,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (compiled, services) = compile(&args.inputs, &header_base())?;
-    let mut tree = output::tree(&compiled.objects);
+    let (compiled, services) = compile::<Written>(&args.inputs, &header_base())?;
+    let rendered = compiled.objects.len();
+    let mut tree = output::written_tree(compiled.objects);
     if inputs.is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
@@ -775,7 +767,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // A run that warns compiles every time, so the warnings are shown.
         settings.push("warnings".to_string());
     }
-    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), compiled.objects.len(), &tree);
+    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), rendered, &tree);
     tree.insert(PathBuf::from(MANIFEST), recorded.to_text());
     if args.check {
         let existing = output::scan(&out)?;
@@ -813,10 +805,10 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if !compiled.quota.is_empty() {
         status(crate::report::quota::format_quota_table(&compiled.quota).trim_end());
     }
-    status(&rendered_summary(compiled.objects.len(), &args.inputs.paths, &out, tree.len(), &changes));
-    // The process ends here; freeing tens of thousands of objects one by one
+    status(&rendered_summary(rendered, &args.inputs.paths, &out, tree.len(), &changes));
+    // The process ends here; freeing tens of thousands of files one by one
     // would only delay the exit.
-    std::mem::forget((tree, compiled));
+    std::mem::forget(tree);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -866,7 +858,7 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
         });
         return Ok(ExitCode::SUCCESS);
     }
-    let (compiled, _) = compile(&args.inputs, &header_base())?;
+    let (compiled, _) = compile::<Object>(&args.inputs, &header_base())?;
     let mut existing = output::scan(&args.out)?;
     if let Some(name) = &args.inputs.cluster {
         // One cluster's objects against that cluster's tree alone.
@@ -915,7 +907,7 @@ fn reconcile(
     args: &LiveArgs,
 ) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
     // A snapshot is one cluster's: plan against that cluster's objects.
-    let compiled = compile_one_cluster(&args.inputs, &header_base(), "plan or status against a snapshot");
+    let compiled = compile_one_cluster::<Object>(&args.inputs, &header_base(), "plan or status against a snapshot");
     let live = plan::read_snapshot_in(&args.live, run_budget());
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),
@@ -1026,8 +1018,8 @@ mod tests {
     }
 
     #[test]
-    fn the_stream_written_in_slices_is_the_whole_stream() {
-        use crate::model::objects::{Object, ObjectId};
+    fn the_stream_of_written_objects_is_the_stream_of_the_objects() {
+        use crate::model::objects::{self, ObjectId};
         let objects: Vec<Object> = (0..7)
             .map(|i| Object {
                 id: ObjectId::new("v1", "ConfigMap", Some("ns"), &format!("c{i}")),
@@ -1039,11 +1031,9 @@ mod tests {
             })
             .collect();
         let whole = objects::to_stream(&objects);
-        for slice in [1, 3, 7, 100] {
-            let mut out = Vec::new();
-            write_stream(objects.clone(), slice, &mut out).unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), whole, "slices of {slice}");
-        }
+        let mut out = Vec::new();
+        write_stream(&Written::hold(objects), &mut out).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), whole);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
-use crate::model::objects::{HEADER_PREFIX, Object};
+use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
 /// The manifest's file name, at the root of the output tree (see
@@ -43,8 +43,20 @@ pub type Tree = BTreeMap<PathBuf, String>;
 
 /// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
-    let mut tree: Tree = objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect();
-    let roots: BTreeSet<String> = objects.iter().filter_map(|o| o.cluster.clone()).collect();
+    let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect();
+    with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
+}
+
+/// [`tree`] of objects already written to their files' text.
+pub fn written_tree(objects: Vec<Written>) -> Tree {
+    let roots = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
+    let tree: Tree = objects.into_iter().map(|w| (w.object.relative_path(), w.text)).collect();
+    with_kustomizations(tree, roots)
+}
+
+/// Adds the kustomize entry points of each tree (one per cluster in
+/// `roots`, else one) to `tree`.
+fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
     let roots: Vec<String> = roots.into_iter().collect();
     let extra = crate::derive::gitops::kustomizations(tree.keys(), &roots);
     tree.extend(extra);

@@ -17,6 +17,7 @@ mod crash;
 mod examples;
 mod gateway;
 mod gitops;
+mod groups;
 mod hostile;
 mod kustomize;
 mod lora;

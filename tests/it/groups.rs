@@ -1,0 +1,133 @@
+//! The compiler renders, admits and checks one namespace at a time (all
+//! namespaces at once when Kueue queues the workloads). These tests hold
+//! that equal to checking every object with one index of all of them, and
+//! a render that keeps only each object's text equal to one that keeps the
+//! objects.
+
+use std::path::Path;
+
+use crate::harness::Test;
+use isvc::check::{self, Config};
+use isvc::model::objects::{Object, Written};
+use isvc::{Compiler, Examination, Inputs, Options};
+
+/// The findings of every rule over `objects` with one index of them all,
+/// located in the inputs as `isvc check` locates them.
+fn checked_whole(inputs: &Inputs, objects: &[Object]) -> Vec<check::Finding> {
+    let mut findings = check::run_with(objects, &Config::default());
+    check::locate(&mut findings, &inputs.services);
+    findings
+}
+
+fn assert_grouped_equals_whole(inputs: &Inputs, what: &str) -> usize {
+    let Examination { objects, findings } =
+        Compiler::new(inputs, Options::default()).examine().unwrap_or_else(|d| panic!("{what}: {}", d.render(false)));
+    let whole = checked_whole(inputs, &objects);
+    assert_eq!(findings, whole, "{what}: the findings a namespace at a time differ from those over every object");
+    // The render keeps each object's text only; the texts are the objects'.
+    let kept = Compiler::new(inputs, Options::default()).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let written = Compiler::new(inputs, Options::default()).compile_held::<Written>().unwrap();
+    assert_eq!(kept.objects.len(), written.objects.len(), "{what}");
+    for (o, w) in kept.objects.iter().zip(&written.objects) {
+        assert_eq!((&o.id, &o.cluster, o.to_file()), (&w.object.id, &w.object.cluster, w.text.clone()), "{what}");
+    }
+    assert_eq!(kept.quota, written.quota, "{what}");
+    findings.len()
+}
+
+/// The inputs of an example (its services and platform file).
+fn example_inputs(example: &Path) -> Inputs {
+    let files = isvc::load::input_files(&[example.join("services")]).unwrap();
+    let services = isvc::load::load_services(&files).unwrap();
+    let platform_file = example.join("platform.yaml");
+    let (platform, origin) = if platform_file.is_file() {
+        isvc::load::load_platform_with_origin(Some(&platform_file)).unwrap()
+    } else {
+        (Default::default(), None)
+    };
+    Inputs::new(services).with_platform(platform, Some("platform.yaml".into())).with_platform_origin(origin)
+}
+
+#[test]
+fn every_example_checked_a_namespace_at_a_time_has_the_findings_of_one_index() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir("examples").unwrap() {
+        let example = entry.unwrap().path();
+        if !example.join("services").is_dir() {
+            continue;
+        }
+        let inputs = example_inputs(&example);
+        if !inputs.platform.clusters.is_empty() {
+            // Findings of several clusters are named after their cluster.
+            continue;
+        }
+        if Compiler::new(&inputs, Options::default()).examine().is_err() {
+            // An example of an error (quota exceeded) renders nothing to check.
+            continue;
+        }
+        assert_grouped_equals_whole(&inputs, &example.display().to_string());
+        seen += 1;
+    }
+    assert!(seen >= 8, "only {seen} examples");
+}
+
+/// Three tenants' namespaces without Kueue, each with findings of its own:
+/// quotas, a LimitRange, a mutable tag,
+/// a service in a namespace of no tenant.
+const PLATFORM: &str = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+defaults:
+  image: vllm/vllm-openai:latest
+  resources: {cpuPerGpu: \"8\", memoryPerGpu: 64Gi}
+tenants:
+  - name: search
+    namespaces: [search-prod, search-dev]
+    quota: {requests.nvidia.com/gpu: 16, requests.cpu: 512, requests.memory: 4Ti}
+    limits:
+      max: {nvidia.com/gpu: 4}
+  - name: chat
+    quota: {requests.nvidia.com/gpu: 8}
+";
+
+fn service(name: &str, ns: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+         spec: {{{spec}}}\n---\n"
+    )
+}
+
+#[test]
+fn namespaces_of_several_tenants_checked_apart_have_the_findings_of_one_index() {
+    let services = [
+        service("reranker", "search-prod", "baseModel: Qwen/Qwen3-Reranker-4B, replicas: 2"),
+        service("embed", "search-prod", "baseModel: Qwen/Qwen3-Embedding-0.6B, replicas: 1"),
+        service("canary", "search-dev", "baseModel: Qwen/Qwen3-Reranker-8B, replicas: 1, gpusPerReplica: 2"),
+        service("assistant", "chat", "baseModel: Qwen/Qwen3-8B, autoscaling: {min: 1, max: 4, targetQueueLength: 8}"),
+        service("stray", "lab", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+    ]
+    .concat();
+    let inputs = Test::new().file("services/fleet.yaml", services).platform(PLATFORM).inputs().unwrap();
+    let findings = assert_grouped_equals_whole(&inputs, "three tenants");
+    assert!(findings > 0, "the inputs were meant to have findings");
+}
+
+#[test]
+fn the_same_services_render_the_same_bytes_in_any_number_of_namespaces() {
+    // One object list, whether the platform's namespaces are compiled apart
+    // or (with a Kueue queue elsewhere) together: only Kueue's own objects
+    // differ.
+    let services = [
+        service("a", "one", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+        service("b", "two", "baseModel: Qwen/Qwen3-0.6B, replicas: 3"),
+        service("c", "one", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
+    ]
+    .concat();
+    let apart = Test::new().service(services.clone()).objects();
+    let kueue = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: queued\n    \
+                 queues:\n      - name: q\n        nominalQuota: {nvidia.com/gpu: 8, cpu: 64, memory: 512Gi}\n";
+    let together = Test::new().service(services).platform(kueue).objects();
+    let mine = |objects: Vec<Object>| -> Vec<String> {
+        objects.into_iter().filter(|o| o.owner.is_some()).map(|o| o.to_file()).collect()
+    };
+    assert_eq!(mine(apart), mine(together));
+}
