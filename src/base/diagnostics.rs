@@ -32,6 +32,9 @@ pub struct Span {
 }
 
 impl Span {
+    /// The start of a text, empty.
+    pub const EMPTY: Span = Span { start: Pos { line: 1, col: 1 }, end: Pos { line: 1, col: 1 } };
+
     pub fn at(line: usize, col: usize) -> Span {
         let p = Pos { line, col };
         Span { start: p, end: Pos { line, col: col + 1 } }

@@ -67,7 +67,7 @@ pub fn migrate_source(source: &Arc<Source>) -> Result<Option<(String, usize)>, V
     let mut edits = Vec::new();
     let mut diags = Vec::new();
     for s in &old {
-        match edits_for(source, &s.node) {
+        match edits_for(source, s.node()) {
             Ok(e) => edits.extend(e),
             Err(why) => diags.push(cannot(s, &why)),
         }

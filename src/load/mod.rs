@@ -8,13 +8,13 @@ pub mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source, did_you_mean};
+use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source, Span, did_you_mean};
 use crate::base::names;
 use crate::base::quantity::Quantity;
 use crate::base::yaml::{self, Limits, Node, NodeValue, PathSegment};
@@ -35,14 +35,31 @@ pub struct LoadedService {
     /// The `apiVersion` the file has.
     pub api_version: &'static str,
     pub source: Arc<Source>,
-    /// The document's root node, for pointing later diagnostics at fields.
-    pub node: Node,
+    /// Where the document is in its source: its place among the source's
+    /// documents, and its root node's span.
+    doc: usize,
+    pub span: Span,
+    /// The source's documents, parsed again the first time a diagnostic
+    /// points into one of them and shared by the services of the source:
+    /// a compile does not hold the nodes of a fleet's inputs.
+    nodes: Arc<OnceLock<Vec<Option<Node>>>>,
 }
 
 impl LoadedService {
     /// Location of a field of this document (or the nearest existing parent).
     pub fn location(&self, path: &[PathSegment]) -> Location {
-        Location::span(&self.source, self.node.at_path(path).span)
+        Location::span(&self.source, self.node().at_path(path).span)
+    }
+
+    /// The document's root node, for pointing diagnostics at fields.
+    pub fn node(&self) -> &Node {
+        let nodes = self.nodes.get_or_init(|| {
+            // The source parsed before; the same text parses the same way.
+            let (docs, _) = yaml::parse_stream_in(&self.source, Limits::default(), &yaml::RunBudget::new());
+            docs.into_iter().map(|d| d.root).collect()
+        });
+        static NULL: Node = Node { value: NodeValue::Null, span: Span::EMPTY };
+        nodes.get(self.doc).and_then(Option::as_ref).unwrap_or(&NULL)
     }
 }
 
@@ -284,7 +301,8 @@ pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<
         });
     }
     let mut diags = Diagnostics::new();
-    let mut services = Vec::new();
+    // Sized once: a service is most of a kilobyte, and a fleet has thousands.
+    let mut services = Vec::with_capacity(results.iter().map(|(s, _)| s.len()).sum());
     for (s, d) in results {
         services.extend(s);
         diags.extend(d);
@@ -311,14 +329,22 @@ pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<Lo
     let (docs, fatal) = yaml::parse_stream_in(source, Limits::default(), run);
     let mut services = Vec::new();
     let mut diags = Vec::new();
-    for doc in docs {
+    let nodes = Arc::new(OnceLock::new());
+    for (i, doc) in docs.into_iter().enumerate() {
         if !doc.errors.is_empty() {
             diags.extend(doc.errors);
             continue;
         }
         let Some(node) = doc.root else { continue };
-        match parse_service(source, node) {
-            Ok(s) => services.push(s),
+        match parse_service(source, &node) {
+            Ok((service, api_version)) => services.push(LoadedService {
+                service,
+                api_version,
+                source: Arc::clone(source),
+                doc: i,
+                span: node.span,
+                nodes: Arc::clone(&nodes),
+            }),
             Err(d) => diags.extend(d),
         }
     }
@@ -326,7 +352,8 @@ pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<Lo
     (services, diags)
 }
 
-fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<Diagnostic>> {
+/// The service of one document, and the `apiVersion` it has.
+fn parse_service(source: &Arc<Source>, node: &Node) -> Result<(InferenceService, &'static str), Vec<Diagnostic>> {
     let api_version = validate_header(
         source,
         &node,
@@ -364,7 +391,7 @@ fn parse_service(source: &Arc<Source>, node: Node) -> Result<LoadedService, Vec<
             })
             .collect());
     }
-    Ok(LoadedService { service, api_version, source: Arc::clone(source), node })
+    Ok((service, api_version))
 }
 
 /// Checks `kind` and `apiVersion` first, so a foreign document gets one
@@ -557,7 +584,7 @@ fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
         let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
         if let Some(first) = seen.get(&id) {
             // Report the later one (in file order) against the earlier one.
-            let (a, b) = if (first.source.name.as_path(), first.node.span) <= (s.source.name.as_path(), s.node.span) {
+            let (a, b) = if (first.source.name.as_path(), first.span) <= (s.source.name.as_path(), s.span) {
                 (*first, s)
             } else {
                 (s, *first)

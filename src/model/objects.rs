@@ -203,7 +203,10 @@ impl Held for Written {
         objects
             .into_par_iter()
             .map(|mut object| {
-                let text = object.to_file();
+                let mut text = object.to_file();
+                // The estimate the text was sized by runs over by about a
+                // tenth; a fleet's texts are held to the end of the run.
+                text.shrink_to_fit();
                 object.value = Value::Null;
                 Written { object, text }
             })
