@@ -806,3 +806,25 @@ fn quantity_fix(text: &str) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_found_after_loading_points_into_its_own_document() {
+        let text = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: a}\n\
+                    spec: {baseModel: Qwen/Qwen3-0.6B, replicas: 1}\n---\n# the second\n\
+                    apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: b}\n\
+                    spec:\n  baseModel: Qwen/Qwen3-0.6B\n  replicas: 2\n";
+        let (services, diags) = parse_services(&Source::new("two.yaml", text));
+        assert!(diags.is_empty(), "{diags:?}");
+        let replicas = [key("spec"), key("replicas")];
+        let at = |s: &LoadedService| s.location(&replicas).span.map(|s| (s.start.line, s.start.col));
+        assert_eq!(at(&services[1]), Some((12, 13)));
+        assert_eq!(at(&services[0]), Some((4, 46)));
+        // Both documents' nodes come from one parse of the source.
+        assert!(Arc::ptr_eq(&services[0].nodes, &services[1].nodes));
+        assert_eq!(services[1].span.start.line, 7);
+    }
+}
