@@ -2,6 +2,7 @@
 //! outcomes to exit codes (0 success or no differences, 1 differences
 //! found, 2 bad input or usage). Errors go to stderr.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
@@ -634,7 +635,7 @@ fn slash_path(path: &Path) -> String {
 /// Loads inputs and compiles them; `base` is the directory the output
 /// headers name input files relative to.
 fn compile<T: Held>(inputs: &Inputs, base: &Path) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
-    compile_for(inputs, base, None)
+    compile_for(inputs, base, None, None).map(|(c, s, _)| (c, s))
 }
 
 /// [`compile`], for a command that works on one cluster's objects (`what`
@@ -644,14 +645,19 @@ fn compile_one_cluster<T: Held>(
     base: &Path,
     what: &str,
 ) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
-    compile_for(inputs, base, Some(what))
+    compile_for(inputs, base, Some(what), None).map(|(c, s, _)| (c, s))
 }
 
+/// [`compile`]; with the `recorded` manifest of a tree it describes
+/// unedited, the namespaces whose services it records unchanged are not
+/// compiled again ([`Compilation::reused`]). With each namespace's digest.
+type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, String>);
 fn compile_for<T: Held>(
     inputs: &Inputs,
     base: &Path,
     one_cluster: Option<&str>,
-) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
+    recorded: Option<&Manifest>,
+) -> Result<Compiled<T>, Diagnostics> {
     let mut i = load_inputs(inputs)?;
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
@@ -669,11 +675,18 @@ fn compile_for<T: Held>(
         .engine(inputs.gitops.map(Into::into))
         .cluster(inputs.cluster.clone())
         .label(labeller(base));
-    let compiled = Compiler::new(&i.inputs, options).compile_held()?;
+    let digests = Compiler::new(&i.inputs, Options::default().label(labeller(base))).namespace_digests();
+    let records = recorded.map(Manifest::namespace_records).unwrap_or_default();
+    let reuse: BTreeSet<String> = digests
+        .iter()
+        .filter(|(ns, d)| records.get(ns.as_str()).is_some_and(|r| r.0 == d.as_str()))
+        .map(|(ns, _)| ns.clone())
+        .collect();
+    let compiled = Compiler::new(&i.inputs, options.reuse(reuse)).compile_held()?;
     if !compiled.warnings.is_empty() {
         eprint_diagnostics(&compiled.warnings);
     }
-    Ok((compiled, i.inputs.services))
+    Ok((compiled, i.inputs.services, digests))
 }
 
 fn load_templates(dir: Option<&Path>) -> Result<Templates, Diagnostics> {
@@ -755,9 +768,43 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let (compiled, services) = compile::<Written>(&args.inputs, &header_base())?;
-    let rendered = compiled.objects.len();
-    let mut tree = output::written_tree(compiled.objects);
+    // A tree a manifest of these settings describes, unedited: the
+    // namespaces whose services are unchanged keep their files. A render
+    // reads the tree once, under the lock it writes under.
+    let recorded = Manifest::read(&out).filter(|m| m.settings == settings && !quota_table && inputs.is_some());
+    let (mut writer, mut scanned) = (None, None);
+    if recorded.is_some() {
+        if args.check {
+            scanned = output::scan(&out).ok();
+        } else {
+            writer = Some(output::Writer::open(&output::output_dir(&out, &args.inputs.paths)?)?);
+        }
+    }
+    let existing = writer.as_ref().map(|w| &w.existing).or(scanned.as_ref());
+    let reusable = recorded.filter(|m| existing.is_some_and(|e| m.matches_tree(e)));
+    let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, reusable.as_ref())?;
+    // Objects of each namespace, for the manifest.
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept = Vec::new();
+    if let (Some(m), Some(existing)) = (&reusable, existing) {
+        for (ns, (_, objects)) in m.namespace_records().into_iter().filter(|(ns, _)| compiled.reused.contains(*ns)) {
+            counts.insert(ns.to_string(), objects);
+        }
+        let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
+        kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
+    }
+    for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
+        if let Some(ns) = &o.object.id.namespace {
+            *counts.entry(ns.clone()).or_default() += 1;
+        }
+    }
+    let rendered = compiled.objects.len() + compiled.reused.iter().map(|ns| counts[ns]).sum::<usize>();
+    let namespaces = digests
+        .into_iter()
+        .map(|(ns, d)| (d, counts.get(&ns).copied().unwrap_or_default(), ns))
+        .map(|(d, c, ns)| (ns, d, c));
+    let namespaces: Vec<(String, String, usize)> = namespaces.collect();
+    let mut tree = output::written_tree(compiled.objects, kept);
     if inputs.is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
@@ -767,10 +814,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // A run that warns compiles every time, so the warnings are shown.
         settings.push("warnings".to_string());
     }
-    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), rendered, &tree);
+    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), rendered, namespaces, &tree);
     tree.insert(PathBuf::from(MANIFEST), recorded.to_text());
     if args.check {
-        let existing = output::scan(&out)?;
+        let existing = match scanned {
+            Some(existing) => existing,
+            None => output::scan(&out)?,
+        };
         let changes = output::changes(&tree, &existing);
         if changes.is_empty() {
             status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
@@ -792,8 +842,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let target = output::output_dir(&out, &args.inputs.paths)?;
-    let changes = output::write(&target, &tree)?;
+    let writer = match writer {
+        Some(writer) => writer,
+        None => output::Writer::open(&output::output_dir(&out, &args.inputs.paths)?)?,
+    };
+    let changes = writer.write(&tree)?;
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {

@@ -2,6 +2,7 @@
 //! It knows nothing of InferenceServices or Kubernetes.
 
 pub mod diagnostics;
+pub mod digest;
 pub mod names;
 pub mod problem;
 pub mod quantity;

@@ -81,6 +81,8 @@ pub struct Options {
     /// without the GitOps engine's objects, which span clusters).
     pub cluster: Option<String>,
     label: Box<Label>,
+    /// Namespaces whose objects the caller holds from an earlier compile.
+    reuse: BTreeSet<String>,
 }
 
 impl Default for Options {
@@ -90,6 +92,7 @@ impl Default for Options {
             engine: None,
             cluster: None,
             label: Box::new(|s| s.source.name.display().to_string()),
+            reuse: BTreeSet::new(),
         }
     }
 }
@@ -107,6 +110,17 @@ impl Options {
 
     pub fn cluster(mut self, cluster: Option<String>) -> Options {
         self.cluster = cluster;
+        self
+    }
+
+    /// Namespaces not to compile, because the caller holds their objects
+    /// from an earlier compile of the same services (the same
+    /// [`Compiler::namespace_digests`]), platform, templates, rules and
+    /// isvc version. Honoured where namespaces are compiled apart (no
+    /// clusters, no GitOps engine, no Kueue); [`Compilation::reused`] says
+    /// which were left out.
+    pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
+        self.reuse = namespaces;
         self
     }
 
@@ -185,7 +199,7 @@ impl<'a> Compiler<'a> {
                 return Err(diags);
             }
             objects::sort(&mut objects);
-            Compilation { objects, warnings: diags, quota }
+            Compilation { objects, warnings: diags, quota, reused: BTreeSet::new() }
         };
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.object().cluster.is_some()),
@@ -200,6 +214,23 @@ impl<'a> Compiler<'a> {
         Ok(compiled)
     }
 
+    /// A digest of each namespace's services as a compile reads them (each
+    /// service's spec and metadata, the label its headers name its file by,
+    /// its `apiVersion`): what [`Options::reuse`] is decided by.
+    pub fn namespace_digests(&self) -> BTreeMap<String, String> {
+        let mut parts: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
+        for s in &self.inputs.services {
+            let p = parts.entry(s.service.namespace_or_default()).or_default();
+            p.push((self.options.label)(s).into_bytes());
+            p.push(s.api_version.as_bytes().to_vec());
+            p.push(serde_json::to_vec(&s.service).unwrap_or_default());
+        }
+        parts
+            .into_par_iter()
+            .map(|(ns, p)| (ns.to_string(), crate::base::digest::digest_parts(p.iter().map(Vec::as_slice))))
+            .collect()
+    }
+
     /// What the platform file names that the inputs lack: services its
     /// clusters run.
     fn references(&self) -> Result<(), Diagnostics> {
@@ -210,8 +241,13 @@ impl<'a> Compiler<'a> {
     }
 
     fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
+        static NONE: BTreeSet<String> = BTreeSet::new();
+        // The engine's objects list every namespace's workloads, and a
+        // cluster's namespaces are compiled with its own platform.
+        let apart = engine.is_none() && self.inputs.platform.clusters.is_empty();
         Stage {
             engine,
+            reuse: if apart { &self.options.reuse } else { &NONE },
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -289,6 +325,9 @@ pub struct Compilation<T = Object> {
     pub warnings: Diagnostics,
     /// Quota use of every tenant namespace (empty without tenant quotas).
     pub quota: Vec<admission::QuotaUsage>,
+    /// The namespaces of [`Options::reuse`] left out: none of their
+    /// objects is in `objects`.
+    pub reused: BTreeSet<String>,
 }
 
 /// A cluster's objects after [`Stage::checked`]: the warnings of the render
@@ -300,6 +339,7 @@ struct Checked<T> {
     quota: Vec<admission::QuotaUsage>,
     findings: Vec<check::Finding>,
     autoscaled: BTreeSet<ObjectId>,
+    reused: BTreeSet<String>,
 }
 
 /// What every cluster's compile shares: the templates, how headers name
@@ -312,6 +352,8 @@ struct Stage<'a> {
     platform_origin: Option<&'a crate::load::PlatformOrigin>,
     config: &'a check::Config,
     engine: Option<platform::Engine>,
+    /// Namespaces not to compile (see [`Options::reuse`]).
+    reuse: &'a BTreeSet<String>,
 }
 
 /// Objects compiled, indexed and checked together: one namespace's
@@ -327,9 +369,9 @@ struct Group<'s> {
 /// objects, by namespace. Every rule and admission check reads the objects
 /// of one namespace and cluster-scoped ones (see [`crate::check`]), which
 /// every group sees, so a group's findings do not depend on the others.
-fn groups<'s>(services: &'s [LoadedService], platform_objects: Vec<Object>, one: bool) -> Vec<Group<'s>> {
+fn groups<'s>(services: &'s [LoadedService], platform_objects: Vec<Object>, one: bool) -> Vec<(String, Group<'s>)> {
     if one {
-        return vec![Group { services: services.iter().collect(), objects: platform_objects }];
+        return vec![(String::new(), Group { services: services.iter().collect(), objects: platform_objects })];
     }
     let mut groups: BTreeMap<String, Group<'s>> = BTreeMap::new();
     let empty = || Group { services: Vec::new(), objects: Vec::new() };
@@ -339,7 +381,7 @@ fn groups<'s>(services: &'s [LoadedService], platform_objects: Vec<Object>, one:
     for o in platform_objects {
         groups.entry(o.id.namespace.clone().unwrap_or_default()).or_insert_with(empty).objects.push(o);
     }
-    groups.into_values().collect()
+    groups.into_iter().collect()
 }
 
 impl Stage<'_> {
@@ -352,7 +394,8 @@ impl Stage<'_> {
         services: &[LoadedService],
         platform: &Platform,
     ) -> Result<(Compilation<T>, BTreeSet<ObjectId>), Diagnostics> {
-        let Checked { objects, mut diags, quota, mut findings, autoscaled } = self.checked(services, platform)?;
+        let Checked { objects, mut diags, quota, mut findings, autoscaled, reused } =
+            self.checked(services, platform)?;
         findings.retain(|f| f.rule.severity == Severity::Error);
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
@@ -361,7 +404,7 @@ impl Stage<'_> {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok((Compilation { objects, warnings: diags, quota }, autoscaled))
+        Ok((Compilation { objects, warnings: diags, quota, reused }, autoscaled))
     }
 
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
@@ -407,8 +450,13 @@ impl Stage<'_> {
             quota: Vec::new(),
             findings: Vec::new(),
             autoscaled: BTreeSet::new(),
+            reused: BTreeSet::new(),
         };
-        for group in groups {
+        for (namespace, group) in groups {
+            if !one && self.reuse.contains(&namespace) {
+                out.reused.insert(namespace);
+                continue;
+            }
             let mut objects = self.render(&group.services, platform, &mut diags);
             objects.extend(group.objects);
             if whole {

@@ -26,24 +26,28 @@
 //! setting "gitops=argocd"
 //! objects 12
 //! input 0f3a… "services/chat.yaml"
+//! namespace 5d2e… 3 "team-a"
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
+//!
+//! A `namespace` record holds the digest of one namespace's services
+//! ([`crate::Compiler::namespace_digests`]) and how many objects the tree
+//! holds of it. A render whose settings are the recorded ones, over a tree
+//! the manifest describes unedited, compiles only the namespaces whose
+//! services changed and keeps the others' files as they are
+//! ([`crate::Options::reuse`]): they are what a compile of the same
+//! services, platform, templates and version writes.
 
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 
 use crate::emit::write::{Existing, Tree};
 use crate::model::objects::HEADER_PREFIX;
 
 pub use crate::emit::write::MANIFEST;
 
-/// The first 128 bits of the SHA-256 of `bytes`, in lower-case hex.
-pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use crate::base::digest::digest;
 
 /// `path`'s components joined with `/`, as the manifest names files.
 pub fn slash(path: &Path) -> String {
@@ -61,18 +65,33 @@ pub struct Manifest {
     pub inputs: Vec<(String, String)>,
     /// How many objects the tree holds (what `diff` counts as unchanged).
     pub objects: usize,
+    /// Each namespace's services by digest, and how many objects the tree
+    /// holds of the namespace, sorted by namespace.
+    pub namespaces: Vec<(String, String, usize)>,
     /// Every file of the tree but the manifest: path and digest, sorted by path.
     pub outputs: Vec<(String, String)>,
 }
 
 impl Manifest {
     /// The manifest of `tree` (which must not hold the manifest itself).
-    pub fn new(settings: Vec<String>, mut inputs: Vec<(String, String)>, objects: usize, tree: &Tree) -> Manifest {
+    pub fn new(
+        settings: Vec<String>,
+        mut inputs: Vec<(String, String)>,
+        objects: usize,
+        mut namespaces: Vec<(String, String, usize)>,
+        tree: &Tree,
+    ) -> Manifest {
         inputs.sort();
+        namespaces.sort();
         let mut outputs: Vec<(String, String)> =
             tree.par_iter().map(|(path, text)| (slash(path), digest(text.as_bytes()))).collect();
         outputs.sort();
-        Manifest { settings, inputs, objects, outputs }
+        Manifest { settings, inputs, objects, namespaces, outputs }
+    }
+
+    /// The recorded namespaces: digest and objects, by name.
+    pub fn namespace_records(&self) -> std::collections::BTreeMap<&str, (&str, usize)> {
+        self.namespaces.iter().map(|(n, d, c)| (n.as_str(), (d.as_str(), *c))).collect()
     }
 
     /// The file's text: the header line, then one record a line.
@@ -91,6 +110,9 @@ impl Manifest {
         out.push_str(&format!("objects {}\n", self.objects));
         for (label, d) in &self.inputs {
             out.push_str(&format!("input {d} {}\n", quote(label)));
+        }
+        for (namespace, d, objects) in &self.namespaces {
+            out.push_str(&format!("namespace {d} {objects} {}\n", quote(namespace)));
         }
         for (path, d) in &self.outputs {
             out.push_str(&format!("output {d} {}\n", quote(path)));
@@ -116,6 +138,11 @@ impl Manifest {
             match word {
                 "setting" => m.settings.push(unquote(rest)?),
                 "objects" => objects = Some(rest.parse().ok()?),
+                "namespace" => {
+                    let (d, rest) = rest.split_once(' ')?;
+                    let (objects, name) = rest.split_once(' ')?;
+                    m.namespaces.push((unquote(name)?, d.to_string(), objects.parse().ok()?));
+                }
                 "input" | "output" => {
                     let (d, name) = rest.split_once(' ')?;
                     let entry = (unquote(name)?, d.to_string());
@@ -166,6 +193,7 @@ mod tests {
             vec!["gitops=flux".to_string(), "platform none".to_string()],
             vec![("services/z.yaml".to_string(), digest(b"z")), ("services/a b.yaml".to_string(), digest(b"a"))],
             2,
+            vec![("team-b".to_string(), digest(b"b"), 1), ("team \"a\"".to_string(), digest(b"a"), 1)],
             &tree,
         )
     }
@@ -175,21 +203,17 @@ mod tests {
         let m = sample();
         let text = m.to_text();
         assert!(text.starts_with(HEADER_PREFIX));
-        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2, "{text}");
+        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
         assert_eq!(m.inputs[0].0, "services/a b.yaml", "inputs are sorted");
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
+        assert_eq!(m.namespaces[0].0, "team \"a\"", "namespaces are sorted");
+        assert_eq!(m.namespace_records().get("team-b"), Some(&(digest(b"b").as_str(), 1)));
         // Another version's manifest, or a damaged one, is not read.
         assert_eq!(Manifest::parse(&text.replacen("\nisvc ", "\nisvc 9", 1)), None);
         assert_eq!(Manifest::parse(&text.replacen("objects 2", "objects two", 1)), None);
         assert_eq!(Manifest::parse(&format!("{text}bogus line\n")), None);
         assert_eq!(Manifest::parse("not ours"), None);
-    }
-
-    #[test]
-    fn digests_are_the_first_half_of_sha256() {
-        // SHA-256 of the empty string: e3b0c442 98fc1c14 9afbf4c8 996fb924 ...
-        assert_eq!(digest(b""), "e3b0c44298fc1c149afbf4c8996fb924");
     }
 
     #[test]

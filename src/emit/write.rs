@@ -47,10 +47,12 @@ pub fn tree(objects: &[Object]) -> Tree {
     with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
 }
 
-/// [`tree`] of objects already written to their files' text.
-pub fn written_tree(objects: Vec<Written>) -> Tree {
+/// [`tree`] of objects already written to their files' text, with the
+/// `kept` files of an earlier render (their kustomizations made again).
+pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, String)>) -> Tree {
     let roots = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
-    let tree: Tree = objects.into_iter().map(|w| (w.object.relative_path(), w.text)).collect();
+    let mut tree: Tree = objects.into_iter().map(|w| (w.object.relative_path(), w.text)).collect();
+    tree.extend(kept);
     with_kustomizations(tree, roots)
 }
 
@@ -246,36 +248,62 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// device in `out`), the render is refused and nothing is written: there is
 /// no file-by-file fallback.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
-    let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) if !parent.is_dir() => {
-            return Err(Diagnostic::error(format!(
-                "cannot create {}: {} does not exist",
-                out.display(),
-                parent.display()
-            ))
-            .help("create the parent directory first")
-            .into());
+    Writer::open(out)?.write(planned)
+}
+
+/// An output directory locked for writing, and what it holds: what a render
+/// that reads the tree before it writes (to keep the files of namespaces
+/// it does not compile again) holds from its reading to its writing, so no
+/// other render changes the tree between the two.
+pub struct Writer {
+    out: PathBuf,
+    parent: PathBuf,
+    _lock: Lock,
+    /// The tree as it is, read under the lock.
+    pub existing: Existing,
+}
+
+impl Writer {
+    /// Locks `out`'s parent, removes a killed run's leftovers and reads the
+    /// tree.
+    pub fn open(out: &Path) -> Result<Writer, Diagnostics> {
+        let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) if !parent.is_dir() => {
+                return Err(Diagnostic::error(format!(
+                    "cannot create {}: {} does not exist",
+                    out.display(),
+                    parent.display()
+                ))
+                .help("create the parent directory first")
+                .into());
+            }
+            Some(parent) => parent.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        let lock = lock(&parent, out)?;
+        remove_leftovers(&parent);
+        let existing = scan(out)?;
+        Ok(Writer { out: out.to_path_buf(), parent, _lock: lock, existing })
+    }
+
+    /// Writes `planned` over the tree read at [`Writer::open`] (see [`write`]).
+    pub fn write(self, planned: &Tree) -> Result<Changes, Diagnostics> {
+        let (out, existing) = (self.out.as_path(), &self.existing);
+        let diags = conflicts(planned, existing, out);
+        if diags.has_errors() {
+            return Err(diags);
         }
-        Some(parent) => parent.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    let _lock = lock(&parent, out)?;
-    remove_leftovers(&parent);
-    let existing = scan(out)?;
-    let diags = conflicts(planned, &existing, out);
-    if diags.has_errors() {
-        return Err(diags);
+        let changes = changes(planned, existing);
+        if changes.is_empty() {
+            return Ok(changes);
+        }
+        if is_missing_or_empty(out) {
+            write_fresh(out, planned)?;
+            return Ok(changes);
+        }
+        write_swap(out, &self.parent, planned, &changes, &existing.temps)?;
+        Ok(changes)
     }
-    let changes = changes(planned, &existing);
-    if changes.is_empty() {
-        return Ok(changes);
-    }
-    if is_missing_or_empty(out) {
-        write_fresh(out, planned)?;
-        return Ok(changes);
-    }
-    write_swap(out, &parent, planned, &changes, &existing.temps)?;
-    Ok(changes)
 }
 
 /// The output directory to write, checked against the inputs: `.` and `..`

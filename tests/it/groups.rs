@@ -131,3 +131,54 @@ fn the_same_services_render_the_same_bytes_in_any_number_of_namespaces() {
     };
     assert_eq!(mine(apart), mine(together));
 }
+
+#[test]
+fn namespaces_to_reuse_are_left_out_where_namespaces_are_compiled_apart() {
+    let services = [
+        service("a", "one", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+        service("b", "two", "baseModel: Qwen/Qwen3-0.6B, replicas: 3"),
+    ]
+    .concat();
+    let reuse = || Options::default().reuse(["two".to_string(), "absent".to_string()].into());
+    let namespaces = |objects: &[Object]| -> Vec<String> {
+        let mut ns: Vec<String> = objects.iter().filter_map(|o| o.id.namespace.clone()).collect();
+        ns.dedup();
+        ns
+    };
+    let inputs = Test::new().service(services.clone()).inputs().unwrap();
+    let compiler = Compiler::new(&inputs, reuse());
+    let digests = compiler.namespace_digests();
+    assert_eq!(digests.keys().collect::<Vec<_>>(), ["one", "two"]);
+    let compiled = compiler.compile().unwrap();
+    assert_eq!(compiled.reused, ["two".to_string()].into());
+    assert!(!namespaces(&compiled.objects).contains(&"two".to_string()));
+    assert!(namespaces(&compiled.objects).contains(&"one".to_string()));
+
+    // Kueue compiles every namespace together, and the GitOps engine's
+    // objects list every namespace's: nothing is left out.
+    let kueue = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: two\n    \
+                 queues:\n      - name: q\n        nominalQuota: {nvidia.com/gpu: 8, cpu: 64, memory: 512Gi}\n";
+    let inputs = Test::new().service(services.clone()).platform(kueue).inputs().unwrap();
+    assert!(Compiler::new(&inputs, reuse()).compile().unwrap().reused.is_empty());
+    let flux = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ngitops: {engine: flux, name: t, \
+                repoURL: https://git.example.com/x.git, revision: main, path: rendered}\n";
+    let inputs = Test::new().service(services).platform(flux).inputs().unwrap();
+    let compiled = Compiler::new(&inputs, reuse()).compile().unwrap();
+    assert!(compiled.reused.is_empty() && namespaces(&compiled.objects).contains(&"two".to_string()));
+}
+
+#[test]
+fn a_namespace_digest_changes_with_its_services_only() {
+    let one = service("a", "one", "baseModel: Qwen/Qwen3-0.6B, replicas: 1");
+    let two = |replicas: u32| service("b", "two", &format!("baseModel: Qwen/Qwen3-0.6B, replicas: {replicas}"));
+    let digests = |text: String| {
+        let inputs = Test::new().file("services/s.yaml", text).inputs().unwrap();
+        Compiler::new(&inputs, Options::default()).namespace_digests()
+    };
+    let (before, after) = (digests(one.clone() + &two(1)), digests(one.clone() + &two(2)));
+    assert_eq!(before["one"], after["one"]);
+    assert_ne!(before["two"], after["two"]);
+    // The file a service is read from is named in its objects' headers.
+    let moved = Test::new().file("services/s.yaml", one.clone()).file("services/t.yaml", two(1)).inputs().unwrap();
+    assert_ne!(Compiler::new(&moved, Options::default()).namespace_digests()["two"], before["two"]);
+}

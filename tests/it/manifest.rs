@@ -53,8 +53,11 @@ fn the_manifest_records_the_inputs_the_settings_and_every_file() {
     );
     let digest = |l: &str| l.split(' ').nth(1).unwrap().len();
     assert!(lines[7].starts_with("input ") && lines[7].ends_with(" \"services/qwen3.yaml\"") && digest(lines[7]) == 32);
+    // The namespace's services by digest, and its objects (the CRD is
+    // cluster-scoped).
+    assert!(lines[8].starts_with("namespace ") && lines[8].ends_with(" 3 \"default\"") && digest(lines[8]) == 32);
     let listed: Vec<String> =
-        lines[8..].iter().map(|l| serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap()).collect();
+        lines[9..].iter().map(|l| serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap()).collect();
     let mut on_disk = files(&dir.path().join("rendered"));
     on_disk.retain(|f| f != ".isvc-manifest");
     assert_eq!(listed, on_disk, "every file but the manifest, sorted");
@@ -250,4 +253,79 @@ fn a_multi_cluster_tree_has_one_manifest() {
     std::fs::write(&path, text.replacen("replicas:", "replicas: 7\n  x:", 1)).unwrap();
     let (code, out, _) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check"]).args(args));
     assert_eq!((code, out), (1, format!("stale: rendered/{edited}\n")));
+}
+
+/// Services in three namespaces, one file each.
+fn three_namespaces(dir: &Path, replicas: u32) {
+    for (ns, name) in [("team-a", "chat"), ("team-b", "search"), ("team-c", "embed")] {
+        let text = format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{baseModel: Qwen/Qwen3-0.6B, replicas: {replicas}}}\n"
+        );
+        std::fs::write(dir.join(format!("services/{name}.yaml")), text).unwrap();
+    }
+}
+
+/// Every file under `dir` with its bytes.
+fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    files(dir).into_iter().map(|f| (f.clone(), std::fs::read(dir.join(&f)).unwrap())).collect()
+}
+
+#[test]
+fn a_render_after_one_namespace_changed_writes_what_a_full_render_writes() {
+    let dir = setup("");
+    std::fs::remove_file(dir.path().join("services/qwen3.yaml")).ok();
+    three_namespaces(dir.path(), 2);
+    render(dir.path(), &[]);
+    let before = contents(&dir.path().join("rendered"));
+    // One service changes; a namespace is added and one removed.
+    let chat = dir.path().join("services/chat.yaml");
+    let text = std::fs::read_to_string(&chat).unwrap().replace("replicas: 2", "replicas: 4");
+    std::fs::write(&chat, text).unwrap();
+    std::fs::remove_file(dir.path().join("services/embed.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("services/new.yaml"),
+        "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: new, namespace: team-d}\n\
+         spec: {baseModel: Qwen/Qwen3-0.6B, replicas: 1}\n",
+    )
+    .unwrap();
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "-v"]));
+    assert_eq!(code, 0, "{err}");
+    // Only the changed namespaces' files (and the manifest) are written.
+    for line in
+        err.lines().filter(|l| l.starts_with("created ") || l.starts_with("updated ") || l.starts_with("deleted "))
+    {
+        let root = line.ends_with("rendered/kustomization.yaml") || line.ends_with(".isvc-manifest");
+        assert!(root || ["team-a/", "team-c", "team-d/"].iter().any(|p| line.contains(p)), "{line}");
+    }
+    assert!(err.contains("deleted rendered/team-c"), "{err}");
+    // The same tree, byte for byte, as a render from scratch.
+    run(isvc(dir.path()).args(["render", "services", "--out", "fresh"]));
+    assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
+    let after = contents(&dir.path().join("rendered"));
+    let kept = |tree: &[(String, Vec<u8>)]| -> Vec<(String, Vec<u8>)> {
+        tree.iter().filter(|(f, _)| f.starts_with("team-b/")).cloned().collect()
+    };
+    assert!(!kept(&after).is_empty());
+    assert_eq!(kept(&before), kept(&after));
+    assert_eq!(check(dir.path()).0, 0);
+}
+
+#[test]
+fn a_hand_edit_in_an_unchanged_namespace_is_undone_by_the_next_render() {
+    let dir = setup("");
+    std::fs::remove_file(dir.path().join("services/qwen3.yaml")).ok();
+    three_namespaces(dir.path(), 2);
+    render(dir.path(), &[]);
+    let edited = dir.path().join("rendered/team-b/search/service.yaml");
+    let original = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, original.replace("port: 8000", "port: 9000")).unwrap();
+    // Another namespace changes: the edited one is compiled again too,
+    // since the tree no longer is what the manifest records.
+    let chat = dir.path().join("services/chat.yaml");
+    std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap().replace("replicas: 2", "replicas: 4")).unwrap();
+    render(dir.path(), &[]);
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), original);
+    run(isvc(dir.path()).args(["render", "services", "--out", "fresh"]));
+    assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
 }

@@ -1,0 +1,38 @@
+//! Content digests: what the manifest of an output tree records of every
+//! input and output, and of each namespace's services.
+
+use sha2::{Digest, Sha256};
+
+/// The first 128 bits of the SHA-256 of `bytes`, in lower-case hex.
+pub fn digest(bytes: &[u8]) -> String {
+    let hash = Sha256::digest(bytes);
+    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A digest of several byte strings, each length-prefixed so that no two
+/// lists of parts share one.
+pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    let mut hash = Sha256::new();
+    for p in parts {
+        hash.update((p.len() as u64).to_le_bytes());
+        hash.update(p);
+    }
+    hash.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_the_first_half_of_sha256() {
+        // SHA-256 of the empty string: e3b0c442 98fc1c14 9afbf4c8 996fb924 ...
+        assert_eq!(digest(b""), "e3b0c44298fc1c149afbf4c8996fb924");
+    }
+
+    #[test]
+    fn parts_are_kept_apart() {
+        assert_ne!(digest_parts([&b"ab"[..], b"c"]), digest_parts([&b"a"[..], b"bc"]));
+        assert_eq!(digest_parts([&b"ab"[..], b"c"]), digest_parts([&b"ab"[..], b"c"]));
+    }
+}
