@@ -24,6 +24,16 @@
 //! and SARIF read. Findings are built with [`Finding::new`]. Rules can be
 //! turned off per service with the [`DISABLE_ANNOTATION`] annotation and
 //! per run with [`Config::disabled`]; both apply to every family.
+//!
+//! The compiler runs the rules one namespace at a time: the index then
+//! holds that namespace's objects and the cluster-scoped ones. A rule reads
+//! its object's own namespace (`cx.object(kind, namespace(o), ..)`,
+//! `cx.selected(namespace(o), ..)`) and cluster-scoped objects (namespace
+//! `""`), never another namespace; a rule over a cluster-scoped object
+//! reads cluster-scoped objects only. The one exception, a ClusterQueue's
+//! rule reading every queued workload, makes the compiler check every
+//! namespace together. `tests/it/groups.rs` compares the findings with
+//! those of one index over every object.
 
 mod engine;
 mod gateway;

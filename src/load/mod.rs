@@ -356,19 +356,19 @@ pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<Lo
 fn parse_service(source: &Arc<Source>, node: &Node) -> Result<(InferenceService, &'static str), Vec<Diagnostic>> {
     let api_version = validate_header(
         source,
-        &node,
+        node,
         KIND,
         &INFERENCE_SERVICE_VERSIONS,
         "only InferenceService documents belong here; move other manifests out of the input paths",
     )?;
     let schema = crate::model::schema::inference_service_cached(api_version).unwrap_or(&Value::Null);
-    let mut diags = crate::load::schema_validate::validate(&node, schema, source);
-    validate_metadata(source, &node, &mut diags);
+    let mut diags = crate::load::schema_validate::validate(node, schema, source);
+    validate_metadata(source, node, &mut diags);
     if !diags.is_empty() {
         return Err(diags);
     }
     let service: InferenceService = if api_version == API_VERSION {
-        let old: crate::model::v1alpha1::InferenceService = decode(source, &node)?;
+        let old: crate::model::v1alpha1::InferenceService = decode(source, node)?;
         crate::model::conversion::to_hub(&old).map_err(|e| {
             vec![
                 Diagnostic::error(e)
@@ -376,7 +376,7 @@ fn parse_service(source: &Arc<Source>, node: &Node) -> Result<(InferenceService,
             ]
         })?
     } else {
-        decode(source, &node)?
+        decode(source, node)?
     };
     let problems = validate::service(&service.spec);
     if !problems.is_empty() {

@@ -5,30 +5,13 @@
 
 use std::path::Path;
 
-use crate::common::service;
+use crate::common::{example_inputs, service};
 use crate::harness::Test;
 use isvc::base::diagnostics::Source;
 use isvc::model::objects::Object;
 use isvc::{Compiler, Inputs, Options, Templates};
 use proptest::prelude::*;
 use serde_json::Value;
-
-/// The inputs of `example` (its services and platform file).
-fn example_inputs(example: &Path, templates: Templates) -> Inputs {
-    let files = isvc::load::input_files(&[example.join("services")]).unwrap();
-    let services = isvc::load::load_services(&files).unwrap();
-    let platform_file = example.join("platform.yaml");
-    let (platform, origin) = if platform_file.is_file() {
-        let (p, o) = isvc::load::load_platform_with_origin(Some(&platform_file)).unwrap();
-        (p, o)
-    } else {
-        (Default::default(), None)
-    };
-    Inputs::new(services)
-        .with_platform(platform, Some("platform.yaml".into()))
-        .with_platform_origin(origin)
-        .with_templates(templates)
-}
 
 /// Every object as text: its identity, owner and value with key order.
 fn fingerprint(objects: &[Object]) -> Vec<(String, String)> {

@@ -78,3 +78,20 @@ prop_compose! {
         json!({"apiVersion": "ai.example.com/v1alpha1", "kind": "InferenceService", "metadata": metadata, "spec": spec})
     }
 }
+
+/// The inputs of `example` (its services and platform file).
+pub fn example_inputs(example: &Path, templates: isvc::Templates) -> isvc::Inputs {
+    let files = isvc::load::input_files(&[example.join("services")]).unwrap();
+    let services = isvc::load::load_services(&files).unwrap();
+    let platform_file = example.join("platform.yaml");
+    let (platform, origin) = if platform_file.is_file() {
+        let (p, o) = isvc::load::load_platform_with_origin(Some(&platform_file)).unwrap();
+        (p, o)
+    } else {
+        (Default::default(), None)
+    };
+    isvc::Inputs::new(services)
+        .with_platform(platform, Some("platform.yaml".into()))
+        .with_platform_origin(origin)
+        .with_templates(templates)
+}

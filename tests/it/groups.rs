@@ -4,8 +4,7 @@
 //! a render that keeps only each object's text equal to one that keeps the
 //! objects.
 
-use std::path::Path;
-
+use crate::common::example_inputs;
 use crate::harness::Test;
 use isvc::check::{self, Config};
 use isvc::model::objects::{Object, Written};
@@ -35,19 +34,6 @@ fn assert_grouped_equals_whole(inputs: &Inputs, what: &str) -> usize {
     findings.len()
 }
 
-/// The inputs of an example (its services and platform file).
-fn example_inputs(example: &Path) -> Inputs {
-    let files = isvc::load::input_files(&[example.join("services")]).unwrap();
-    let services = isvc::load::load_services(&files).unwrap();
-    let platform_file = example.join("platform.yaml");
-    let (platform, origin) = if platform_file.is_file() {
-        isvc::load::load_platform_with_origin(Some(&platform_file)).unwrap()
-    } else {
-        (Default::default(), None)
-    };
-    Inputs::new(services).with_platform(platform, Some("platform.yaml".into())).with_platform_origin(origin)
-}
-
 #[test]
 fn every_example_checked_a_namespace_at_a_time_has_the_findings_of_one_index() {
     let mut seen = 0;
@@ -56,7 +42,7 @@ fn every_example_checked_a_namespace_at_a_time_has_the_findings_of_one_index() {
         if !example.join("services").is_dir() {
             continue;
         }
-        let inputs = example_inputs(&example);
+        let inputs = example_inputs(&example, isvc::Templates::builtin());
         if !inputs.platform.clusters.is_empty() {
             // Findings of several clusters are named after their cluster.
             continue;
