@@ -31,8 +31,8 @@
 //! `cx.selected(namespace(o), ..)`) and cluster-scoped objects (namespace
 //! `""`), never another namespace; a rule over a cluster-scoped object
 //! reads cluster-scoped objects only. The one exception, a ClusterQueue's
-//! rule reading every queued workload, makes the compiler check every
-//! namespace together. `tests/it/groups.rs` compares the findings with
+//! rule reading the workloads queued in its cohort, is why the compiler
+//! checks a cohort's ClusterQueues with its tenants' namespaces. `tests/it/groups.rs` compares the findings with
 //! those of one index over every object.
 
 mod engine;

@@ -23,11 +23,9 @@ fn sum<'a>(items: impl Iterator<Item = Quantity> + 'a) -> Quantity {
     items.fold(Quantity::zero(), |a, b| a.plus(&b))
 }
 
-/// Checks the queues against quotas and capacity, and the queued services
-/// against what their queue can ever admit.
-pub fn admit(
-    cx: &Context<'_>,
-    services: &[LoadedService],
+/// Checks the queues against the tenants' quotas and the cluster's
+/// capacity: the platform file alone.
+pub fn admit_queues(
     platform: &Platform,
     platform_file: Option<&str>,
     origin: Option<&PlatformOrigin>,
@@ -74,8 +72,24 @@ pub fn admit(
             ));
         }
     }
-    // Queued workloads, as rendered: resources the queue does not cover, and
-    // peaks it can never admit (the admission engine's numbers).
+    diags
+}
+
+/// Checks the queued workloads `cx` holds against what their queue can
+/// ever admit: resources the queue does not cover, and peaks above its
+/// nominal quota and what it may borrow (the admission engine's numbers).
+/// A tenant's namespaces are indexed together (see the compiler's groups).
+pub fn admit_workloads(
+    cx: &Context<'_>,
+    services: &[LoadedService],
+    platform: &Platform,
+    platform_file: Option<&str>,
+) -> Vec<Diagnostic> {
+    let mut diags = Vec::new();
+    if !crate::derive::kueue::uses_kueue(platform) {
+        return diags;
+    }
+    let file = platform_file.unwrap_or("the platform file");
     let by_name: HashMap<(&str, &str), &LoadedService> =
         services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
     let at = |w: &Workload<'_>, path: &[&str]| {

@@ -357,29 +357,60 @@ struct Stage<'a> {
 }
 
 /// Objects compiled, indexed and checked together: one namespace's
-/// services and the platform's objects in it, or every namespace's when
-/// Kueue queues the workloads (a cohort's admission and preemption span the
-/// namespaces of its tenants).
+/// services and the platform's objects in it; with Kueue, the namespaces
+/// of every tenant with queues in one cohort, with the cohort's
+/// ClusterQueues (a cohort's borrowing, reclaim and preemption span its
+/// tenants' namespaces).
 struct Group<'s> {
     services: Vec<&'s LoadedService>,
     objects: Vec<Object>,
 }
 
+/// How a cohort's group is named among the groups: no namespace starts
+/// with `/`.
+const COHORT: &str = "/cohort/";
+
 /// The groups of a cluster's services and the platform's namespaced
-/// objects, by namespace. Every rule and admission check reads the objects
-/// of one namespace and cluster-scoped ones (see [`crate::check`]), which
-/// every group sees, so a group's findings do not depend on the others.
-fn groups<'s>(services: &'s [LoadedService], platform_objects: Vec<Object>, one: bool) -> Vec<(String, Group<'s>)> {
-    if one {
-        return vec![(String::new(), Group { services: services.iter().collect(), objects: platform_objects })];
+/// objects, by name (a namespace, or [`COHORT`] and a cohort's name), with
+/// the ClusterQueues of each cohort taken out of `shared` into its group.
+/// Every rule and admission check reads the objects of one namespace, of
+/// one cohort's tenants, and cluster-scoped ones (see [`crate::check`]),
+/// which every group sees, so a group's findings do not depend on the
+/// others.
+fn groups<'s>(
+    services: &'s [LoadedService],
+    platform_objects: Vec<Object>,
+    shared: &mut Vec<Object>,
+    platform: &Platform,
+) -> Vec<(String, Group<'s>)> {
+    // The namespaces of the tenants with queues go with their cohort.
+    let mut cohort_of: BTreeMap<String, String> = BTreeMap::new();
+    for t in platform.tenants.iter().filter(|t| !t.queues.is_empty()) {
+        for ns in t.namespace_list() {
+            cohort_of.insert(ns, format!("{COHORT}{}", t.cohort_name()));
+        }
     }
+    let key = |ns: &str| cohort_of.get(ns).cloned().unwrap_or_else(|| ns.to_string());
     let mut groups: BTreeMap<String, Group<'s>> = BTreeMap::new();
     let empty = || Group { services: Vec::new(), objects: Vec::new() };
     for s in services {
-        groups.entry(s.service.namespace_or_default().to_string()).or_insert_with(empty).services.push(s);
+        groups.entry(key(s.service.namespace_or_default())).or_insert_with(empty).services.push(s);
     }
     for o in platform_objects {
-        groups.entry(o.id.namespace.clone().unwrap_or_default()).or_insert_with(empty).objects.push(o);
+        groups.entry(key(o.id.namespace.as_deref().unwrap_or_default())).or_insert_with(empty).objects.push(o);
+    }
+    // Kueue reads a ClusterQueue's cohort from `spec.cohortName` (v1beta2;
+    // `spec.cohort` before): kubernetes-sigs/kueue apis/kueue/v1beta1
+    // clusterqueue_types.go.
+    let cohort = |o: &Object| {
+        let v = o.value.pointer("/spec/cohortName").or_else(|| o.value.pointer("/spec/cohort"));
+        v.and_then(serde_json::Value::as_str).map(str::to_string)
+    };
+    for o in std::mem::take(shared) {
+        match cohort(&o).filter(|_| o.id.kind == "ClusterQueue") {
+            Some(c) => groups.entry(format!("{COHORT}{c}")).or_insert_with(empty).objects.push(o),
+            None => shared.push(o),
+        }
     }
     groups.into_iter().collect()
 }
@@ -417,7 +448,7 @@ impl Stage<'_> {
 
     /// Renders, admits and checks one cluster's objects a [`Group`] at a
     /// time, keeping each group's objects as `T` once checked: a render
-    /// never holds more than one namespace's objects. An error before the
+    /// never holds more than one group's objects. An error before the
     /// rules stops it, once every group has reported its errors.
     fn checked<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked<T>, Diagnostics> {
         let mut diags = Diagnostics::new();
@@ -440,9 +471,8 @@ impl Stage<'_> {
             }
             if o.id.namespace.is_some() { namespaced.push(o) } else { shared.push(o) }
         }
-        // A ClusterQueue's rules read the workloads of every namespace.
-        let one = crate::derive::kueue::uses_kueue(platform) || shared.iter().any(|o| o.id.kind == "ClusterQueue");
-        let groups = groups(services, namespaced, one);
+        diags.extend(kueue::admit_queues(platform, self.platform_file, self.platform_origin));
+        let groups = groups(services, namespaced, &mut shared, platform);
         let whole = groups.len() == 1;
         let mut out = Checked {
             objects: Vec::new(),
@@ -453,7 +483,7 @@ impl Stage<'_> {
             reused: BTreeSet::new(),
         };
         for (namespace, group) in groups {
-            if !one && self.reuse.contains(&namespace) {
+            if self.reuse.contains(&namespace) {
                 out.reused.insert(namespace);
                 continue;
             }
@@ -462,12 +492,12 @@ impl Stage<'_> {
             if whole {
                 objects.append(&mut shared);
             }
-            self.check_group(&shared, objects, services, platform, whole, &mut diags, &mut out);
+            self.check_group(&shared, objects, services, platform, &mut diags, &mut out);
         }
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
-            self.check_group(&[], std::mem::take(&mut shared), services, platform, false, &mut diags, &mut out);
+            self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut diags, &mut out);
         }
         if diags.has_errors() {
             diags.sort();
@@ -475,31 +505,29 @@ impl Stage<'_> {
         }
         objects::sort(&mut out.objects);
         check::sort(&mut out.findings);
+        // The quota table in the objects' order, as one group would give it.
+        out.quota.sort_by(|a, b| (&a.namespace, &a.quota).cmp(&(&b.namespace, &b.quota)));
         out.diags = diags;
         Ok(out)
     }
 
     /// Indexes a group's `objects` with the `shared` cluster-scoped ones,
-    /// admits them (Kueue's admission too when the group holds every
-    /// namespace), runs every rule over them unless an error was found,
-    /// annotates them for the GitOps engine and keeps them as `T`.
-    #[allow(clippy::too_many_arguments)]
+    /// admits them (quotas and Kueue's queues), runs every rule over them
+    /// unless an error was found, annotates them for the GitOps engine and
+    /// keeps them as `T`.
     fn check_group<T: Held>(
         &self,
         shared: &[Object],
         mut objects: Vec<Object>,
         services: &[LoadedService],
         platform: &Platform,
-        kueue: bool,
         diags: &mut Diagnostics,
         out: &mut Checked<T>,
     ) {
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
         let cx = crate::k8s::index::Context::new(shared.iter().chain(&objects));
-        if kueue {
-            diags.extend(kueue::admit(&cx, services, platform, self.platform_file, self.platform_origin));
-        }
+        diags.extend(kueue::admit_workloads(&cx, services, platform, self.platform_file));
         let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
         diags.extend(quota_errors);
         out.quota.extend(quota);

@@ -1,5 +1,5 @@
 //! The compiler renders, admits and checks one namespace at a time (all
-//! namespaces at once when Kueue queues the workloads). These tests hold
+//! namespaces of one Kueue cohort's tenants together). These tests hold
 //! that equal to checking every object with one index of all of them, and
 //! a render that keeps only each object's text equal to one that keeps the
 //! objects.
@@ -140,8 +140,8 @@ fn namespaces_to_reuse_are_left_out_where_namespaces_are_compiled_apart() {
     assert!(!namespaces(&compiled.objects).contains(&"two".to_string()));
     assert!(namespaces(&compiled.objects).contains(&"one".to_string()));
 
-    // Kueue compiles every namespace together, and the GitOps engine's
-    // objects list every namespace's: nothing is left out.
+    // A namespace of a tenant with queues is compiled with its cohort, and
+    // the GitOps engine's objects list every namespace's: not left out.
     let kueue = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: two\n    \
                  queues:\n      - name: q\n        nominalQuota: {nvidia.com/gpu: 8, cpu: 64, memory: 512Gi}\n";
     let inputs = Test::new().service(services.clone()).platform(kueue).inputs().unwrap();
@@ -167,4 +167,78 @@ fn a_namespace_digest_changes_with_its_services_only() {
     // The file a service is read from is named in its objects' headers.
     let moved = Test::new().file("services/s.yaml", one.clone()).file("services/t.yaml", two(1)).inputs().unwrap();
     assert_ne!(Compiler::new(&moved, Options::default()).namespace_digests()["two"], before["two"]);
+}
+
+/// Two Kueue cohorts and a namespace of a tenant without queues: each
+/// cohort's tenants are compiled together with its ClusterQueues, the rest
+/// a namespace at a time.
+const COHORTS: &str = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+defaults:
+  resources: {cpuPerGpu: \"8\", memoryPerGpu: 64Gi}
+priorities:
+  production: {value: 100000, preempt: true}
+  batch: {value: 100, preempt: false, preemptible: true}
+tenants:
+  - name: search
+    namespaces: [search-prod, search-dev]
+    cohort: pool-a
+    defaultPriority: production
+    queues:
+      - name: serving
+        priority: production
+        nominalQuota: {nvidia.com/gpu: 8, cpu: 64, memory: 512Gi}
+  - name: eval
+    cohort: pool-a
+    defaultPriority: batch
+    queues:
+      - name: batch
+        priority: batch
+        nominalQuota: {nvidia.com/gpu: 4, cpu: 32, memory: 256Gi}
+  - name: chat
+    cohort: pool-b
+    defaultPriority: production
+    queues:
+      - name: serving
+        priority: production
+        nominalQuota: {nvidia.com/gpu: 8, cpu: 64, memory: 512Gi}
+  - name: lab
+";
+
+#[test]
+fn kueue_cohorts_checked_apart_have_the_findings_of_one_index() {
+    let services = [
+        service("reranker", "search-prod", "baseModel: Qwen/Qwen3-Reranker-4B, replicas: 2"),
+        service("canary", "search-dev", "baseModel: Qwen/Qwen3-Reranker-8B, replicas: 1"),
+        service("nightly", "eval", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
+        service("assistant", "chat", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
+        service("notebook", "lab", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+    ]
+    .concat();
+    let inputs = Test::new().file("services/fleet.yaml", services).platform(COHORTS).inputs().unwrap();
+    assert_grouped_equals_whole(&inputs, "two cohorts");
+    // The namespace of the tenant without queues is compiled on its own,
+    // and can be kept; the cohorts' namespaces cannot.
+    let options = Options::default().reuse(["lab".to_string(), "chat".to_string()].into());
+    let compiled = Compiler::new(&inputs, options).compile().unwrap();
+    assert_eq!(compiled.reused, ["lab".to_string()].into());
+}
+
+#[test]
+fn a_queue_is_admitted_over_every_namespace_of_its_tenant() {
+    // Each namespace alone fits the queue at the autoscalers' maximum
+    // (3 GPUs of 4); the two together do not.
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  - name: search\n    \
+                    namespaces: [search-prod, search-dev]\n    queues:\n      - name: serving\n        \
+                    priority: online\n        nominalQuota: {nvidia.com/gpu: 4, cpu: 64, memory: 512Gi}\n";
+    let services = [
+        service("a", "search-prod", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+        service("b", "search-dev", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
+    ];
+    let both = match Test::new().service(services.concat()).platform(platform).compile() {
+        Ok(_) => panic!("the queue admitted both namespaces' services"),
+        Err(d) => d.render(false),
+    };
+    assert!(both.contains("queue \"serving\" of tenant \"search\" can admit at most nvidia.com/gpu=4"), "{both}");
+    assert!(Test::new().service(services[0].clone()).platform(platform).compile().is_ok());
 }
