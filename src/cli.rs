@@ -635,7 +635,7 @@ fn slash_path(path: &Path) -> String {
 /// Loads inputs and compiles them; `base` is the directory the output
 /// headers name input files relative to.
 fn compile<T: Held>(inputs: &Inputs, base: &Path) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
-    compile_for(inputs, base, None, None).map(|(c, s, _)| (c, s))
+    compile_for(inputs, base, None, Namespaces::Unrecorded).map(|(c, s, _)| (c, s))
 }
 
 /// [`compile`], for a command that works on one cluster's objects (`what`
@@ -645,18 +645,29 @@ fn compile_one_cluster<T: Held>(
     base: &Path,
     what: &str,
 ) -> Result<(Compilation<T>, Vec<LoadedService>), Diagnostics> {
-    compile_for(inputs, base, Some(what), None).map(|(c, s, _)| (c, s))
+    compile_for(inputs, base, Some(what), Namespaces::Unrecorded).map(|(c, s, _)| (c, s))
 }
 
-/// [`compile`]; with the `recorded` manifest of a tree it describes
-/// unedited, the namespaces whose services it records unchanged are not
-/// compiled again ([`Compilation::reused`]). With each namespace's digest.
+/// What a compile does with each namespace's digest, for a tree's manifest.
+enum Namespaces<'m> {
+    /// Nothing: no tree is written.
+    Unrecorded,
+    /// Works them out for the manifest; with the manifest of a tree it
+    /// describes unedited, the namespaces whose services it records
+    /// unchanged are not compiled again ([`Compilation::reused`]).
+    Recorded(Option<&'m Manifest>),
+}
+
+/// A compilation, the services it was compiled from, and each namespace's
+/// digest (empty unless [`Namespaces::Recorded`]).
 type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, String>);
+
+/// [`compile`], with what `namespaces` asks for.
 fn compile_for<T: Held>(
     inputs: &Inputs,
     base: &Path,
     one_cluster: Option<&str>,
-    recorded: Option<&Manifest>,
+    namespaces: Namespaces<'_>,
 ) -> Result<Compiled<T>, Diagnostics> {
     let mut i = load_inputs(inputs)?;
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
@@ -675,7 +686,12 @@ fn compile_for<T: Held>(
         .engine(inputs.gitops.map(Into::into))
         .cluster(inputs.cluster.clone())
         .label(labeller(base));
-    let digests = Compiler::new(&i.inputs, Options::default().label(labeller(base))).namespace_digests();
+    let (digests, recorded) = match namespaces {
+        Namespaces::Unrecorded => (BTreeMap::new(), None),
+        Namespaces::Recorded(recorded) => {
+            (Compiler::new(&i.inputs, Options::default().label(labeller(base))).namespace_digests(), recorded)
+        }
+    };
     let records = recorded.map(Manifest::namespace_records).unwrap_or_default();
     let reuse: BTreeSet<String> = digests
         .iter()
@@ -782,28 +798,17 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let existing = writer.as_ref().map(|w| &w.existing).or(scanned.as_ref());
     let reusable = recorded.filter(|m| existing.is_some_and(|e| m.matches_tree(e)));
-    let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, reusable.as_ref())?;
-    // Objects of each namespace, for the manifest.
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut kept = Vec::new();
-    if let (Some(m), Some(existing)) = (&reusable, existing) {
-        for (ns, (_, objects)) in m.namespace_records().into_iter().filter(|(ns, _)| compiled.reused.contains(*ns)) {
-            counts.insert(ns.to_string(), objects);
-        }
-        let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
-        kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
-    }
-    for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
-        if let Some(ns) = &o.object.id.namespace {
-            *counts.entry(ns.clone()).or_default() += 1;
-        }
-    }
+    let (compiled, services, digests) =
+        compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable.as_ref()))?;
+    let (kept, counts) = kept_namespaces(&compiled, reusable.as_ref().zip(existing));
     let rendered = compiled.objects.len() + compiled.reused.iter().map(|ns| counts[ns]).sum::<usize>();
-    let namespaces = digests
+    let namespaces: Vec<(String, String, usize)> = digests
         .into_iter()
-        .map(|(ns, d)| (d, counts.get(&ns).copied().unwrap_or_default(), ns))
-        .map(|(d, c, ns)| (ns, d, c));
-    let namespaces: Vec<(String, String, usize)> = namespaces.collect();
+        .map(|(ns, d)| {
+            let objects = counts.get(&ns).copied().unwrap_or_default();
+            (ns, d, objects)
+        })
+        .collect();
     let mut tree = output::written_tree(compiled.objects, kept);
     if inputs.is_none() {
         // Standard input, or an input that changed while it was read: the
@@ -863,6 +868,29 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // would only delay the exit.
     std::mem::forget(tree);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The files of the namespaces `compiled` kept from the tree `existing`
+/// (its manifest's [`Compilation::reused`]), and how many objects each
+/// namespace holds, kept or compiled, for the manifest.
+type Kept = (Vec<(PathBuf, String)>, BTreeMap<String, usize>);
+fn kept_namespaces(compiled: &Compilation<Written>, tree: Option<(&Manifest, &output::Existing)>) -> Kept {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept = Vec::new();
+    if let Some((manifest, existing)) = tree {
+        let records = manifest.namespace_records();
+        for (ns, (_, objects)) in records.into_iter().filter(|(ns, _)| compiled.reused.contains(*ns)) {
+            counts.insert(ns.to_string(), objects);
+        }
+        let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
+        kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
+    }
+    for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
+        if let Some(ns) = &o.object.id.namespace {
+            *counts.entry(ns.clone()).or_default() += 1;
+        }
+    }
+    (kept, counts)
 }
 
 /// The input paths as the render summary names them: as given, `-` as
