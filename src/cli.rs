@@ -801,7 +801,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let (compiled, services, digests) =
         compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable.as_ref()))?;
     let (kept, counts) = kept_namespaces(&compiled, reusable.as_ref().zip(existing));
-    let rendered = compiled.objects.len() + compiled.reused.iter().map(|ns| counts[ns]).sum::<usize>();
+    let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     let namespaces: Vec<(String, String, usize)> = digests
         .into_iter()
         .map(|(ns, d)| {
