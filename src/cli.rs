@@ -872,18 +872,22 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 
 /// The files of the namespaces `compiled` kept from the tree `existing`
 /// (its manifest's [`Compilation::reused`]), and how many objects each
-/// namespace holds, kept or compiled, for the manifest.
+/// namespace holds, kept (counted in the tree, not taken from the
+/// manifest) or compiled.
 type Kept = (Vec<(PathBuf, String)>, BTreeMap<String, usize>);
 fn kept_namespaces(compiled: &Compilation<Written>, tree: Option<(&Manifest, &output::Existing)>) -> Kept {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = Vec::new();
-    if let Some((manifest, existing)) = tree {
-        let records = manifest.namespace_records();
-        for (ns, (_, objects)) in records.into_iter().filter(|(ns, _)| compiled.reused.contains(*ns)) {
-            counts.insert(ns.to_string(), objects);
-        }
+    if let Some((_, existing)) = tree {
         let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
         kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
+        // An object's file is `<namespace>/<dir>/<file>`; the namespace's
+        // kustomization, `<namespace>/kustomization.yaml`, is no object.
+        for (path, _) in kept.iter().filter(|(p, _)| p.components().count() > 2) {
+            if let Some(ns) = path.iter().next() {
+                *counts.entry(ns.to_string_lossy().into_owned()).or_default() += 1;
+            }
+        }
     }
     for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
         if let Some(ns) = &o.object.id.namespace {

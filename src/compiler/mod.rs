@@ -116,9 +116,9 @@ impl Options {
     /// Namespaces not to compile, because the caller holds their objects
     /// from an earlier compile of the same services (the same
     /// [`Compiler::namespace_digests`]), platform, templates, rules and
-    /// isvc version. Honoured where namespaces are compiled apart (no
-    /// clusters, no GitOps engine, no Kueue); [`Compilation::reused`] says
-    /// which were left out.
+    /// isvc version. Honoured without clusters and without a GitOps engine;
+    /// the namespaces of a Kueue cohort's tenants are compiled together and
+    /// never left out. [`Compilation::reused`] says which were.
     pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
         self.reuse = namespaces;
         self

@@ -76,6 +76,8 @@ pub struct Existing {
     pub links: BTreeSet<PathBuf>,
     /// Leftover temporary files of an interrupted run.
     pub temps: Vec<PathBuf>,
+    /// Every entry but directories, relative: what [`entries`] lists.
+    pub entries: BTreeSet<PathBuf>,
 }
 
 /// Reads the output directory (which may not exist yet).
@@ -103,6 +105,9 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
         let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
         let ft = entry.file_type();
+        if !ft.is_dir() {
+            existing.entries.insert(rel.clone());
+        }
         if ft.is_symlink() {
             existing.links.insert(rel);
         } else if ft.is_file() {
@@ -131,6 +136,21 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         }
     }
     Ok(existing)
+}
+
+/// The entries under `out` but directories, relative, names only.
+fn entries(out: &Path) -> Result<BTreeSet<PathBuf>, Diagnostic> {
+    if !out.is_dir() {
+        return Ok(BTreeSet::new());
+    }
+    let mut listed = BTreeSet::new();
+    for entry in walkdir::WalkDir::new(out).follow_links(false) {
+        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+        if !entry.file_type().is_dir() {
+            listed.insert(entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf());
+        }
+    }
+    Ok(listed)
 }
 
 /// A temporary file of [`write_atomic`]: the prefix and six random letters
@@ -286,9 +306,13 @@ impl Writer {
         Ok(Writer { out: out.to_path_buf(), parent, _lock: lock, existing })
     }
 
-    /// Writes `planned` over the tree read at [`Writer::open`] (see [`write`]).
+    /// Writes `planned` over the tree read at [`Writer::open`] (see
+    /// [`write`]). The lock keeps other renders out, not other programs: a
+    /// file added or removed since then means the tree is read again.
     pub fn write(self, planned: &Tree) -> Result<Changes, Diagnostics> {
-        let (out, existing) = (self.out.as_path(), &self.existing);
+        let out = self.out.as_path();
+        let existing = if entries(out)? == self.existing.entries { self.existing } else { scan(out)? };
+        let existing = &existing;
         let diags = conflicts(planned, existing, out);
         if diags.has_errors() {
             return Err(diags);
@@ -873,6 +897,20 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn a_file_added_after_the_tree_was_read_is_seen_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1")])).unwrap();
+        let writer = Writer::open(&out).unwrap();
+        // Another program writes where isvc is about to, after the read.
+        std::fs::create_dir(out.join("b")).unwrap();
+        std::fs::write(out.join("b/y.yaml"), "hand written").unwrap();
+        let err = writer.write(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap_err();
+        assert!(err.render(false).contains("isvc did not write it"), "{}", err.render(false));
+        assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), "hand written");
+    }
+
     #[test]
     fn a_tree_that_cannot_be_staged_is_refused_not_written_in_place() {
         let dir = tempfile::tempdir().unwrap();

@@ -329,3 +329,26 @@ fn a_hand_edit_in_an_unchanged_namespace_is_undone_by_the_next_render() {
     run(isvc(dir.path()).args(["render", "services", "--out", "fresh"]));
     assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
 }
+
+#[test]
+fn a_kept_namespace_is_counted_in_the_tree_not_taken_from_the_manifest() {
+    let dir = setup("");
+    std::fs::remove_file(dir.path().join("services/qwen3.yaml")).ok();
+    three_namespaces(dir.path(), 2);
+    render(dir.path(), &[]);
+    let manifest = dir.path().join(MANIFEST);
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().find(|l| l.starts_with("namespace ") && l.ends_with("\"team-b\"")).unwrap();
+    let mut words: Vec<&str> = line.split(' ').collect();
+    let max = usize::MAX.to_string();
+    words[2] = &max;
+    std::fs::write(&manifest, text.replace(line, &words.join(" "))).unwrap();
+    let chat = dir.path().join("services/chat.yaml");
+    std::fs::write(&chat, std::fs::read_to_string(&chat).unwrap().replace("replicas: 2", "replicas: 4")).unwrap();
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
+    assert_eq!(code, 0, "{err}");
+    let (_, _, fresh) = run(isvc(dir.path()).args(["render", "services", "--out", "fresh"]));
+    let count = |s: &str| s.split("rendered ").nth(1).and_then(|r| r.split(' ').next()).map(str::to_string);
+    assert_eq!(count(&err), count(&fresh), "{err}\n{fresh}");
+    assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
+}
