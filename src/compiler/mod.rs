@@ -451,13 +451,21 @@ impl Stage<'_> {
     /// never holds more than one group's objects. An error before the
     /// rules stops it, once every group has reported its errors.
     fn checked<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked<T>, Diagnostics> {
-        let mut diags = Diagnostics::new();
+        let mut out = Checked {
+            objects: Vec::new(),
+            diags: Diagnostics::new(),
+            quota: Vec::new(),
+            findings: Vec::new(),
+            autoscaled: BTreeSet::new(),
+            reused: BTreeSet::new(),
+        };
+        let diags = &mut out.diags;
         diags.extend(placements(services, platform));
         diags.extend(crate::load::validate::routes(services, platform, self.label));
         diags.extend(crate::load::validate::scale_from_zero(services, platform));
         if diags.has_errors() {
             diags.sort();
-            return Err(diags);
+            return Err(out.diags);
         }
         // The platform's objects: cluster-scoped ones every group sees.
         let mut shared = vec![crd::object()];
@@ -474,56 +482,47 @@ impl Stage<'_> {
         diags.extend(kueue::admit_queues(platform, self.platform_file, self.platform_origin));
         let groups = groups(services, namespaced, &mut shared, platform);
         let whole = groups.len() == 1;
-        let mut out = Checked {
-            objects: Vec::new(),
-            diags: Diagnostics::new(),
-            quota: Vec::new(),
-            findings: Vec::new(),
-            autoscaled: BTreeSet::new(),
-            reused: BTreeSet::new(),
-        };
         for (namespace, group) in groups {
             if self.reuse.contains(&namespace) {
                 out.reused.insert(namespace);
                 continue;
             }
-            let mut objects = self.render(&group.services, platform, &mut diags);
+            let mut objects = self.render(&group.services, platform, &mut out.diags);
             objects.extend(group.objects);
             if whole {
                 objects.append(&mut shared);
             }
-            self.check_group(&shared, objects, services, platform, &mut diags, &mut out);
+            self.check_group(&shared, objects, services, platform, &mut out);
         }
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
-            self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut diags, &mut out);
+            self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut out);
         }
-        if diags.has_errors() {
-            diags.sort();
-            return Err(diags);
+        if out.diags.has_errors() {
+            out.diags.sort();
+            return Err(out.diags);
         }
         objects::sort(&mut out.objects);
         check::sort(&mut out.findings);
         // The quota table in the objects' order, as one group would give it.
         out.quota.sort_by(|a, b| (&a.namespace, &a.quota).cmp(&(&b.namespace, &b.quota)));
-        out.diags = diags;
         Ok(out)
     }
 
     /// Indexes a group's `objects` with the `shared` cluster-scoped ones,
     /// admits them (quotas and Kueue's queues), runs every rule over them
     /// unless an error was found, annotates them for the GitOps engine and
-    /// keeps them as `T`.
+    /// keeps them as `T`, its errors in `out.diags`.
     fn check_group<T: Held>(
         &self,
         shared: &[Object],
         mut objects: Vec<Object>,
         services: &[LoadedService],
         platform: &Platform,
-        diags: &mut Diagnostics,
         out: &mut Checked<T>,
     ) {
+        let diags = &mut out.diags;
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
         let cx = crate::k8s::index::Context::new(shared.iter().chain(&objects));
