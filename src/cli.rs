@@ -590,23 +590,28 @@ fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>
 fn up_to_date(inputs: &Inputs, out: &Path, base: &Path) -> Option<Manifest> {
     let settings = run_settings(inputs, base);
     let digests = input_digests(&inputs.paths, base);
-    recorded_up_to_date(out, &settings, digests.as_deref())
+    Manifest::read(out).filter(|m| records_up_to_date(m, out, &settings, digests.as_deref()))
 }
 
-/// [`up_to_date`], for the settings and input digests of this run,
-/// computed once by the caller.
-fn recorded_up_to_date(out: &Path, settings: &[String], digests: Option<&[(String, String)]>) -> Option<Manifest> {
-    let recorded = Manifest::read(out)?;
+/// Whether `recorded`, the manifest of the tree in `out`, shows the tree
+/// up to date (see [`up_to_date`]) for the settings and input digests of
+/// this run, computed once by the caller.
+fn records_up_to_date(
+    recorded: &Manifest,
+    out: &Path,
+    settings: &[String],
+    digests: Option<&[(String, String)]>,
+) -> bool {
     if recorded.settings != settings {
-        return None;
+        return false;
     }
-    let mut current = digests?.to_vec();
+    let Some(digests) = digests else { return false };
+    let mut current = digests.to_vec();
     current.sort();
     if current.is_empty() || recorded.inputs != current {
-        return None;
+        return false;
     }
-    let existing = output::scan(out).ok()?;
-    recorded.matches_tree(&existing).then_some(recorded)
+    output::scan(out).is_ok_and(|existing| recorded.matches_tree(&existing))
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -771,8 +776,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // A render of a tree the manifest shows up to date writes nothing, so it
     // answers as `--check` does, unless it would print the quota table.
     let quota_table = platform.as_ref().is_some_and(|p| p.tenants.iter().any(|t| !t.quota.is_empty()));
+    let manifest = Manifest::read(&out);
     if (args.check || !quota_table)
-        && let Some(recorded) = recorded_up_to_date(&out, &settings, inputs.as_deref())
+        && let Some(recorded) = manifest.as_ref().filter(|m| records_up_to_date(m, &out, &settings, inputs.as_deref()))
     {
         // The manifest and every file it lists.
         let files = recorded.outputs.len() + 1;
@@ -787,7 +793,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // A tree a manifest of these settings describes, unedited: the
     // namespaces whose services are unchanged keep their files. A render
     // reads the tree once, under the lock it writes under.
-    let recorded = Manifest::read(&out).filter(|m| m.settings == settings && !quota_table && inputs.is_some());
+    let recorded = manifest.filter(|m| m.settings == settings && !quota_table && inputs.is_some());
     let (mut writer, mut scanned) = (None, None);
     if recorded.is_some() {
         if args.check {
@@ -800,7 +806,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let reusable = recorded.filter(|m| existing.is_some_and(|e| m.matches_tree(e)));
     let (compiled, services, digests) =
         compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable.as_ref()))?;
-    let (kept, counts) = kept_namespaces(&compiled, reusable.as_ref().zip(existing));
+    let (kept, counts) = kept_namespaces(&compiled, existing);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     let namespaces: Vec<(String, String, usize)> = digests
         .into_iter()
@@ -847,11 +853,12 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let writer = match writer {
-        Some(writer) => writer,
-        None => output::Writer::open(&output::output_dir(&out, &args.inputs.paths)?)?,
+    let changes = match writer {
+        // Opened before the compile: the tree is checked again for entries
+        // that appeared or went since.
+        Some(writer) => writer.write(&tree)?,
+        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree)?,
     };
-    let changes = writer.write(&tree)?;
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {
@@ -871,14 +878,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 /// The files of the namespaces `compiled` kept from the tree `existing`
-/// (its manifest's [`Compilation::reused`]), and how many objects each
-/// namespace holds, kept (counted in the tree, not taken from the
-/// manifest) or compiled.
+/// ([`Compilation::reused`]), and how many objects each namespace holds,
+/// kept (counted in the tree, not taken from the manifest) or compiled.
 type Kept = (Vec<(PathBuf, String)>, BTreeMap<String, usize>);
-fn kept_namespaces(compiled: &Compilation<Written>, tree: Option<(&Manifest, &output::Existing)>) -> Kept {
+fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Existing>) -> Kept {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = Vec::new();
-    if let Some((_, existing)) = tree {
+    if let Some(existing) = existing {
         let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
         kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
         // An object's file is `<namespace>/<dir>/<file>`; the namespace's

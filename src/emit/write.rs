@@ -268,7 +268,8 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// device in `out`), the render is refused and nothing is written: there is
 /// no file-by-file fallback.
 pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
-    Writer::open(out)?.write(planned)
+    let writer = Writer::open(out)?;
+    writer.apply(planned, &writer.existing)
 }
 
 /// An output directory locked for writing, and what it holds: what a render
@@ -310,9 +311,16 @@ impl Writer {
     /// [`write`]). The lock keeps other renders out, not other programs: a
     /// file added or removed since then means the tree is read again.
     pub fn write(self, planned: &Tree) -> Result<Changes, Diagnostics> {
+        if entries(&self.out)? == self.existing.entries {
+            return self.apply(planned, &self.existing);
+        }
+        let existing = scan(&self.out)?;
+        self.apply(planned, &existing)
+    }
+
+    /// Writes `planned` over `existing`, the tree as it is.
+    fn apply(&self, planned: &Tree, existing: &Existing) -> Result<Changes, Diagnostics> {
         let out = self.out.as_path();
-        let existing = if entries(out)? == self.existing.entries { self.existing } else { scan(out)? };
-        let existing = &existing;
         let diags = conflicts(planned, existing, out);
         if diags.has_errors() {
             return Err(diags);
