@@ -5,8 +5,7 @@ use sha2::{Digest, Sha256};
 
 /// The first 128 bits of the SHA-256 of `bytes`, in lower-case hex.
 pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
+    hex128(&Sha256::digest(bytes))
 }
 
 /// A digest of several byte strings, each length-prefixed so that no two
@@ -17,7 +16,12 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
         hash.update((p.len() as u64).to_le_bytes());
         hash.update(p);
     }
-    hash.finalize()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    hex128(&hash.finalize())
+}
+
+/// The first 128 bits of a SHA-256 hash, in lower-case hex.
+fn hex128(hash: &[u8]) -> String {
+    hash[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -32,8 +32,9 @@
 //! `""`), never another namespace; a rule over a cluster-scoped object
 //! reads cluster-scoped objects only. The one exception, a ClusterQueue's
 //! rule reading the workloads queued in its cohort, is why the compiler
-//! checks a cohort's ClusterQueues with its tenants' namespaces. `tests/it/groups.rs` compares the findings with
-//! those of one index over every object.
+//! checks a cohort's ClusterQueues with its tenants' namespaces.
+//! `tests/it/groups.rs` compares the findings with those of one index over
+//! every object.
 
 mod engine;
 mod gateway;
