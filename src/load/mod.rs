@@ -141,9 +141,39 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
     if diags.has_errors() {
         return Err(diags);
     }
+    // A file reached twice (named and inside a named directory, or through
+    // a link within the directory) is read once, at its first path.
+    let ids: Vec<Option<FileId>> = files.par_iter().map(|f| file_id(f)).collect();
     let mut seen = std::collections::HashSet::new();
-    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    let mut ids = ids.into_iter();
+    files.retain(|f| {
+        let id = ids.next().flatten().unwrap_or_else(|| FileId::Path(f.clone()));
+        seen.insert(id)
+    });
     Ok(files)
+}
+
+/// What makes two paths one file.
+#[derive(PartialEq, Eq, Hash)]
+enum FileId {
+    /// Device and inode, where the system has them.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Inode(u64, u64),
+    /// The canonical path (or the path, where it has none).
+    Path(PathBuf),
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // One stat(2); a canonical path costs one per component.
+        std::fs::metadata(path).ok().map(|m| FileId::Inode(m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::canonicalize(path).ok().map(FileId::Path)
+    }
 }
 
 fn is_yaml(path: &Path) -> bool {
