@@ -13,6 +13,7 @@ use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Options};
 use crate::emit::manifest::{self, MANIFEST, Manifest};
+use crate::emit::stat::{self, StatCache};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
 use crate::model::objects::{Held, Object, Written};
@@ -567,7 +568,7 @@ fn run_settings_and_platform(inputs: &Inputs, base: &Path) -> (Vec<String>, Opti
 /// Every input file's label (as output headers name it) and digest, read
 /// now; `None` when the inputs include standard input or cannot all be read
 /// (the compile then reports why).
-fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>> {
+fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Vec<(String, String)>> {
     use rayon::prelude::*;
     if paths.iter().any(|p| p == Path::new("-")) {
         return None;
@@ -577,41 +578,108 @@ fn input_digests(paths: &[PathBuf], base: &Path) -> Option<Vec<(String, String)>
     files
         .par_iter()
         .map(|f| {
-            let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
-            Some((slash_path(&relative_to(&absolute(f), &base)), manifest::digest(&bytes)))
+            let path = absolute(f);
+            // Followed, as the loader follows a link to an input file.
+            let status = std::fs::metadata(&path).ok().and_then(|m| stat::Stat::of(&m));
+            let digest = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
+                Some(d) => d,
+                None => {
+                    let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+                    let d = manifest::digest(&bytes);
+                    if let Some(s) = status {
+                        cache.record(stat::Kind::Input, &path, s, &d);
+                    }
+                    d
+                }
+            };
+            Some((slash_path(&relative_to(&path, &base)), digest))
         })
         .collect()
 }
 
-/// The manifest of the tree in `out` when that tree is, by the manifest's
-/// digests, exactly what a render of `inputs` would write there: same
-/// version, settings and input files, and the files isvc owns in the tree
-/// those it wrote, unedited. `None` means "compile to find out".
-fn up_to_date(inputs: &Inputs, out: &Path, base: &Path) -> Option<Manifest> {
-    let settings = run_settings(inputs, base);
-    let digests = input_digests(&inputs.paths, base);
-    Manifest::read(out).filter(|m| records_up_to_date(m, out, &settings, digests.as_deref()))
+/// Where the cache of file status lives (`emit::stat`): `$ISVC_CACHE_DIR`
+/// (empty turns it off), else `isvc` in `$XDG_CACHE_HOME` or in `~/.cache`.
+fn stat_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    if let Some(dir) = var("ISVC_CACHE_DIR") {
+        return (!dir.as_os_str().is_empty()).then_some(dir);
+    }
+    match var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
+        Some(dir) => Some(dir.join("isvc")),
+        None => var("HOME").filter(|d| d.is_absolute()).map(|home| home.join(".cache").join("isvc")),
+    }
 }
 
-/// Whether `recorded`, the manifest of the tree in `out`, shows the tree
-/// up to date (see [`up_to_date`]) for the settings and input digests of
-/// this run, computed once by the caller.
-fn records_up_to_date(
-    recorded: &Manifest,
+/// The cache of file status of the output tree `out`.
+fn stat_cache(out: &Path) -> StatCache {
+    StatCache::open(stat_cache_dir().as_deref(), out)
+}
+
+/// What a run reads of an output tree before it compiles, side by side:
+/// the tree's manifest and cache of file status, the digests of the input
+/// files and, when the manifest records this run's settings, the files of
+/// the tree (for a render, under the lock it writes under).
+struct Survey {
+    cache: StatCache,
+    manifest: Option<Manifest>,
+    /// The input files by label and digest; `None` for standard input or
+    /// an input that cannot be read.
+    inputs: Option<Vec<(String, String)>>,
+    /// The tree opened for writing, with what it holds.
+    writer: Option<output::Writer>,
+    /// The tree as it is, read without the lock.
+    scanned: Option<output::Existing>,
+}
+
+/// How [`survey`] reads the tree, when the manifest records the settings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Not at all.
+    Skip,
+    /// Without the lock (`--check`, `diff`).
+    Scan,
+    /// Under the lock, for writing: `out` is the checked output directory.
+    Open,
+}
+
+fn survey(
+    paths: &[PathBuf],
     out: &Path,
+    base: &Path,
     settings: &[String],
-    digests: Option<&[(String, String)]>,
-) -> bool {
-    if recorded.settings != settings {
-        return false;
+    reading: Reading,
+) -> Result<Survey, Diagnostics> {
+    let (cache, manifest) = rayon::join(|| stat_cache(out), || Manifest::read(out));
+    let reading = if manifest.as_ref().is_some_and(|m| m.settings == settings) { reading } else { Reading::Skip };
+    let (inputs, tree) = rayon::join(
+        || input_digests(paths, base, &cache),
+        || match reading {
+            Reading::Skip => Ok((None, None)),
+            Reading::Scan => Ok((None, output::scan(out, &cache).ok())),
+            Reading::Open => output::Writer::open(out, &cache).map(|w| (Some(w), None)),
+        },
+    );
+    let (writer, scanned) = tree?;
+    Ok(Survey { cache, manifest, inputs, writer, scanned })
+}
+
+impl Survey {
+    /// The tree as read, under the lock or not.
+    fn existing(&self) -> Option<&output::Existing> {
+        self.writer.as_ref().map(|w| &w.existing).or(self.scanned.as_ref())
     }
-    let Some(digests) = digests else { return false };
-    let mut current = digests.to_vec();
-    current.sort();
-    if current.is_empty() || recorded.inputs != current {
-        return false;
+
+    /// The manifest, when the tree is by its digests exactly what a render
+    /// would write there: same version, settings and input files, and the
+    /// files isvc owns in the tree those it wrote, unedited. `None` means
+    /// "compile to find out".
+    fn up_to_date(&self, settings: &[String]) -> Option<&Manifest> {
+        let recorded = self.manifest.as_ref().filter(|m| m.settings == settings)?;
+        let mut current = self.inputs.clone()?;
+        current.sort();
+        let same = !current.is_empty() && recorded.inputs == current;
+        (same && self.existing().is_some_and(|e| recorded.matches_tree(e))).then_some(recorded)
     }
-    output::scan(out).is_ok_and(|existing| recorded.matches_tree(&existing))
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -772,14 +840,21 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // Read before the inputs are loaded, once for the shortcut and the
     // manifest this run writes.
     let (mut settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
-    let inputs = input_digests(&args.inputs.paths, &header_base());
     // A render of a tree the manifest shows up to date writes nothing, so it
-    // answers as `--check` does, unless it would print the quota table.
+    // answers as `--check` does, unless it would print the quota table. A
+    // render of a tree a manifest of these settings describes, unedited,
+    // keeps the files of the namespaces whose services are unchanged; it
+    // reads the tree once, under the lock it writes under.
     let quota_table = platform.as_ref().is_some_and(|p| p.tenants.iter().any(|t| !t.quota.is_empty()));
-    let manifest = Manifest::read(&out);
-    if (args.check || !quota_table)
-        && let Some(recorded) = manifest.as_ref().filter(|m| records_up_to_date(m, &out, &settings, inputs.as_deref()))
-    {
+    let reading = match (args.check, quota_table) {
+        (true, _) => Reading::Scan,
+        (false, false) => Reading::Open,
+        (false, true) => Reading::Skip,
+    };
+    let out = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out };
+    let survey = survey(&args.inputs.paths, &out, &header_base(), &settings, reading)?;
+    if let Some(recorded) = survey.up_to_date(&settings) {
+        survey.cache.save();
         // The manifest and every file it lists.
         let files = recorded.outputs.len() + 1;
         if args.check {
@@ -790,20 +865,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    // A tree a manifest of these settings describes, unedited: the
-    // namespaces whose services are unchanged keep their files. A render
-    // reads the tree once, under the lock it writes under.
-    let recorded = manifest.filter(|m| m.settings == settings && !quota_table && inputs.is_some());
-    let (mut writer, mut scanned) = (None, None);
-    if recorded.is_some() {
-        if args.check {
-            scanned = output::scan(&out).ok();
-        } else {
-            writer = Some(output::Writer::open(&output::output_dir(&out, &args.inputs.paths)?)?);
-        }
-    }
+    let Survey { cache, manifest, inputs, writer, scanned } = survey;
     let existing = writer.as_ref().map(|w| &w.existing).or(scanned.as_ref());
-    let reusable = recorded.filter(|m| existing.is_some_and(|e| m.matches_tree(e)));
+    let reusable = manifest.filter(|m| {
+        m.settings == settings && !quota_table && inputs.is_some() && existing.is_some_and(|e| m.matches_tree(e))
+    });
     let (compiled, services, digests) =
         compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable.as_ref()))?;
     let (kept, counts) = kept_namespaces(&compiled, existing);
@@ -826,12 +892,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         settings.push("warnings".to_string());
     }
     let recorded = Manifest::new(settings, inputs.unwrap_or_default(), rendered, namespaces, &tree);
-    tree.insert(PathBuf::from(MANIFEST), recorded.to_text());
+    tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match scanned {
             Some(existing) => existing,
-            None => output::scan(&out)?,
+            None => output::scan(&out, &cache)?,
         };
+        cache.save();
         let changes = output::changes(&tree, &existing);
         if changes.is_empty() {
             status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
@@ -856,9 +923,10 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let changes = match writer {
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
-        Some(writer) => writer.write(&tree)?,
-        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree)?,
+        Some(writer) => writer.write(&tree, &cache)?,
+        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree, &cache)?,
     };
+    cache.save();
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {
@@ -880,13 +948,18 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 /// The files of the namespaces `compiled` kept from the tree `existing`
 /// ([`Compilation::reused`]), and how many objects each namespace holds,
 /// kept (counted in the tree, not taken from the manifest) or compiled.
-type Kept = (Vec<(PathBuf, String)>, BTreeMap<String, usize>);
+type Kept = (Vec<(PathBuf, output::Contents)>, BTreeMap<String, usize>);
 fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Existing>) -> Kept {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = Vec::new();
     if let Some(existing) = existing {
         let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
-        kept = existing.ours.iter().filter(|(p, _)| reused(p)).map(|(p, t)| (p.clone(), t.clone())).collect();
+        kept = existing
+            .ours
+            .iter()
+            .filter(|(p, _)| reused(p))
+            .map(|(p, c)| (p.clone(), output::Contents::digest(c.digest.clone())))
+            .collect();
         // An object's file is `<namespace>/<dir>/<file>`; the namespace's
         // kustomization, `<namespace>/kustomization.yaml`, is no object.
         for (path, _) in kept.iter().filter(|(p, _)| p.components().count() > 2) {
@@ -938,9 +1011,16 @@ fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    if args.inputs.cluster.is_none()
-        && let Some(recorded) = up_to_date(&args.inputs, &args.out, &header_base())
-    {
+    let recorded = match args.inputs.cluster {
+        Some(_) => None,
+        None => {
+            let settings = run_settings(&args.inputs, &header_base());
+            let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
+            survey.cache.save();
+            survey.up_to_date(&settings).cloned()
+        }
+    };
+    if let Some(recorded) = recorded {
         let report = diff::Report { objects: Vec::new(), unchanged: recorded.objects };
         print(&match args.format {
             DiffFormat::Text => crate::report::diff::to_text(&report, true),
@@ -950,7 +1030,7 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::SUCCESS);
     }
     let (compiled, _) = compile::<Object>(&args.inputs, &header_base())?;
-    let mut existing = output::scan(&args.out)?;
+    let mut existing = output::scan_texts(&args.out)?;
     if let Some(name) = &args.inputs.cluster {
         // One cluster's objects against that cluster's tree alone.
         existing.ours.retain(|path, _| path.starts_with(name));

@@ -122,7 +122,9 @@ impl Report {
     }
 }
 
-/// Compares the objects a render would write with what `existing` holds.
+/// Compares the objects a render would write with what `existing` holds,
+/// read with its texts ([`crate::emit::write::scan_texts`]; a file read for
+/// its digest alone is compared as an empty one).
 /// kustomize entry points and the manifest are not objects and are left
 /// to `render --check`.
 pub fn diff(objects: &[Object], existing: &Existing) -> Report {
@@ -134,19 +136,22 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     type Key = (Option<String>, ObjectId);
     let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    let parsed: Vec<(&PathBuf, &String, Option<(ObjectId, Value)>)> = existing
+    let parsed: Vec<(&PathBuf, &str, Option<(ObjectId, Value)>)> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| !path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
         .filter(|(path, _)| path.as_os_str() != crate::emit::manifest::MANIFEST)
-        .map(|(path, text)| (path, text, parse(path, text)))
+        .map(|(path, contents)| {
+            let text = contents.text.as_deref().unwrap_or_default();
+            (path, text, parse(path, text))
+        })
         .collect();
     for (path, text, parsed) in parsed {
         match parsed {
             Some((id, value)) => {
-                current.insert((cluster_of(path), id), (path.clone(), text.as_str(), value));
+                current.insert((cluster_of(path), id), (path.clone(), text, value));
             }
-            None => unparsable.push((path.clone(), text.as_str())),
+            None => unparsable.push((path.clone(), text)),
         }
     }
     let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();

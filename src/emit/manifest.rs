@@ -7,7 +7,9 @@
 //! `render --check` and `diff` read it first. When the inputs and settings
 //! of this run are the ones it records, and the files isvc owns in the tree
 //! are exactly the ones it lists with the bytes it lists (every file is read
-//! and hashed, so a hand edit shows), a render would change nothing, and
+//! and hashed, so a hand edit shows, unless the user's cache of file
+//! status, `emit::stat`, knows it unchanged since it was last hashed), a
+//! render would change nothing, and
 //! they answer without compiling. In every other case — no manifest, a
 //! manifest of another version or other settings, a changed input, an
 //! edited, missing or extra output file, a run that had warnings to print —
@@ -39,8 +41,6 @@
 //! services, platform, templates and version writes.
 
 use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
 
 use crate::emit::write::{Existing, Tree};
 use crate::model::objects::HEADER_PREFIX;
@@ -84,7 +84,7 @@ impl Manifest {
         inputs.sort();
         namespaces.sort();
         let mut outputs: Vec<(String, String)> =
-            tree.par_iter().map(|(path, text)| (slash(path), digest(text.as_bytes()))).collect();
+            tree.iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
         Manifest { settings, inputs, objects, namespaces, outputs }
     }
@@ -169,26 +169,29 @@ impl Manifest {
         let manifest = PathBuf::from(MANIFEST);
         // Both sides in one order: the manifest's by path string, the scan's
         // by path; they agree because every listed path is compared below.
-        let mut ours: Vec<(String, &String)> =
-            existing.ours.iter().filter(|(p, _)| **p != manifest).map(|(p, text)| (slash(p), text)).collect();
+        let mut ours: Vec<(String, &str)> = existing
+            .ours
+            .iter()
+            .filter(|(p, _)| **p != manifest)
+            .map(|(p, contents)| (slash(p), contents.digest.as_str()))
+            .collect();
         if ours.len() != self.outputs.len() {
             return false;
         }
         ours.sort_by(|a, b| a.0.cmp(&b.0));
-        ours.par_iter()
-            .zip(self.outputs.par_iter())
-            .all(|((path, text), (listed, d))| path == listed && digest(text.as_bytes()) == *d)
+        ours.iter().zip(&self.outputs).all(|((path, d), (listed, recorded))| path == listed && d == recorded)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::emit::write::Contents;
 
     fn sample() -> Manifest {
         let mut tree = Tree::new();
-        tree.insert(PathBuf::from("b/x.yaml"), format!("{HEADER_PREFIX}\nb"));
-        tree.insert(PathBuf::from("a/we\"ird\nname.yaml"), format!("{HEADER_PREFIX}\na"));
+        tree.insert(PathBuf::from("b/x.yaml"), Contents::text(format!("{HEADER_PREFIX}\nb")));
+        tree.insert(PathBuf::from("a/we\"ird\nname.yaml"), Contents::text(format!("{HEADER_PREFIX}\na")));
         Manifest::new(
             vec!["gitops=flux".to_string(), "platform none".to_string()],
             vec![("services/z.yaml".to_string(), digest(b"z")), ("services/a b.yaml".to_string(), digest(b"a"))],
@@ -220,7 +223,7 @@ mod tests {
     fn a_tree_matches_only_with_the_same_files_and_bytes() {
         let m = sample();
         let existing = |files: &[(&str, String)]| Existing {
-            ours: files.iter().map(|(p, t)| (PathBuf::from(p), t.clone())).collect(),
+            ours: files.iter().map(|(p, t)| (PathBuf::from(p), Contents::text(t.clone()))).collect(),
             ..Existing::default()
         };
         let a = ("a/we\"ird\nname.yaml", format!("{HEADER_PREFIX}\na"));

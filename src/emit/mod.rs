@@ -6,4 +6,5 @@ pub mod diff;
 pub mod manifest;
 pub mod migrate;
 pub mod plan;
+pub mod stat;
 pub mod write;

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::base::digest::digest;
+use crate::emit::stat::{Kind, Stat, StatCache};
 use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
@@ -38,22 +40,49 @@ const TEMP_PREFIX: &str = ".isvc-tmp-";
 /// killed run, and only under the lock.
 const STAGE_PREFIX: &str = ".isvc-staging~";
 
+/// A file of a tree: the digest of its bytes, and the bytes themselves
+/// where they are held. A planned file without its text is one a re-render
+/// keeps as the tree holds it; a file of the tree without its text was
+/// read for its digest alone ([`scan`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contents {
+    /// [`crate::base::digest::digest`] of the bytes.
+    pub digest: String,
+    pub text: Option<String>,
+}
+
+impl Contents {
+    /// `text`, with its digest.
+    pub fn text(text: String) -> Contents {
+        Contents { digest: digest(text.as_bytes()), text: Some(text) }
+    }
+
+    /// A file known by its digest alone.
+    pub fn digest(digest: String) -> Contents {
+        Contents { digest, text: None }
+    }
+}
+
 /// The planned tree: relative path to file contents.
-pub type Tree = BTreeMap<PathBuf, String>;
+pub type Tree = BTreeMap<PathBuf, Contents>;
 
 /// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
-    let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), o.to_file())).collect();
+    let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), Contents::text(o.to_file()))).collect();
     with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
 }
 
 /// [`tree`] of objects already written to their files' text, with the
-/// `kept` files of an earlier render (their kustomizations made again).
-pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, String)>) -> Tree {
+/// `kept` files of an earlier render, known by digest (their
+/// kustomizations made again).
+pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, Contents)>) -> Tree {
     let roots = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
-    let mut tree: Tree = objects.into_iter().map(|w| (w.object.relative_path(), w.text)).collect();
-    tree.extend(kept);
-    with_kustomizations(tree, roots)
+    let mut files: Vec<(PathBuf, Contents)> =
+        objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
+    files.extend(kept);
+    // Sorted in parallel; the map is then built from a sorted list.
+    files.par_sort_by(|a, b| a.0.cmp(&b.0));
+    with_kustomizations(files.into_iter().collect(), roots)
 }
 
 /// Adds the kustomize entry points of each tree (one per cluster in
@@ -61,15 +90,16 @@ pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, String)>) -> Tree
 fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
     let roots: Vec<String> = roots.into_iter().collect();
     let extra = crate::derive::gitops::kustomizations(tree.keys(), &roots);
-    tree.extend(extra);
+    tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
     tree
 }
 
 /// What is in an output directory now.
 #[derive(Debug, Default)]
 pub struct Existing {
-    /// isvc's files and their contents.
-    pub ours: BTreeMap<PathBuf, String>,
+    /// isvc's files: their digests, and their texts when asked for
+    /// ([`scan_texts`]).
+    pub ours: BTreeMap<PathBuf, Contents>,
     /// Files (and other entries) isvc did not write.
     pub foreign: BTreeSet<PathBuf>,
     /// Symbolic links found in the tree.
@@ -80,8 +110,19 @@ pub struct Existing {
     pub entries: BTreeSet<PathBuf>,
 }
 
-/// Reads the output directory (which may not exist yet).
-pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
+/// Reads the output directory (which may not exist yet) for the digests of
+/// isvc's files: a file `cache` knows unchanged is not read again, and
+/// what is read goes into `cache`.
+pub fn scan(out: &Path, cache: &StatCache) -> Result<Existing, Diagnostic> {
+    scan_with(out, cache, false)
+}
+
+/// [`scan`] with the texts of isvc's files, every file read.
+pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
+    scan_with(out, &StatCache::off(), true)
+}
+
+fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Diagnostic> {
     let mut existing = Existing::default();
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(existing),
@@ -100,33 +141,49 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
         }
         Ok(_) => {}
     }
+    // Sorted once, in parallel, so the sets below are built from sorted
+    // lists (a path compares component by component, which adds up over
+    // tens of thousands of inserts).
+    let mut found = walk(out, Path::new(""), !texts)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    found.par_sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    existing.entries = found.iter().map(|f| f.rel.clone()).collect();
     let mut files = Vec::new();
-    for entry in walkdir::WalkDir::new(out).follow_links(false).sort_by_file_name() {
-        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
-        let rel = entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf();
-        let ft = entry.file_type();
-        if !ft.is_dir() {
-            existing.entries.insert(rel.clone());
-        }
+    for Found { rel, file_type: ft, stat } in found {
         if ft.is_symlink() {
             existing.links.insert(rel);
         } else if ft.is_file() {
-            if is_temp_name(&entry.file_name().to_string_lossy()) {
-                existing.temps.push(entry.into_path());
+            if rel.file_name().is_some_and(|n| is_temp_name(&n.to_string_lossy())) {
+                existing.temps.push(out.join(rel));
             } else {
-                files.push((rel, entry.into_path()));
+                files.push((rel, stat));
             }
-        } else if !ft.is_dir() {
+        } else {
             existing.foreign.insert(rel);
         }
     }
-    let read: Vec<(PathBuf, Result<Option<String>, std::io::Error>)> =
-        files.into_par_iter().map(|(rel, abs)| (rel, read_if_ours(&abs))).collect();
+    // Cached under its path in the tree: the cache is the tree's own.
+    let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<Option<Contents>> {
+        if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
+            return Ok(Some(Contents::digest(d)));
+        }
+        let read = read_if_ours(&out.join(rel), texts)?;
+        if let (Some(c), Some(s)) = (&read, stat) {
+            cache.record(Kind::Output, rel, s, &c.digest);
+        }
+        Ok(read)
+    };
+    let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = files
+        .into_par_iter()
+        .map(|(rel, stat)| {
+            let r = read_one(&rel, stat);
+            (rel, r)
+        })
+        .collect();
+    let mut ours = Vec::with_capacity(read.len());
     for (rel, r) in read {
         match r {
-            Ok(Some(text)) => {
-                existing.ours.insert(rel, text);
-            }
+            Ok(Some(contents)) => ours.push((rel, contents)),
             Ok(None) => {
                 existing.foreign.insert(rel);
             }
@@ -135,6 +192,7 @@ pub fn scan(out: &Path) -> Result<Existing, Diagnostic> {
             }
         }
     }
+    existing.ours = ours.into_iter().collect();
     Ok(existing)
 }
 
@@ -143,14 +201,43 @@ fn entries(out: &Path) -> Result<BTreeSet<PathBuf>, Diagnostic> {
     if !out.is_dir() {
         return Ok(BTreeSet::new());
     }
-    let mut listed = BTreeSet::new();
-    for entry in walkdir::WalkDir::new(out).follow_links(false) {
-        let entry = entry.map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
-        if !entry.file_type().is_dir() {
-            listed.insert(entry.path().strip_prefix(out).unwrap_or(entry.path()).to_path_buf());
+    let found = walk(out, Path::new(""), false)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    Ok(found.into_iter().map(|f| f.rel).collect())
+}
+
+/// An entry of a tree other than a directory.
+struct Found {
+    /// Its path below the tree's root.
+    rel: PathBuf,
+    file_type: std::fs::FileType,
+    /// A regular file's status, when asked for.
+    stat: Option<Stat>,
+}
+
+/// Every entry below `root.join(rel)` but directories, without following
+/// symbolic links; with `meta`, each regular file's status, taken from its
+/// directory (fstatat(2), no walk down the whole path). The directories of
+/// one level are read in parallel.
+fn walk(root: &Path, rel: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
+    let mut found = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in std::fs::read_dir(root.join(rel))? {
+        let entry = entry?;
+        let file_type = entry.file_type()?;
+        let path = rel.join(entry.file_name());
+        if file_type.is_dir() {
+            dirs.push(path);
+        } else {
+            let stat =
+                (stat && file_type.is_file()).then(|| entry.metadata().ok().and_then(|m| Stat::of(&m))).flatten();
+            found.push(Found { rel: path, file_type, stat });
         }
     }
-    Ok(listed)
+    let below = dirs.par_iter().map(|d| walk(root, d, stat)).collect::<std::io::Result<Vec<Vec<Found>>>>()?;
+    found.reserve_exact(below.iter().map(Vec::len).sum());
+    found.extend(below.into_iter().flatten());
+    Ok(found)
 }
 
 /// A temporary file of [`write_atomic`]: the prefix and six random letters
@@ -162,22 +249,37 @@ fn is_temp_name(name: &str) -> bool {
 /// Largest file taken for one of isvc's own; a larger one is foreign.
 const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
 
-/// The text of `path` if isvc wrote it. Only the header is read of a file
-/// that does not start with it, whatever its size; a FIFO or device is
-/// foreign and never opened for long.
-fn read_if_ours(path: &Path) -> std::io::Result<Option<String>> {
+/// The digest of `path`, and its text if `text`, if isvc wrote it. Only
+/// the header is read of a file that does not start with it, whatever its
+/// size; a FIFO or device is foreign and never opened for long.
+fn read_if_ours(path: &Path, text: bool) -> std::io::Result<Option<Contents>> {
     use crate::load::files::{ReadError, read_prefix};
     use std::io::Read;
-    let (mut bytes, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
+    let (prefix, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
         Ok(r) => r,
         Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok(None),
         Err(ReadError::Io(e)) => return Err(e),
     };
-    if bytes != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
+    if prefix != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
         return Ok(None);
     }
-    (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8(bytes).ok())
+    if text {
+        // One allocation of the file's size (and a byte to see its end).
+        let mut bytes = Vec::with_capacity(len as usize + 1);
+        bytes.extend_from_slice(&prefix);
+        (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
+        return Ok(String::from_utf8(bytes).ok().map(Contents::text));
+    }
+    // For the digest alone, each thread reads into one buffer it keeps.
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with_borrow_mut(|bytes| {
+        bytes.clear();
+        bytes.extend_from_slice(&prefix);
+        (&file).take(MAX_OWN_FILE_BYTES).read_to_end(bytes)?;
+        Ok(std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))))
+    })
 }
 
 /// How the planned tree differs from what is on disk.
@@ -209,14 +311,19 @@ impl Changes {
 /// Compares the planned tree with the existing one.
 pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
     let mut c = Changes::default();
-    for (path, text) in planned {
-        match existing.ours.get(path) {
+    // Both maps in path order, walked side by side.
+    let mut old = existing.ours.iter().peekable();
+    for (path, contents) in planned {
+        while let Some((gone, _)) = old.next_if(|(p, _)| *p < path) {
+            c.delete.push(gone.clone());
+        }
+        match old.next_if(|(p, _)| *p == path) {
+            Some((_, was)) if was.digest == contents.digest => c.unchanged += 1,
+            Some(_) => c.update.push(path.clone()),
             None => c.create.push(path.clone()),
-            Some(old) if old != text => c.update.push(path.clone()),
-            Some(_) => c.unchanged += 1,
         }
     }
-    c.delete = existing.ours.keys().filter(|p| !planned.contains_key(*p)).cloned().collect();
+    c.delete.extend(old.map(|(p, _)| p.clone()));
     c
 }
 
@@ -267,8 +374,10 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// the tree cannot be staged (a file isvc may not hard-link, a FIFO or
 /// device in `out`), the render is refused and nothing is written: there is
 /// no file-by-file fallback.
-pub fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
-    let writer = Writer::open(out)?;
+///
+/// `cache` spares reading the files of the tree it knows unchanged.
+pub fn write(out: &Path, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
+    let writer = Writer::open(out, cache)?;
     writer.apply(planned, &writer.existing)
 }
 
@@ -287,7 +396,7 @@ pub struct Writer {
 impl Writer {
     /// Locks `out`'s parent, removes a killed run's leftovers and reads the
     /// tree.
-    pub fn open(out: &Path) -> Result<Writer, Diagnostics> {
+    pub fn open(out: &Path, cache: &StatCache) -> Result<Writer, Diagnostics> {
         let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) if !parent.is_dir() => {
                 return Err(Diagnostic::error(format!(
@@ -303,18 +412,18 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let existing = scan(out)?;
+        let existing = scan(out, cache)?;
         Ok(Writer { out: out.to_path_buf(), parent, _lock: lock, existing })
     }
 
     /// Writes `planned` over the tree read at [`Writer::open`] (see
     /// [`write`]). The lock keeps other renders out, not other programs: a
     /// file added or removed since then means the tree is read again.
-    pub fn write(self, planned: &Tree) -> Result<Changes, Diagnostics> {
+    pub fn write(self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
         if entries(&self.out)? == self.existing.entries {
             return self.apply(planned, &self.existing);
         }
-        let existing = scan(&self.out)?;
+        let existing = scan(&self.out, cache)?;
         self.apply(planned, &existing)
     }
 
@@ -463,7 +572,10 @@ fn write_swap(
     let record_changed = changes.create.iter().chain(&changes.update).chain(&changes.delete).any(|p| p == record);
     if record_changed {
         match planned.get(record) {
-            Some(text) => write_atomic(&out.join(record), text.as_bytes())?,
+            Some(contents) => write_atomic(
+                &out.join(record),
+                planned_text(record, contents).map_err(|e| fail_write(out, record, e))?,
+            )?,
             None => std::fs::remove_file(out.join(record))
                 .map_err(|e| Diagnostic::error(format!("cannot remove {}: {e}", out.join(record).display())))?,
         }
@@ -617,7 +729,10 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     }
     let errors: Vec<Swap> = written
         .par_iter()
-        .filter_map(|rel| std::fs::write(stage.join(below(rel)), &planned[*rel]).err().map(|e| fail(&out.join(rel), e)))
+        .filter_map(|rel| {
+            let written = planned_text(rel, &planned[*rel]).and_then(|t| std::fs::write(stage.join(below(rel)), t));
+            written.err().map(|e| fail(&out.join(rel), e))
+        })
         .collect();
     if let Some(e) = errors.into_iter().next() {
         return Err(e);
@@ -802,7 +917,10 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
     }
     let errors: Vec<Diagnostic> = planned
         .par_iter()
-        .filter_map(|(rel, text)| std::fs::write(staging.path().join(rel), text).err().map(|e| fail(&out.join(rel), e)))
+        .filter_map(|(rel, contents)| {
+            let written = planned_text(rel, contents).and_then(|t| std::fs::write(staging.path().join(rel), t));
+            written.err().map(|e| fail(&out.join(rel), e))
+        })
         .collect();
     if !errors.is_empty() {
         return Err(Diagnostics(errors));
@@ -817,6 +935,21 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
         }
         Diagnostics::from(fail(out, e))
     })
+}
+
+/// The text to write for the planned file `rel`. A file kept from the tree
+/// has none: it is written only when the tree changed under the render.
+fn planned_text<'a>(rel: &Path, contents: &'a Contents) -> std::io::Result<&'a [u8]> {
+    contents.text.as_deref().map(str::as_bytes).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "{} changed while isvc rendered (it was to be kept as it was); run isvc again",
+            rel.display()
+        ))
+    })
+}
+
+fn fail_write(out: &Path, rel: &Path, e: std::io::Error) -> Diagnostic {
+    Diagnostic::error(format!("cannot write {}: {e}", out.join(rel).display()))
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
@@ -863,8 +996,13 @@ fn remove_empty_parents(out: &Path, rel: &Path) {
 mod tests {
     use super::*;
 
+    /// [`super::write`] without a cache.
+    fn write(out: &Path, planned: &Tree) -> Result<Changes, Diagnostics> {
+        super::write(out, planned, &StatCache::off())
+    }
+
     fn planned(files: &[(&str, &str)]) -> Tree {
-        files.iter().map(|(p, t)| (PathBuf::from(p), format!("{HEADER_PREFIX}\n{t}"))).collect()
+        files.iter().map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}")))).collect()
     }
 
     #[test]
@@ -906,15 +1044,42 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    fn a_scan_takes_the_digests_of_settled_files_from_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap();
+        let cache_file = dir.path().join("cache/tree");
+        let cache = StatCache::settled(cache_file.clone());
+        let first = scan(&out, &cache).unwrap();
+        cache.save();
+        let real = first.ours[Path::new("a/x.yaml")].digest.clone();
+        assert_eq!(real, digest(format!("{HEADER_PREFIX}\n1").as_bytes()));
+        // A cache that holds another digest for the file as it is: believed,
+        // so the file was not read.
+        let text = std::fs::read_to_string(&cache_file).unwrap();
+        let bogus = "ffffffffffffffffffffffffffffffff";
+        std::fs::write(&cache_file, text.replace(&real, bogus)).unwrap();
+        let again = scan(&out, &StatCache::settled(cache_file.clone())).unwrap();
+        assert_eq!(again.ours[Path::new("a/x.yaml")].digest, bogus);
+        assert_eq!(again.ours[Path::new("b/y.yaml")], first.ours[Path::new("b/y.yaml")]);
+        assert_eq!(again.entries, first.entries);
+        // Without the cache, every file is read.
+        let read = scan(&out, &StatCache::off()).unwrap();
+        assert_eq!(read.ours, first.ours);
+        let texts = scan_texts(&out).unwrap();
+        assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
+    }
+
+    #[test]
     fn a_file_added_after_the_tree_was_read_is_seen_before_writing() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         write(&out, &planned(&[("a/x.yaml", "1")])).unwrap();
-        let writer = Writer::open(&out).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
         // Another program writes where isvc is about to, after the read.
         std::fs::create_dir(out.join("b")).unwrap();
         std::fs::write(out.join("b/y.yaml"), "hand written").unwrap();
-        let err = writer.write(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")])).unwrap_err();
+        let err = writer.write(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")]), &StatCache::off()).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"), "{}", err.render(false));
         assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), "hand written");
     }

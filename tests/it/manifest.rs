@@ -352,3 +352,84 @@ fn a_kept_namespace_is_counted_in_the_tree_not_taken_from_the_manifest() {
     assert_eq!(count(&err), count(&fresh), "{err}\n{fresh}");
     assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
 }
+
+/// `path`'s bytes replaced by `new`, of the same length, with the
+/// modification time it had: only the change time shows the edit.
+fn edit_keeping_size_and_mtime(path: &Path, old: &str, new: &str) {
+    assert_eq!(old.len(), new.len());
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(old), "{text}");
+    std::fs::write(path, text.replacen(old, new, 1)).unwrap();
+    std::fs::File::options().write(true).open(path).unwrap().set_modified(mtime).unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
+}
+
+#[test]
+fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
+    let dir = setup(QWEN3);
+    let cache = dir.path().join("cache");
+    let with_cache = |args: &[&str]| {
+        let mut c = isvc(dir.path());
+        c.env("ISVC_CACHE_DIR", &cache).args(args);
+        run(&mut c)
+    };
+    let check = ["render", "services", "--out", "rendered", "--check"];
+    let diff = ["diff", "services", "--out", "rendered"];
+    assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
+    // Files are recorded once they have settled (a second by default).
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert_eq!(with_cache(&check).0, 0);
+    let caches: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(caches.len(), 1, "one cache for the tree: {caches:?}");
+    let text = std::fs::read_to_string(&caches[0]).unwrap();
+    let outputs = files(&dir.path().join("rendered")).len();
+    assert_eq!(text.lines().filter(|l| l.starts_with("o ")).count(), outputs, "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("i ")).count(), 1, "{text}");
+    assert_eq!(with_cache(&check).0, 0, "answered from the cache");
+    assert_eq!(std::fs::read_to_string(&caches[0]).unwrap(), text, "an unchanged cache stays as it was");
+
+    // An output edited to other bytes of the same size, its modification
+    // time set back: the change time gives it away.
+    let deploy = dir.path().join("rendered/default/qwen3/deployment.yaml");
+    edit_keeping_size_and_mtime(&deploy, "\n  replicas: 3\n", "\n  replicas: 5\n");
+    let (code, out, err) = with_cache(&check);
+    assert_eq!((code, out.as_str()), (1, "stale: rendered/default/qwen3/deployment.yaml\n"), "{err}");
+    assert_eq!(with_cache(&diff).0, 1);
+    assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
+    assert_eq!(with_cache(&check).0, 0);
+
+    // An input edited the same way.
+    let input = dir.path().join("services/qwen3.yaml");
+    edit_keeping_size_and_mtime(&input, "replicas: 3", "replicas: 4");
+    let (code, out, _) = with_cache(&check);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("stale: rendered/default/qwen3/deployment.yaml"), "{out}");
+    let (code, out, _) = with_cache(&diff);
+    assert!(code == 1 && out.contains("spec.replicas"), "{out}");
+
+    // A damaged cache is ignored and replaced.
+    std::fs::write(&caches[0], "isvc stat cache 1\no not-a-digest\n").unwrap();
+    assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
+    assert_eq!(with_cache(&check).0, 0);
+}
+
+#[test]
+fn an_empty_cache_dir_turns_the_cache_off() {
+    let dir = setup(QWEN3);
+    let mut c = isvc(dir.path());
+    c.env("ISVC_CACHE_DIR", "").env("XDG_CACHE_HOME", dir.path().join("xdg"));
+    c.env("HOME", dir.path().join("home"));
+    c.args(["render", "services", "--out", "rendered"]).assert().success();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let mut c = isvc(dir.path());
+    c.env("ISVC_CACHE_DIR", "").env("XDG_CACHE_HOME", dir.path().join("xdg"));
+    c.env("HOME", dir.path().join("home"));
+    c.args(["render", "services", "--out", "rendered", "--check"]).assert().success();
+    assert!(!dir.path().join("xdg").exists() && !dir.path().join("home").exists());
+    // Unset, the cache goes to $XDG_CACHE_HOME/isvc.
+    let mut c = isvc(dir.path());
+    c.env_remove("ISVC_CACHE_DIR").env("XDG_CACHE_HOME", dir.path().join("xdg"));
+    c.args(["render", "services", "--out", "rendered", "--check"]).assert().success();
+    assert_eq!(std::fs::read_dir(dir.path().join("xdg/isvc")).unwrap().count(), 1);
+}

@@ -116,12 +116,13 @@ proptest! {
         };
         let dir = tempfile::tempdir().unwrap();
         let tree = isvc::emit::write::tree(&objects);
-        let first = isvc::emit::write::write(dir.path(), &tree).unwrap();
+        let off = isvc::emit::stat::StatCache::off();
+        let first = isvc::emit::write::write(dir.path(), &tree, &off).unwrap();
         prop_assert_eq!(first.create.len(), tree.len());
-        let existing = isvc::emit::write::scan(dir.path()).unwrap();
+        let existing = isvc::emit::write::scan_texts(dir.path()).unwrap();
         prop_assert!(isvc::emit::write::changes(&tree, &existing).is_empty());
         prop_assert!(isvc::emit::diff::diff(&objects, &existing).is_empty());
-        let again = isvc::emit::write::write(dir.path(), &tree).unwrap();
+        let again = isvc::emit::write::write(dir.path(), &tree, &off).unwrap();
         prop_assert!(again.is_empty());
         prop_assert_eq!(again.unchanged, tree.len());
     }

@@ -1,0 +1,365 @@
+//! What isvc knows of files it read before, so that it need not read them
+//! again: for every input file and every file of an output tree, the
+//! digest of its bytes, filed under the file's identity and status (device,
+//! inode, size, modification and change times).
+//!
+//! `render --check`, `diff` and a re-render compare the digests of every
+//! input and output file with the tree's manifest. Reading 29,000 files of
+//! 60 MB for that costs more than a tenth of the render it saves. A file
+//! whose status is the one recorded has the bytes recorded, as git's index
+//! assumes of a work tree: every write to a file sets its change time to
+//! the current time, and no call sets it back (stat(2), inode(7): "ctime
+//! ... changed by writing or by setting inode information"), so an edit,
+//! even one that restores the size and the modification time, shows.
+//!
+//! Two limits make that hold:
+//! - Time stamps are taken from a coarse clock (a few milliseconds), so a
+//!   file changed twice within one tick keeps its change time. A file is
+//!   recorded only when its change time lies [`SETTLED_NS`] before the run
+//!   began: every later write stamps a later tick. A file changed more
+//!   recently is read every time until it has settled.
+//! - The cache is the user's own, outside the tree ([`StatCache::open`]):
+//!   it is never committed, and another checkout of the tree (other inodes)
+//!   finds nothing in it and reads every file. Its entries are hints, each
+//!   checked against the file's status before it is used; a damaged or
+//!   foreign cache is ignored and replaced.
+//!
+//! Network file systems stamp files with the server's clock; a server more
+//! than [`SETTLED_NS`] behind this machine's can defeat the first rule.
+//! `ISVC_CACHE_DIR=` (empty) turns the cache off (docs/output.md).
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How long before the start of a run a file must have last changed to be
+/// recorded: far above any file system's time stamp granularity.
+pub const SETTLED_NS: i128 = 1_000_000_000;
+
+/// Largest cache file read; a larger one is ignored (about 6 million files).
+const MAX_CACHE_BYTES: u64 = 1 << 30;
+
+const FIRST_LINE: &str = "isvc stat cache 1";
+
+/// Which reading of a file an entry records: an input file's bytes, or one
+/// of isvc's own files in an output tree (a file found foreign is never
+/// recorded, so it is read again each time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Input,
+    Output,
+}
+
+impl Kind {
+    fn letter(self) -> char {
+        match self {
+            Kind::Input => 'i',
+            Kind::Output => 'o',
+        }
+    }
+}
+
+/// A file's identity and status: what changes when its bytes do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+}
+
+impl Stat {
+    /// The status of a regular file (`None` for anything else, and on
+    /// systems without inodes, where nothing is cached).
+    pub fn of(meta: &Metadata) -> Option<Stat> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+            meta.is_file().then(|| Stat {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                size: meta.size(),
+                mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+                ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            None
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Entry {
+    stat: Stat,
+    digest: String,
+}
+
+/// An entry of the cache as found, and whether this run used it.
+#[derive(Debug)]
+struct Found {
+    entry: Entry,
+    used: AtomicBool,
+}
+
+type Key = (Kind, PathBuf);
+
+/// The digests of files read by earlier runs (see the module's comment).
+/// Shared by the threads that read files; [`StatCache::save`] keeps what
+/// this run saw.
+#[derive(Debug)]
+pub struct StatCache {
+    /// Where the cache is kept; `None` when it is off.
+    file: Option<PathBuf>,
+    /// When this run began, in nanoseconds since the epoch.
+    start_ns: i128,
+    old: HashMap<Key, Found>,
+    /// Entries this run read the file for.
+    new: Mutex<HashMap<Key, Entry>>,
+}
+
+impl StatCache {
+    /// No cache: every file is read.
+    pub fn off() -> StatCache {
+        StatCache { file: None, start_ns: 0, old: HashMap::new(), new: Mutex::new(HashMap::new()) }
+    }
+
+    /// The cache of the output tree `out`, kept in the directory `dir`
+    /// (one file per tree, named by the digest of the tree's real path).
+    /// `None` for `dir` turns it off.
+    pub fn open(dir: Option<&Path>, out: &Path) -> StatCache {
+        let Some(dir) = dir else { return StatCache::off() };
+        let real = crate::load::files::absolute(out);
+        let real = std::fs::canonicalize(&real).unwrap_or(real);
+        let file = dir.join(format!("tree-{}", crate::base::digest::digest(real.as_os_str().as_encoded_bytes())));
+        StatCache::at(file)
+    }
+
+    /// The cache kept in `file`.
+    pub fn at(file: PathBuf) -> StatCache {
+        let start_ns =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        let old = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
+            .ok()
+            .and_then(|bytes| parse(std::str::from_utf8(&bytes).ok()?))
+            .unwrap_or_default();
+        StatCache { file: Some(file), start_ns, old, new: Mutex::new(HashMap::new()) }
+    }
+
+    /// The cache kept in `file`, for a run that began long after every
+    /// file of a test was written.
+    #[cfg(test)]
+    pub(crate) fn settled(file: PathBuf) -> StatCache {
+        let mut c = StatCache::at(file);
+        c.start_ns += 10 * SETTLED_NS;
+        c
+    }
+
+    /// The recorded digest of the file at `path` whose status is `stat`, if
+    /// its status is the one recorded.
+    pub fn lookup(&self, kind: Kind, path: &Path, stat: Stat) -> Option<String> {
+        self.file.as_ref()?;
+        let found = self.old.get(&(kind, path.to_path_buf())).filter(|f| f.entry.stat == stat)?;
+        found.used.store(true, Ordering::Relaxed);
+        Some(found.entry.digest.clone())
+    }
+
+    /// Records `digest`, read from the file at `path` whose status was
+    /// `stat` before it was read, if the file has settled.
+    pub fn record(&self, kind: Kind, path: &Path, stat: Stat, digest: &str) {
+        if self.file.is_none() {
+            return;
+        }
+        if stat.ctime_ns + SETTLED_NS >= self.start_ns {
+            return;
+        }
+        let entry = Entry { stat, digest: digest.to_string() };
+        self.new.lock().unwrap_or_else(|e| e.into_inner()).insert((kind, path.to_path_buf()), entry);
+    }
+
+    /// Keeps what this run saw (and nothing else) for the next run, when
+    /// that differs from what it found. A cache that cannot be written is
+    /// no error: the next run reads the files.
+    pub fn save(&self) {
+        let Some(file) = &self.file else { return };
+        let new = self.new.lock().unwrap_or_else(|e| e.into_inner());
+        let used = |f: &Found| f.used.load(Ordering::Relaxed);
+        if new.is_empty() && self.old.values().all(used) {
+            return;
+        }
+        let kept = self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry));
+        let mut entries: Vec<(&Key, &Entry)> = new.iter().chain(kept).collect();
+        entries.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));
+        use std::fmt::Write;
+        let mut text = String::with_capacity(32 + entries.len() * 160);
+        text.push_str(FIRST_LINE);
+        text.push('\n');
+        for ((kind, path), e) in entries {
+            let Some(path) = path.to_str() else { continue };
+            let s = &e.stat;
+            let _ = write!(
+                text,
+                "{} {} {} {} {} {} {} ",
+                kind.letter(),
+                e.digest,
+                s.dev,
+                s.ino,
+                s.size,
+                s.mtime_ns,
+                s.ctime_ns
+            );
+            let plain = !path.contains(['\\', '"']) && !path.chars().any(char::is_control);
+            if plain {
+                let _ = write!(text, "\"{path}\"");
+            } else {
+                text.push_str(&serde_json::to_string(path).unwrap_or_default());
+            }
+            text.push('\n');
+        }
+        let _ = write_replacing(file, text.as_bytes());
+    }
+}
+
+/// Writes `file` whole through a temporary file beside it, so a reader
+/// finds the old cache or the new one.
+fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = file.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(file).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The entries of a cache file; `None` for anything else. The lines are
+/// read in parallel (a tree of 30,000 files has as many).
+fn parse(text: &str) -> Option<HashMap<Key, Found>> {
+    use rayon::prelude::*;
+    let (first, rest) = text.split_once('\n')?;
+    if first != FIRST_LINE {
+        return None;
+    }
+    let lines: Vec<&str> = rest.lines().collect();
+    let entries: Vec<(Key, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
+    Some(entries.into_iter().collect())
+}
+
+fn parse_line(line: &str) -> Option<(Key, Found)> {
+    let mut f = line.splitn(8, ' ');
+    let kind = match f.next()? {
+        "i" => Kind::Input,
+        "o" => Kind::Output,
+        _ => return None,
+    };
+    let digest = f.next()?;
+    if digest.len() != 32 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let stat = Stat {
+        dev: f.next()?.parse().ok()?,
+        ino: f.next()?.parse().ok()?,
+        size: f.next()?.parse().ok()?,
+        mtime_ns: f.next()?.parse().ok()?,
+        ctime_ns: f.next()?.parse().ok()?,
+    };
+    let quoted = f.next()?;
+    // A JSON string; one without escapes is its text between the quotes.
+    let path = match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(plain) if !plain.contains(['\\', '"']) => plain.to_string(),
+        _ => serde_json::from_str(quoted).ok()?,
+    };
+    let entry = Entry { stat, digest: digest.to_string() };
+    Some(((kind, PathBuf::from(path)), Found { entry, used: AtomicBool::new(false) }))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn stat(meta: &Metadata) -> Stat {
+        Stat::of(meta).unwrap()
+    }
+
+    #[test]
+    fn a_settled_file_is_found_until_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a: 1\n").unwrap();
+        let cache_file = dir.path().join("cache/tree-x");
+        let c = StatCache::settled(cache_file.clone());
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
+        c.record(Kind::Output, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.save();
+
+        let c = StatCache::settled(cache_file.clone());
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)).as_deref(), Some("0123456789abcdef0123456789abcdef"));
+        // Recorded as an output file, not as an input.
+        assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None);
+
+        // Same size, same modification time, other bytes: the change time
+        // moved on.
+        let mtime = meta.modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&f, "a: 2\n").unwrap();
+        std::fs::File::options().write(true).open(&f).unwrap().set_modified(mtime).unwrap();
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        assert_eq!(meta.modified().unwrap(), mtime);
+        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
+    }
+
+    #[test]
+    fn a_file_changed_just_before_the_run_is_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a: 1\n").unwrap();
+        let c = StatCache::at(dir.path().join("tree-x"));
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        c.record(Kind::Output, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.save();
+        let c = StatCache::settled(dir.path().join("tree-x"));
+        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
+    }
+
+    #[test]
+    fn a_damaged_cache_is_ignored_and_an_unchanged_one_not_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree-x");
+        for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}"] {
+            std::fs::write(&file, text).unwrap();
+            assert!(StatCache::at(file.clone()).old.is_empty(), "{text:?}");
+        }
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        let c = StatCache::settled(file.clone());
+        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.save();
+        let written = std::fs::symlink_metadata(&file).unwrap();
+        let c = StatCache::settled(file.clone());
+        assert!(c.lookup(Kind::Input, &f, stat(&meta)).is_some());
+        c.save();
+        let again = std::fs::symlink_metadata(&file).unwrap();
+        assert_eq!(Stat::of(&written), Stat::of(&again), "an unchanged cache is not written again");
+    }
+
+    #[test]
+    fn off_finds_and_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        let c = StatCache::off();
+        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None);
+        c.save();
+    }
+}
