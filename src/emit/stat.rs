@@ -38,8 +38,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// recorded: far above any file system's time stamp granularity.
 pub const SETTLED_NS: i128 = 1_000_000_000;
 
-/// Largest cache file read; a larger one is ignored (about 6 million files).
-const MAX_CACHE_BYTES: u64 = 1 << 30;
+/// Largest cache file read; a larger one is ignored (about 1.5 million
+/// files).
+const MAX_CACHE_BYTES: u64 = 256 << 20;
+
+/// A tree's cache not written for this long is removed by the next run
+/// that writes one (its tree is likely gone).
+const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+
+/// The name of a tree's cache file: this prefix and 32 hex digits.
+const PREFIX: &str = "tree-";
 
 const FIRST_LINE: &str = "isvc stat cache 1";
 
@@ -137,7 +145,7 @@ impl StatCache {
         let Some(dir) = dir else { return StatCache::off() };
         let real = crate::load::files::absolute(out);
         let real = std::fs::canonicalize(&real).unwrap_or(real);
-        let file = dir.join(format!("tree-{}", crate::base::digest::digest(real.as_os_str().as_encoded_bytes())));
+        let file = dir.join(format!("{PREFIX}{}", crate::base::digest::digest(real.as_os_str().as_encoded_bytes())));
         StatCache::at(file)
     }
 
@@ -222,7 +230,32 @@ impl StatCache {
             }
             text.push('\n');
         }
-        let _ = write_replacing(file, text.as_bytes());
+        if write_replacing(file, text.as_bytes()).is_ok() {
+            remove_unused(file.parent().unwrap_or(Path::new(".")));
+        }
+    }
+}
+
+/// Removes the caches of trees in `dir` not written for [`UNUSED_FOR`];
+/// nothing but cache files (by name, regular files) is touched.
+fn remove_unused(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let ours = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .is_some_and(|d| d.len() == 32 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let unused = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .is_some_and(|t| now.duration_since(t).is_ok_and(|age| age > UNUSED_FOR));
+        if ours && unused {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
@@ -349,6 +382,29 @@ mod tests {
         c.save();
         let again = std::fs::symlink_metadata(&file).unwrap();
         assert_eq!(Stat::of(&written), Stat::of(&again), "an unchanged cache is not written again");
+    }
+
+    #[test]
+    fn the_caches_of_trees_unused_for_a_month_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = |name: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, "x").unwrap();
+            let then = std::time::SystemTime::now() - UNUSED_FOR - std::time::Duration::from_secs(60);
+            std::fs::File::options().write(true).open(&p).unwrap().set_modified(then).unwrap();
+            p
+        };
+        let stale = old(&format!("{PREFIX}{}", "a".repeat(32)));
+        let foreign = old("notes.txt");
+        let recent = dir.path().join(format!("{PREFIX}{}", "b".repeat(32)));
+        std::fs::write(&recent, "x").unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let c = StatCache::settled(dir.path().join(format!("{PREFIX}{}", "c".repeat(32))));
+        c.record(Kind::Input, &f, stat(&std::fs::symlink_metadata(&f).unwrap()), "0123456789abcdef0123456789abcdef");
+        c.save();
+        assert!(!stale.exists());
+        assert!(foreign.exists() && recent.exists());
     }
 
     #[test]
