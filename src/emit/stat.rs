@@ -192,15 +192,18 @@ impl StatCache {
     }
 
     /// Keeps what this run saw (and nothing else) for the next run, when
-    /// that differs from what it found. A cache that cannot be written is
-    /// no error: the next run reads the files.
+    /// it recorded a file. A cache that cannot be written is no error: the
+    /// next run reads the files.
     pub fn save(&self) {
         let Some(file) = &self.file else { return };
         let new = self.new.lock().unwrap_or_else(|e| e.into_inner());
-        let used = |f: &Found| f.used.load(Ordering::Relaxed);
-        if new.is_empty() && self.old.values().all(used) {
+        // Nothing learned: entries of files gone or changed stay until the
+        // next write (they match no file), so a run that only read the
+        // files it had to, such as a re-render after an edit, writes nothing.
+        if new.is_empty() {
             return;
         }
+        let used = |f: &Found| f.used.load(Ordering::Relaxed);
         let kept = self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry));
         let mut entries: Vec<(&Key, &Entry)> = new.iter().chain(kept).collect();
         entries.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));

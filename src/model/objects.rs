@@ -170,6 +170,9 @@ pub trait Held: Send + Sized {
     /// `null` once written).
     fn object(&self) -> &Object;
     fn object_mut(&mut self) -> &mut Object;
+    /// Moves what is held into fresh memory, called once the rest of its
+    /// group is freed (by default, nothing).
+    fn compact(_held: &mut [Self]) {}
 }
 
 impl Held for Object {
@@ -211,6 +214,18 @@ impl Held for Written {
                 Written { object, text }
             })
             .collect()
+    }
+
+    /// The texts were written while the group's object values were alive,
+    /// so they sit scattered over memory pages the values shared, which
+    /// the allocator cannot give back while one text remains. Copied once
+    /// the values are freed, the texts fill pages of their own and the old
+    /// pages empty: the peak resident memory of `render --stdout` at 10,000
+    /// services is 10 to 14 MB lower, for a copy of 55 MB (benches/README.md).
+    fn compact(held: &mut [Written]) {
+        for w in held {
+            w.text = w.text.as_str().to_owned();
+        }
     }
 
     fn object(&self) -> &Object {
