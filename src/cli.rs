@@ -579,8 +579,12 @@ fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Ve
         .par_iter()
         .map(|f| {
             let path = absolute(f);
-            // Followed, as the loader follows a link to an input file.
-            let status = std::fs::metadata(&path).ok().and_then(|m| stat::Stat::of(&m));
+            // The status of the file the path leads to, read as the loader
+            // reads it (through `f` itself, links followed: `absolute`
+            // resolves `..` in the text, which a link can make another
+            // file). A file replaced between the two is recorded under the
+            // status of the one before, which no later file has.
+            let status = std::fs::metadata(f).ok().and_then(|m| stat::Stat::of(&m));
             let digest = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
                 Some(d) => d,
                 None => {
@@ -846,13 +850,17 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // keeps the files of the namespaces whose services are unchanged; it
     // reads the tree once, under the lock it writes under.
     let quota_table = platform.as_ref().is_some_and(|p| p.tenants.iter().any(|t| !t.quota.is_empty()));
-    let reading = match (args.check, quota_table) {
+    // A render waits here for another render into the same place, as it
+    // would to write; not while it reads standard input, which is never up
+    // to date.
+    let stdin = args.inputs.paths.iter().any(|p| p == Path::new("-"));
+    let reading = match (args.check, quota_table || stdin) {
         (true, _) => Reading::Scan,
         (false, false) => Reading::Open,
         (false, true) => Reading::Skip,
     };
-    let out = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out };
-    let survey = survey(&args.inputs.paths, &out, &header_base(), &settings, reading)?;
+    let tree = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out.clone() };
+    let survey = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
     if let Some(recorded) = survey.up_to_date(&settings) {
         survey.cache.save();
         // The manifest and every file it lists.

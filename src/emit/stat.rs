@@ -25,7 +25,9 @@
 //!   foreign cache is ignored and replaced.
 //!
 //! Network file systems stamp files with the server's clock; a server more
-//! than [`SETTLED_NS`] behind this machine's can defeat the first rule.
+//! than [`SETTLED_NS`] behind this machine's can defeat the first rule. (Git
+//! compares with the time stamp of its own index file instead; isvc writes
+//! nothing into the tree for a check.)
 //! `ISVC_CACHE_DIR=` (empty) turns the cache off (docs/output.md).
 
 use std::collections::HashMap;
@@ -35,8 +37,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long before the start of a run a file must have last changed to be
-/// recorded: far above any file system's time stamp granularity.
-pub const SETTLED_NS: i128 = 1_000_000_000;
+/// recorded: at least the granularity of any file system's time stamps
+/// (FAT's are 2 seconds; most are a few milliseconds or finer).
+pub const SETTLED_NS: i128 = 2_000_000_000;
 
 /// Largest cache file read; a larger one is ignored (about 1.5 million
 /// files).

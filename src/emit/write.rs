@@ -144,8 +144,7 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
     // Sorted once, in parallel, so the sets below are built from sorted
     // lists (a path compares component by component, which adds up over
     // tens of thousands of inserts).
-    let mut found = walk(out, Path::new(""), !texts)
-        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let mut found = walk(out, !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     found.par_sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     existing.entries = found.iter().map(|f| f.rel.clone()).collect();
     let mut files = Vec::new();
@@ -167,8 +166,11 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
         if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
             return Ok(Some(Contents::digest(d)));
         }
-        let read = read_if_ours(&out.join(rel), texts)?;
-        if let (Some(c), Some(s)) = (&read, stat) {
+        // Recorded under the status of the file opened, so the entry is
+        // that of the bytes hashed even if the file was replaced since the
+        // walk.
+        let (read, opened) = read_if_ours(&out.join(rel), texts)?;
+        if let (Some(c), Some(s)) = (&read, opened) {
             cache.record(Kind::Output, rel, s, &c.digest);
         }
         Ok(read)
@@ -201,8 +203,7 @@ fn entries(out: &Path) -> Result<BTreeSet<PathBuf>, Diagnostic> {
     if !out.is_dir() {
         return Ok(BTreeSet::new());
     }
-    let found = walk(out, Path::new(""), false)
-        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let found = walk(out, false).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     Ok(found.into_iter().map(|f| f.rel).collect())
 }
 
@@ -215,16 +216,36 @@ struct Found {
     stat: Option<Stat>,
 }
 
-/// Every entry below `root.join(rel)` but directories, without following
-/// symbolic links; with `meta`, each regular file's status, taken from its
-/// directory (fstatat(2), no walk down the whole path). The directories of
-/// one level are read in parallel.
-fn walk(root: &Path, rel: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
+/// Every entry below `root` but directories, without following symbolic
+/// links; with `stat`, each regular file's status, taken from its directory
+/// (fstatat(2), no walk down the whole path). The directories of one level
+/// are read in parallel, level after level (no recursion, so no depth of
+/// directories exhausts the stack).
+fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
+    let mut found = Vec::new();
+    let mut level = vec![PathBuf::new()];
+    while !level.is_empty() {
+        let read: Vec<(Vec<Found>, Vec<PathBuf>)> =
+            level.par_iter().map(|dir| read_level(root, dir, stat)).collect::<std::io::Result<_>>()?;
+        level = Vec::new();
+        for (files, dirs) in read {
+            found.extend(files);
+            level.extend(dirs);
+        }
+    }
+    Ok(found)
+}
+
+/// The entries of `root.join(rel)`: what [`walk`] keeps, and the
+/// directories to read next.
+fn read_level(root: &Path, rel: &Path, stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
+    let dir = root.join(rel);
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
     let mut found = Vec::new();
     let mut dirs = Vec::new();
-    for entry in std::fs::read_dir(root.join(rel))? {
-        let entry = entry?;
-        let file_type = entry.file_type()?;
+    for entry in std::fs::read_dir(&dir).map_err(named)? {
+        let entry = entry.map_err(named)?;
+        let file_type = entry.file_type().map_err(named)?;
         let path = rel.join(entry.file_name());
         if file_type.is_dir() {
             dirs.push(path);
@@ -234,10 +255,7 @@ fn walk(root: &Path, rel: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
             found.push(Found { rel: path, file_type, stat });
         }
     }
-    let below = dirs.par_iter().map(|d| walk(root, d, stat)).collect::<std::io::Result<Vec<Vec<Found>>>>()?;
-    found.reserve_exact(below.iter().map(Vec::len).sum());
-    found.extend(below.into_iter().flatten());
-    Ok(found)
+    Ok((found, dirs))
 }
 
 /// A temporary file of [`write_atomic`]: the prefix and six random letters
@@ -249,26 +267,28 @@ fn is_temp_name(name: &str) -> bool {
 /// Largest file taken for one of isvc's own; a larger one is foreign.
 const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
 
-/// The digest of `path`, and its text if `text`, if isvc wrote it. Only
-/// the header is read of a file that does not start with it, whatever its
-/// size; a FIFO or device is foreign and never opened for long.
-fn read_if_ours(path: &Path, text: bool) -> std::io::Result<Option<Contents>> {
+/// The digest of `path`, and its text if `text`, if isvc wrote it, with
+/// the status of the file opened. Only the header is read of a file that
+/// does not start with it, whatever its size; a FIFO or device is foreign
+/// and never opened for long.
+fn read_if_ours(path: &Path, text: bool) -> std::io::Result<(Option<Contents>, Option<Stat>)> {
     use crate::load::files::{ReadError, read_prefix};
     use std::io::Read;
     let (prefix, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
         Ok(r) => r,
-        Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok(None),
+        Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok((None, None)),
         Err(ReadError::Io(e)) => return Err(e),
     };
     if prefix != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
-        return Ok(None);
+        return Ok((None, None));
     }
+    let opened = file.metadata().ok().and_then(|m| Stat::of(&m));
     if text {
         // One allocation of the file's size (and a byte to see its end).
         let mut bytes = Vec::with_capacity(len as usize + 1);
         bytes.extend_from_slice(&prefix);
         (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
-        return Ok(String::from_utf8(bytes).ok().map(Contents::text));
+        return Ok((String::from_utf8(bytes).ok().map(Contents::text), opened));
     }
     // For the digest alone, each thread reads into one buffer it keeps.
     thread_local! {
@@ -278,7 +298,7 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<Option<Contents>> {
         bytes.clear();
         bytes.extend_from_slice(&prefix);
         (&file).take(MAX_OWN_FILE_BYTES).read_to_end(bytes)?;
-        Ok(std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))))
+        Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))), opened))
     })
 }
 
@@ -1043,6 +1063,38 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[test]
+    fn changes_sort_files_into_created_updated_deleted_and_unchanged() {
+        let planned = planned(&[("a.yaml", "1"), ("b/x.yaml", "2"), ("b/y.yaml", "new"), ("d.yaml", "4")]);
+        let existing = Existing {
+            ours: [("a.yaml", "1"), ("b/w.yaml", "gone"), ("b/y.yaml", "old"), ("c.yaml", "gone"), ("e.yaml", "gone")]
+                .iter()
+                .map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}"))))
+                .collect(),
+            ..Existing::default()
+        };
+        let c = changes(&planned, &existing);
+        let paths = |v: &[PathBuf]| v.iter().map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
+        assert_eq!(paths(&c.create), ["b/x.yaml", "d.yaml"]);
+        assert_eq!(paths(&c.update), ["b/y.yaml"]);
+        assert_eq!(paths(&c.delete), ["b/w.yaml", "c.yaml", "e.yaml"]);
+        assert_eq!(c.unchanged, 1);
+    }
+
+    #[test]
+    fn a_tree_of_any_depth_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut deep = dir.path().to_path_buf();
+        for _ in 0..1500 {
+            deep.push("d");
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(deep.join("x.yaml"), format!("{HEADER_PREFIX}\n1")).unwrap();
+        let existing = scan(dir.path(), &StatCache::off()).unwrap();
+        assert_eq!(existing.ours.len(), 1);
+        assert_eq!(existing.ours.keys().next().unwrap().components().count(), 1501);
+    }
+
     #[test]
     fn a_scan_takes_the_digests_of_settled_files_from_the_cache() {
         let dir = tempfile::tempdir().unwrap();

@@ -142,37 +142,37 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
         return Err(diags);
     }
     // A file reached twice (named and inside a named directory, or through
-    // a link within the directory) is read once, at its first path.
-    let ids: Vec<Option<FileId>> = files.par_iter().map(|f| file_id(f)).collect();
+    // a link within the directory) is read once, at its first path: the
+    // same canonical path. A canonical path costs a stat(2) per component,
+    // so it is taken only for files that share a device and inode with
+    // another (hard links stay two files, as they always were).
+    let ids: Vec<Option<(u64, u64)>> = files.par_iter().map(|f| inode(f)).collect();
+    let mut shared = std::collections::HashMap::new();
+    for id in ids.iter().flatten() {
+        *shared.entry(*id).or_insert(0usize) += 1;
+    }
     let mut seen = std::collections::HashSet::new();
     let mut ids = ids.into_iter();
     files.retain(|f| {
-        let id = ids.next().flatten().unwrap_or_else(|| FileId::Path(f.clone()));
-        seen.insert(id)
+        let unique = ids.next().flatten().is_some_and(|id| shared.get(&id) == Some(&1));
+        unique || seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
     });
     Ok(files)
 }
 
-/// What makes two paths one file.
-#[derive(PartialEq, Eq, Hash)]
-enum FileId {
-    /// Device and inode, where the system has them.
-    #[cfg_attr(not(unix), allow(dead_code))]
-    Inode(u64, u64),
-    /// The canonical path (or the path, where it has none).
-    Path(PathBuf),
-}
-
-fn file_id(path: &Path) -> Option<FileId> {
+/// The device and inode of the file at `path` (a link followed), where the
+/// system has them and they are usable (some FUSE file systems report
+/// inode 0 for every file).
+fn inode(path: &Path) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        // One stat(2); a canonical path costs one per component.
-        std::fs::metadata(path).ok().map(|m| FileId::Inode(m.dev(), m.ino()))
+        std::fs::metadata(path).ok().filter(|m| m.ino() != 0).map(|m| (m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
     {
-        std::fs::canonicalize(path).ok().map(FileId::Path)
+        let _ = path;
+        None
     }
 }
 

@@ -377,8 +377,8 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     let check = ["render", "services", "--out", "rendered", "--check"];
     let diff = ["diff", "services", "--out", "rendered"];
     assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
-    // Files are recorded once they have settled (a second by default).
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Files are recorded once they have settled (two seconds).
+    std::thread::sleep(std::time::Duration::from_millis(2200));
     assert_eq!(with_cache(&check).0, 0);
     let caches: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(caches.len(), 1, "one cache for the tree: {caches:?}");
@@ -421,7 +421,7 @@ fn an_empty_cache_dir_turns_the_cache_off() {
     c.env("ISVC_CACHE_DIR", "").env("XDG_CACHE_HOME", dir.path().join("xdg"));
     c.env("HOME", dir.path().join("home"));
     c.args(["render", "services", "--out", "rendered"]).assert().success();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    std::thread::sleep(std::time::Duration::from_millis(2200));
     let mut c = isvc(dir.path());
     c.env("ISVC_CACHE_DIR", "").env("XDG_CACHE_HOME", dir.path().join("xdg"));
     c.env("HOME", dir.path().join("home"));
@@ -432,4 +432,51 @@ fn an_empty_cache_dir_turns_the_cache_off() {
     c.env_remove("ISVC_CACHE_DIR").env("XDG_CACHE_HOME", dir.path().join("xdg"));
     c.args(["render", "services", "--out", "rendered", "--check"]).assert().success();
     assert_eq!(std::fs::read_dir(dir.path().join("xdg/isvc")).unwrap().count(), 1);
+}
+
+/// An input named through a link and `..` is the file the link leads to:
+/// the cache records that file's status with its digest, so an edit of it
+/// shows.
+#[cfg(unix)]
+#[test]
+fn an_input_reached_through_a_link_and_dot_dot_is_cached_as_the_file_read() {
+    let dir = setup(QWEN3);
+    let other = dir.path().join("other");
+    std::fs::create_dir_all(other.join("sub")).unwrap();
+    std::fs::create_dir_all(other.join("services")).unwrap();
+    std::fs::write(other.join("services/qwen3.yaml"), QWEN3).unwrap();
+    std::os::unix::fs::symlink(other.join("sub"), dir.path().join("link")).unwrap();
+    let cache = dir.path().join("cache");
+    let with_cache = |args: &[&str]| {
+        let mut c = isvc(dir.path());
+        c.env("ISVC_CACHE_DIR", &cache).args(args);
+        run(&mut c)
+    };
+    let check = ["render", "link/../services", "--out", "rendered", "--check"];
+    assert_eq!(with_cache(&["render", "link/../services", "--out", "rendered"]).0, 0);
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    assert_eq!(with_cache(&check).0, 0);
+    // The file read is other/services/qwen3.yaml, not services/qwen3.yaml.
+    edit_keeping_size_and_mtime(&other.join("services/qwen3.yaml"), "replicas: 3", "replicas: 4");
+    let (code, out, _) = with_cache(&check);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn a_render_names_the_output_as_given() {
+    let dir = setup(QWEN3);
+    render(dir.path(), &[]);
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "./rendered"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("into ./rendered ("), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hard_linked_copy_of_an_input_is_a_second_definition() {
+    let dir = setup(QWEN3);
+    std::fs::hard_link(dir.path().join("services/qwen3.yaml"), dir.path().join("services/copy.yaml")).unwrap();
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is defined twice"), "{err}");
 }
