@@ -365,15 +365,18 @@ fn edit_keeping_size_and_mtime(path: &Path, old: &str, new: &str) {
     assert_eq!(std::fs::metadata(path).unwrap().modified().unwrap(), mtime);
 }
 
+/// isvc run in `dir` with its cache of file status in `cache`.
+fn cached(dir: &Path, cache: &Path, args: &[&str]) -> (i32, String, String) {
+    let mut c = isvc(dir);
+    c.env("ISVC_CACHE_DIR", cache).args(args);
+    run(&mut c)
+}
+
 #[test]
 fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     let dir = setup(QWEN3);
     let cache = dir.path().join("cache");
-    let with_cache = |args: &[&str]| {
-        let mut c = isvc(dir.path());
-        c.env("ISVC_CACHE_DIR", &cache).args(args);
-        run(&mut c)
-    };
+    let with_cache = |args: &[&str]| cached(dir.path(), &cache, args);
     let check = ["render", "services", "--out", "rendered", "--check"];
     let diff = ["diff", "services", "--out", "rendered"];
     assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
@@ -447,11 +450,7 @@ fn an_input_reached_through_a_link_and_dot_dot_is_cached_as_the_file_read() {
     std::fs::write(other.join("services/qwen3.yaml"), QWEN3).unwrap();
     std::os::unix::fs::symlink(other.join("sub"), dir.path().join("link")).unwrap();
     let cache = dir.path().join("cache");
-    let with_cache = |args: &[&str]| {
-        let mut c = isvc(dir.path());
-        c.env("ISVC_CACHE_DIR", &cache).args(args);
-        run(&mut c)
-    };
+    let with_cache = |args: &[&str]| cached(dir.path(), &cache, args);
     let check = ["render", "link/../services", "--out", "rendered", "--check"];
     assert_eq!(with_cache(&["render", "link/../services", "--out", "rendered"]).0, 0);
     std::thread::sleep(std::time::Duration::from_millis(2200));
