@@ -1062,7 +1062,6 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("x.yaml")).unwrap(), "hand written");
     }
 
-    #[cfg(unix)]
     #[test]
     fn changes_sort_files_into_created_updated_deleted_and_unchanged() {
         let planned = planned(&[("a.yaml", "1"), ("b/x.yaml", "2"), ("b/y.yaml", "new"), ("d.yaml", "4")]);
@@ -1122,6 +1121,7 @@ mod tests {
         assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_file_added_after_the_tree_was_read_is_seen_before_writing() {
         let dir = tempfile::tempdir().unwrap();
