@@ -673,16 +673,21 @@ impl Survey {
         self.writer.as_ref().map(|w| &w.existing).or(self.scanned.as_ref())
     }
 
-    /// The manifest, when the tree is by its digests exactly what a render
-    /// would write there: same version, settings and input files, and the
-    /// files isvc owns in the tree those it wrote, unedited. `None` means
-    /// "compile to find out".
-    fn up_to_date(&self, settings: &[String]) -> Option<&Manifest> {
+    /// The manifest, when it records this run's settings and the files
+    /// isvc owns in the tree are those it lists, unedited: the tree a
+    /// render may keep namespaces of.
+    fn describing_tree(&self, settings: &[String]) -> Option<&Manifest> {
         let recorded = self.manifest.as_ref().filter(|m| m.settings == settings)?;
-        let mut current = self.inputs.clone()?;
+        self.existing().is_some_and(|e| recorded.matches_tree(e)).then_some(recorded)
+    }
+
+    /// Whether `recorded` lists exactly this run's input files, by digest.
+    /// With [`Survey::describing_tree`]: the tree is by its digests
+    /// exactly what a render would write there, and no compile is needed.
+    fn same_inputs(&self, recorded: &Manifest) -> bool {
+        let Some(mut current) = self.inputs.clone() else { return false };
         current.sort();
-        let same = !current.is_empty() && recorded.inputs == current;
-        (same && self.existing().is_some_and(|e| recorded.matches_tree(e))).then_some(recorded)
+        !current.is_empty() && recorded.inputs == current
     }
 }
 
@@ -861,7 +866,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     let tree = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out.clone() };
     let survey = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
-    if let Some(recorded) = survey.up_to_date(&settings) {
+    let described = survey.describing_tree(&settings);
+    if let Some(recorded) = described.filter(|m| survey.same_inputs(m)) {
         survey.cache.save();
         // The manifest and every file it lists.
         let files = recorded.outputs.len() + 1;
@@ -873,13 +879,10 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let Survey { cache, manifest, inputs, writer, scanned } = survey;
-    let existing = writer.as_ref().map(|w| &w.existing).or(scanned.as_ref());
-    let reusable = manifest.filter(|m| {
-        m.settings == settings && !quota_table && inputs.is_some() && existing.is_some_and(|e| m.matches_tree(e))
-    });
+    let reusable = described.filter(|_| !quota_table && survey.inputs.is_some());
+    let existing = survey.existing();
     let (compiled, services, digests) =
-        compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable.as_ref()))?;
+        compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable))?;
     let (kept, counts) = kept_namespaces(&compiled, existing);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     let namespaces: Vec<(String, String, usize)> = digests
@@ -890,7 +893,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         })
         .collect();
     let mut tree = output::written_tree(compiled.objects, kept);
-    if inputs.is_none() {
+    if survey.inputs.is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
         settings.push("inputs unrecorded".to_string());
@@ -899,14 +902,14 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // A run that warns compiles every time, so the warnings are shown.
         settings.push("warnings".to_string());
     }
-    let recorded = Manifest::new(settings, inputs.unwrap_or_default(), rendered, namespaces, &tree);
+    let recorded = Manifest::new(settings, survey.inputs.unwrap_or_default(), rendered, namespaces, &tree);
     tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
     if args.check {
-        let existing = match scanned {
+        let existing = match survey.scanned {
             Some(existing) => existing,
-            None => output::scan(&out, &cache)?,
+            None => output::scan(&out, &survey.cache)?,
         };
-        cache.save();
+        survey.cache.save();
         let changes = output::changes(&tree, &existing);
         if changes.is_empty() {
             status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
@@ -928,13 +931,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let changes = match writer {
+    let changes = match survey.writer {
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
-        Some(writer) => writer.write(&tree, &cache)?,
-        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree, &cache)?,
+        Some(writer) => writer.write(&tree, &survey.cache)?,
+        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree, &survey.cache)?,
     };
-    cache.save();
+    survey.cache.save();
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {
@@ -1019,17 +1022,18 @@ fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let recorded = match args.inputs.cluster {
+    // The objects of a tree its manifest shows up to date.
+    let up_to_date = match args.inputs.cluster {
         Some(_) => None,
         None => {
             let settings = run_settings(&args.inputs, &header_base());
             let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
             survey.cache.save();
-            survey.up_to_date(&settings).cloned()
+            survey.describing_tree(&settings).filter(|m| survey.same_inputs(m)).map(|m| m.objects)
         }
     };
-    if let Some(recorded) = recorded {
-        let report = diff::Report { objects: Vec::new(), unchanged: recorded.objects };
+    if let Some(objects) = up_to_date {
+        let report = diff::Report { objects: Vec::new(), unchanged: objects };
         print(&match args.format {
             DiffFormat::Text => crate::report::diff::to_text(&report, true),
             DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
