@@ -146,8 +146,9 @@ impl StatCache {
     /// `None` for `dir` turns it off.
     pub fn open(dir: Option<&Path>, out: &Path) -> StatCache {
         let Some(dir) = dir else { return StatCache::off() };
-        let real = crate::load::files::absolute(out);
-        let real = std::fs::canonicalize(&real).unwrap_or(real);
+        // Links and `..` resolved by the system, in that order; a tree not
+        // yet written is named by its absolute path.
+        let real = std::fs::canonicalize(out).unwrap_or_else(|_| crate::load::files::absolute(out));
         let file = dir.join(format!("{PREFIX}{}", crate::base::digest::digest(real.as_os_str().as_encoded_bytes())));
         StatCache::at(file)
     }
@@ -182,7 +183,7 @@ impl StatCache {
     }
 
     /// Records `digest`, read from the file at `path` whose status was
-    /// `stat` before it was read, if the file has settled.
+    /// `stat` when it was read, if the file has settled.
     pub fn record(&self, kind: Kind, path: &Path, stat: Stat, digest: &str) {
         if self.file.is_none() {
             return;
