@@ -1,32 +1,35 @@
 //! The built-in templates as code: each function builds the object its
-//! template in `templates/` renders, straight from the service's values,
-//! without writing text and parsing it back.
+//! template in `templates/` renders, straight from the service's typed
+//! desired state, without writing text and parsing it back, and without
+//! first serializing the desired state into the generic value the
+//! templates read.
 //!
 //! The templates stay the reference and what users override. A template
 //! that is not overridden is built here instead, and the tests hold the
 //! two equal: `tests/it/builtin.rs` renders every example and generated
 //! services both ways and compares every object, and the unit test below
 //! pins each function to its template's identity. The semantics mirrored:
-//! `{{ x }}` is the value of `x` (written as JSON and read back as YAML,
-//! which changes no JSON value); `x or none` is null when `x` is falsy in
+//! `{{ x }}` is the value of `x` as serde serializes it (written as JSON
+//! and read back as YAML, which changes no JSON value); a field of an
+//! absent (`None`) value is null; `x or none` is null when `x` is falsy in
 //! minijinja's sense (none, false, zero, empty); a `for` loop appends one
 //! item per element; mapping entries whose value is null are dropped
 //! afterwards, as [`super::drop_nulls`] does for a parsed-back template.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::derive::DesiredService;
+use crate::derive::gateway::PickerPlan;
 #[cfg(test)]
 use serde_json::json;
 
-/// A value as [`v!`] takes it: cloned from the service's values, moved, or
-/// a literal.
+/// A value as [`v!`] takes it: a field of the desired state, converted as
+/// serde would serialize it, or a literal.
 trait IntoValue {
     fn into_value(self) -> Value;
-}
-
-impl IntoValue for &Value {
-    fn into_value(self) -> Value {
-        self.clone()
-    }
 }
 
 impl IntoValue for Value {
@@ -35,9 +38,21 @@ impl IntoValue for Value {
     }
 }
 
+impl IntoValue for &Value {
+    fn into_value(self) -> Value {
+        self.clone()
+    }
+}
+
 impl IntoValue for &str {
     fn into_value(self) -> Value {
         Value::String(self.to_string())
+    }
+}
+
+impl IntoValue for &String {
+    fn into_value(self) -> Value {
+        Value::String(self.clone())
     }
 }
 
@@ -53,8 +68,71 @@ impl IntoValue for bool {
     }
 }
 
+impl IntoValue for &BTreeMap<String, String> {
+    fn into_value(self) -> Value {
+        // A BTreeMap serializes in key order, and the map keeps that order.
+        let mut map = Map::with_capacity(self.len());
+        for (k, v) in self {
+            map.insert(k.clone(), Value::String(v.clone()));
+        }
+        Value::Object(map)
+    }
+}
+
+impl IntoValue for &Vec<String> {
+    fn into_value(self) -> Value {
+        Value::Array(self.iter().map(|s| Value::String(s.clone())).collect())
+    }
+}
+
+impl IntoValue for &Vec<Value> {
+    fn into_value(self) -> Value {
+        Value::Array(self.clone())
+    }
+}
+
+/// `{{ a.b }}` where `a` may be absent: null then.
+impl<T: IntoValue> IntoValue for Option<T> {
+    fn into_value(self) -> Value {
+        self.map_or(Value::Null, IntoValue::into_value)
+    }
+}
+
+/// A value of a type with its own serialization (Kubernetes types, the
+/// platform's), serialized as the templates' context serializes it.
+fn ser<T: Serialize + ?Sized>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// `x or none`: null when the value is falsy in minijinja's sense (none,
+/// false, zero, empty strings and collections).
+fn or_none(v: Value) -> Value {
+    if truthy(&v) { v } else { Value::Null }
+}
+
+/// minijinja's truthiness: none, false, zero and empty strings and
+/// collections are false.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+    }
+}
+
+/// `[first..., {% for x in more %} x {% endfor %}]`.
+fn list(first: Vec<Value>, more: &[Value]) -> Value {
+    let mut items = Vec::with_capacity(first.len() + more.len());
+    items.extend(first);
+    items.extend(more.iter().cloned());
+    Value::Array(items)
+}
+
 /// JSON-like literals, as `serde_json::json!` writes them, but with each
-/// value cloned or moved in rather than serialized again, and every map
+/// value converted by [`IntoValue`] rather than serialized, and every map
 /// and list allocated at its final size.
 macro_rules! v {
     ({ $($tt:tt)* }) => { v!(@object [] () $($tt)*) };
@@ -80,117 +158,57 @@ macro_rules! v {
     ($e:expr) => { IntoValue::into_value($e) };
 }
 
-/// `{{ x }}` of an absent `x`, and `x or none` of a falsy one.
-static NULL: Value = Value::Null;
-
-/// The values a template sees: the derivation serialized, as minijinja
-/// sees it.
-pub struct Ctx {
-    root: Value,
-}
-
-impl Ctx {
-    pub fn new(root: Value) -> Ctx {
-        Ctx { root }
-    }
-
-    /// `{{ a.b.c }}`: the value at a dotted path (null where it is absent,
-    /// which the caller's comparison with the template would show).
-    fn get(&self, path: &str) -> &Value {
-        let mut v = &self.root;
-        for key in path.split('.') {
-            match v.get(key) {
-                Some(next) => v = next,
-                None => return &NULL,
-            }
-        }
-        v
-    }
-
-    /// `{{ a.b.c or none }}`.
-    fn or_none(&self, path: &str) -> &Value {
-        let v = self.get(path);
-        if truthy(v) { v } else { &NULL }
-    }
-
-    /// `{% if a.b %}`.
-    fn is(&self, path: &str) -> bool {
-        truthy(self.get(path))
-    }
-
-    /// `[first..., {% for x in path %} x {% endfor %}]`.
-    fn list(&self, first: Vec<Value>, path: &str) -> Value {
-        let more = self.get(path).as_array().map_or(&[][..], Vec::as_slice);
-        let mut items = Vec::with_capacity(first.len() + more.len());
-        items.extend(first);
-        items.extend(more.iter().cloned());
-        Value::Array(items)
-    }
-}
-
-/// minijinja's truthiness: none, false, zero and empty strings and
-/// collections are false.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-    }
-}
-
-/// The object `template` renders for the service whose values are `c`, or
-/// `None` when `template` is not a built-in one.
-pub fn build(template: &str, c: &Ctx) -> Option<Value> {
+/// The object `template` renders for the service `d`, or `None` when
+/// `template` is not a built-in one.
+pub fn build(template: &str, d: &DesiredService) -> Option<Value> {
     let mut value = match template {
-        "deployment.yaml" => deployment(c),
-        "service.yaml" => service(c),
-        "horizontalpodautoscaler.yaml" => horizontal_pod_autoscaler(c),
-        "poddisruptionbudget.yaml" => pod_disruption_budget(c),
-        "configmap.yaml" => config_map(c),
-        "leaderworkerset.yaml" => leader_worker_set(c),
-        "scaledobject.yaml" => scaled_object(c),
-        "httproute.yaml" => http_route(c),
-        "inferencepool.yaml" => inference_pool(c),
-        "inferenceobjective.yaml" => inference_objective(c),
-        "servicemonitor.yaml" => service_monitor(c),
-        "endpointpicker-serviceaccount.yaml" => picker_service_account(c),
-        "endpointpicker-role.yaml" => picker_role(c),
-        "endpointpicker-rolebinding.yaml" => picker_role_binding(c),
-        "endpointpicker-configmap.yaml" => picker_config_map(c),
-        "endpointpicker-service.yaml" => picker_service(c),
-        "endpointpicker-deployment.yaml" => picker_deployment(c),
-        "endpointpicker-poddisruptionbudget.yaml" => picker_pod_disruption_budget(c),
-        "endpointpicker-servicemonitor.yaml" => picker_service_monitor(c),
+        "deployment.yaml" => deployment(d),
+        "service.yaml" => service(d),
+        "horizontalpodautoscaler.yaml" => horizontal_pod_autoscaler(d),
+        "poddisruptionbudget.yaml" => pod_disruption_budget(d),
+        "configmap.yaml" => config_map(d),
+        "leaderworkerset.yaml" => leader_worker_set(d),
+        "scaledobject.yaml" => scaled_object(d),
+        "httproute.yaml" => http_route(d),
+        "inferencepool.yaml" => inference_pool(d),
+        "inferenceobjective.yaml" => inference_objective(d),
+        "servicemonitor.yaml" => service_monitor(d),
+        "endpointpicker-serviceaccount.yaml" => picker_service_account(d),
+        "endpointpicker-role.yaml" => picker_role(d),
+        "endpointpicker-rolebinding.yaml" => picker_role_binding(d),
+        "endpointpicker-configmap.yaml" => picker_config_map(d),
+        "endpointpicker-service.yaml" => picker_service(d),
+        "endpointpicker-deployment.yaml" => picker_deployment(d),
+        "endpointpicker-poddisruptionbudget.yaml" => picker_pod_disruption_budget(d),
+        "endpointpicker-servicemonitor.yaml" => picker_service_monitor(d),
         _ => return None,
     };
     super::drop_nulls(&mut value);
     Some(value)
 }
 
-/// `metadata` with `name` and `labels` at the given paths.
-fn metadata(c: &Ctx, name: &str, labels: &str) -> Value {
+/// `metadata` with the given `name` and `labels`.
+fn metadata(d: &DesiredService, name: Value, labels: Value) -> Value {
     v!({
-        "name": c.get(name),
-        "namespace": c.get("namespace"),
-        "labels": c.get(labels),
-        "annotations": c.or_none("annotations"),
+        "name": name,
+        "namespace": &d.namespace,
+        "labels": labels,
+        "annotations": or_none(v!(&d.annotations)),
     })
 }
 
-fn http_probe(c: &Ctx, failure_threshold: &str) -> Value {
+fn http_probe(d: &DesiredService, failure_threshold: i32) -> Value {
+    let probes = &d.container.probes;
     v!({
         "httpGet": {
-            "path": c.get("container.probes.path"),
-            "port": c.get("container.port_name"),
+            "path": &probes.path,
+            "port": &d.container.port_name,
             "scheme": "HTTP",
         },
-        "periodSeconds": c.get("container.probes.period_seconds"),
-        "timeoutSeconds": c.get("container.probes.timeout_seconds"),
+        "periodSeconds": probes.period_seconds,
+        "timeoutSeconds": probes.timeout_seconds,
         "successThreshold": 1,
-        "failureThreshold": c.get(failure_threshold),
+        "failureThreshold": failure_threshold,
     })
 }
 
@@ -198,149 +216,157 @@ fn shm_mount() -> Value {
     v!({"name": "shm", "mountPath": "/dev/shm"})
 }
 
-fn shm_volume(c: &Ctx) -> Value {
-    v!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": c.get("container.shm_size")}})
+fn shm_volume(d: &DesiredService) -> Value {
+    v!({"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": &d.container.shm_size}})
 }
 
 /// The serving pod's spec, shared by the Deployment and the leader of a
-/// LeaderWorkerSet (which adds `command`).
-fn serving_pod_spec(c: &Ctx, command: Option<&str>) -> Value {
-    // A Deployment's container has no command: null, which is dropped.
-    let command = command.map_or(Value::Null, |p| c.get(p).clone());
+/// LeaderWorkerSet (which adds `command`; null, and so dropped, for a
+/// Deployment).
+fn serving_pod_spec(d: &DesiredService, command: Value) -> Value {
+    let c = &d.container;
     let container = v!({
-        "name": c.get("container.name"),
-        "image": c.get("container.image"),
-        "imagePullPolicy": c.get("container.image_pull_policy"),
+        "name": &c.name,
+        "image": &c.image,
+        "imagePullPolicy": &c.image_pull_policy,
         "command": command,
-        "args": c.get("container.args"),
-        "env": c.get("container.env"),
+        "args": &c.args,
+        "env": ser(&c.env),
         "ports": [{
-            "name": c.get("container.port_name"),
-            "containerPort": c.get("container.port"),
+            "name": &c.port_name,
+            "containerPort": c.port,
             "protocol": "TCP",
         }],
         "resources": {
-            "requests": c.get("container.requests"),
-            "limits": c.get("container.limits"),
+            "requests": &c.requests,
+            "limits": &c.limits,
         },
-        "securityContext": c.get("security.container"),
-        "lifecycle": {"preStop": {"exec": {"command": c.get("drain.pre_stop")}}},
-        "startupProbe": http_probe(c, "container.probes.startup_failure_threshold"),
-        "livenessProbe": http_probe(c, "container.probes.liveness_failure_threshold"),
-        "readinessProbe": http_probe(c, "container.probes.readiness_failure_threshold"),
-        "volumeMounts": c.list(vec![shm_mount()], "container.volume_mounts"),
+        "securityContext": ser(&d.security.container),
+        "lifecycle": {"preStop": {"exec": {"command": &d.drain.pre_stop}}},
+        "startupProbe": http_probe(d, c.probes.startup_failure_threshold),
+        "livenessProbe": http_probe(d, c.probes.liveness_failure_threshold),
+        "readinessProbe": http_probe(d, c.probes.readiness_failure_threshold),
+        "volumeMounts": list(vec![shm_mount()], &c.volume_mounts),
     });
-    pod_spec(c, container, "volumes")
+    pod_spec(d, container, &d.volumes)
 }
 
 /// A serving or worker pod's spec around its one `container`, with
-/// `/dev/shm` and the volumes at `volumes`.
-fn pod_spec(c: &Ctx, container: Value, volumes: &str) -> Value {
+/// `/dev/shm` and `volumes`.
+fn pod_spec(d: &DesiredService, container: Value, volumes: &[Value]) -> Value {
     v!({
-        "priorityClassName": c.get("priority_class"),
-        "nodeSelector": c.or_none("container.node_selector"),
-        "tolerations": c.or_none("container.tolerations"),
-        "automountServiceAccountToken": c.get("security.automount_service_account_token"),
-        "terminationGracePeriodSeconds": c.get("drain.termination_grace_period_seconds"),
-        "securityContext": c.get("security.pod"),
-        "initContainers": c.or_none("init_containers"),
+        "priorityClassName": d.priority_class.as_ref(),
+        "nodeSelector": or_none(v!(&d.container.node_selector)),
+        "tolerations": or_none(ser(&d.container.tolerations)),
+        "automountServiceAccountToken": d.security.automount_service_account_token,
+        "terminationGracePeriodSeconds": d.drain.termination_grace_period_seconds,
+        "securityContext": ser(&d.security.pod),
+        "initContainers": or_none(v!(&d.init_containers)),
         "containers": [container],
-        "volumes": c.list(vec![shm_volume(c)], volumes),
+        "volumes": list(vec![shm_volume(d)], volumes),
     })
 }
 
-fn deployment(c: &Ctx) -> Value {
+/// A pod template's `metadata`.
+fn template_metadata(labels: &BTreeMap<String, String>, annotations: &BTreeMap<String, String>) -> Value {
+    v!({"labels": labels, "annotations": or_none(v!(annotations))})
+}
+
+fn deployment(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(c, "name", "workload_labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.workload_labels)),
         "spec": {
-            "replicas": c.get("replicas"),
-            "selector": {"matchLabels": c.get("selector")},
+            "replicas": d.replicas,
+            "selector": {"matchLabels": &d.selector},
             "strategy": {
                 "type": "RollingUpdate",
                 "rollingUpdate": {
-                    "maxSurge": c.get("rollout.max_surge"),
-                    "maxUnavailable": c.get("rollout.max_unavailable"),
+                    "maxSurge": d.rollout.max_surge,
+                    "maxUnavailable": d.rollout.max_unavailable,
                 },
             },
             "revisionHistoryLimit": 10,
-            "progressDeadlineSeconds": c.get("rollout.progress_deadline_seconds"),
+            "progressDeadlineSeconds": d.rollout.progress_deadline_seconds,
             "template": {
-                "metadata": {"labels": c.get("pod_labels"), "annotations": c.or_none("pod_annotations")},
-                "spec": serving_pod_spec(c, None),
+                "metadata": template_metadata(&d.pod_labels, &d.pod_annotations),
+                "spec": serving_pod_spec(d, Value::Null),
             },
         },
     })
 }
 
-fn leader_worker_set(c: &Ctx) -> Value {
+fn leader_worker_set(d: &DesiredService) -> Value {
+    let c = &d.container;
+    let m = d.multi_node.as_ref();
     let worker = v!({
-        "name": c.get("container.name"),
-        "image": c.get("container.image"),
-        "imagePullPolicy": c.get("container.image_pull_policy"),
-        "command": c.get("multi_node.worker_command"),
-        "env": c.get("container.env"),
+        "name": &c.name,
+        "image": &c.image,
+        "imagePullPolicy": &c.image_pull_policy,
+        "command": m.map(|m| &m.worker_command),
+        "env": ser(&c.env),
         "resources": {
-            "requests": c.get("container.requests"),
-            "limits": c.get("container.limits"),
+            "requests": &c.requests,
+            "limits": &c.limits,
         },
-        "securityContext": c.get("security.container"),
-        "lifecycle": {"preStop": {"exec": {"command": c.get("drain.worker_pre_stop")}}},
+        "securityContext": ser(&d.security.container),
+        "lifecycle": {"preStop": {"exec": {"command": &d.drain.worker_pre_stop}}},
         "startupProbe": {
-            "exec": {"command": c.get("multi_node.worker_probe")},
-            "periodSeconds": c.get("container.probes.period_seconds"),
-            "timeoutSeconds": c.get("multi_node.worker_probe_timeout_seconds"),
+            "exec": {"command": m.map(|m| &m.worker_probe)},
+            "periodSeconds": c.probes.period_seconds,
+            "timeoutSeconds": m.map(|m| m.worker_probe_timeout_seconds),
             "successThreshold": 1,
-            "failureThreshold": c.get("container.probes.startup_failure_threshold"),
+            "failureThreshold": c.probes.startup_failure_threshold,
         },
-        "volumeMounts": c.list(vec![shm_mount()], "security_mounts"),
+        "volumeMounts": list(vec![shm_mount()], &d.security_mounts),
     });
+    let worker_labels = m.map(|m| &m.worker_labels);
     v!({
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": metadata(c, "name", "workload_labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.workload_labels)),
         "spec": {
-            "replicas": c.get("replicas"),
+            "replicas": d.replicas,
             "startupPolicy": "LeaderCreated",
             "rolloutStrategy": {
                 "type": "RollingUpdate",
                 "rollingUpdateConfiguration": {
-                    "maxSurge": c.get("rollout.max_surge"),
-                    "maxUnavailable": c.get("rollout.max_unavailable"),
+                    "maxSurge": d.rollout.max_surge,
+                    "maxUnavailable": d.rollout.max_unavailable,
                 },
             },
             "leaderWorkerTemplate": {
-                "size": c.get("multi_node.size"),
+                "size": m.map(|m| m.size),
                 "restartPolicy": "RecreateGroupOnPodRestart",
                 "leaderTemplate": {
-                    "metadata": {"labels": c.get("pod_labels"), "annotations": c.or_none("pod_annotations")},
-                    "spec": serving_pod_spec(c, Some("multi_node.leader_command")),
+                    "metadata": template_metadata(&d.pod_labels, &d.pod_annotations),
+                    "spec": serving_pod_spec(d, v!(m.map(|m| &m.leader_command))),
                 },
                 "workerTemplate": {
                     "metadata": {
-                        "labels": c.get("multi_node.worker_labels"),
-                        "annotations": c.or_none("security.pod_annotations"),
+                        "labels": worker_labels,
+                        "annotations": or_none(v!(&d.security.pod_annotations)),
                     },
-                    "spec": pod_spec(c, worker, "security_volumes"),
+                    "spec": pod_spec(d, worker, &d.security_volumes),
                 },
             },
         },
     })
 }
 
-fn service(c: &Ctx) -> Value {
+fn service(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
             "type": "ClusterIP",
-            "selector": c.get("selector"),
+            "selector": &d.selector,
             "ports": [{
-                "name": c.get("container.port_name"),
-                "port": c.get("container.port"),
-                "targetPort": c.get("container.port_name"),
+                "name": &d.container.port_name,
+                "port": d.container.port,
+                "targetPort": &d.container.port_name,
                 "protocol": "TCP",
             }],
         },
@@ -348,7 +374,7 @@ fn service(c: &Ctx) -> Value {
 }
 
 /// The scaling behaviour the HPA and KEDA's HPA share.
-fn behavior(c: &Ctx) -> Value {
+fn behavior(d: &DesiredService) -> Value {
     v!({
         "scaleUp": {
             "stabilizationWindowSeconds": 0,
@@ -356,110 +382,117 @@ fn behavior(c: &Ctx) -> Value {
             "policies": [{"type": "Pods", "value": 4, "periodSeconds": 60}],
         },
         "scaleDown": {
-            "stabilizationWindowSeconds": c.get("autoscaler.scale_down_stabilization_seconds"),
+            "stabilizationWindowSeconds": d.autoscaler.as_ref().map(|a| a.scale_down_stabilization_seconds),
             "selectPolicy": "Max",
             "policies": [{"type": "Pods", "value": 1, "periodSeconds": 120}],
         },
     })
 }
 
-fn scale_target(c: &Ctx) -> Value {
-    v!({"apiVersion": c.get("workload.api_version"), "kind": c.get("workload.kind"), "name": c.get("name")})
+fn scale_target(d: &DesiredService) -> Value {
+    v!({"apiVersion": d.workload.api_version, "kind": d.workload.kind, "name": &d.name})
 }
 
-fn horizontal_pod_autoscaler(c: &Ctx) -> Value {
-    let target = v!({"type": "AverageValue", "averageValue": c.get("autoscaler.target_average_value")});
-    let metric = if c.is("autoscaler.picker_service") {
+fn horizontal_pod_autoscaler(d: &DesiredService) -> Value {
+    let a = d.autoscaler.as_ref();
+    let target = v!({"type": "AverageValue", "averageValue": a.map(|a| &a.target_average_value)});
+    let picker_service = v!(a.and_then(|a| a.picker_service.as_ref()));
+    let metric = if truthy(&picker_service) {
         v!({
             "type": "Object",
             "object": {
-                "describedObject": {"apiVersion": "v1", "kind": "Service", "name": c.get("autoscaler.picker_service")},
-                "metric": {"name": c.get("autoscaler.metric")},
+                "describedObject": {"apiVersion": "v1", "kind": "Service", "name": picker_service},
+                "metric": {"name": a.map(|a| &a.metric)},
                 "target": target,
             },
         })
     } else {
-        v!({"type": "Pods", "pods": {"metric": {"name": c.get("autoscaler.metric")}, "target": target}})
+        v!({"type": "Pods", "pods": {"metric": {"name": a.map(|a| &a.metric)}, "target": target}})
     };
     v!({
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "scaleTargetRef": scale_target(c),
-            "minReplicas": c.get("autoscaler.min_replicas"),
-            "maxReplicas": c.get("autoscaler.max_replicas"),
+            "scaleTargetRef": scale_target(d),
+            "minReplicas": a.map(|a| a.min_replicas),
+            "maxReplicas": a.map(|a| a.max_replicas),
             "metrics": [metric],
-            "behavior": behavior(c),
+            "behavior": behavior(d),
         },
     })
 }
 
-fn scaled_object(c: &Ctx) -> Value {
+fn scaled_object(d: &DesiredService) -> Value {
+    let a = d.autoscaler.as_ref();
+    let k = d.keda.as_ref();
     v!({
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "scaleTargetRef": scale_target(c),
-            "pollingInterval": c.get("keda.polling_interval"),
-            "minReplicaCount": c.get("autoscaler.min_replicas"),
-            "maxReplicaCount": c.get("autoscaler.max_replicas"),
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(c)}},
+            "scaleTargetRef": scale_target(d),
+            "pollingInterval": k.map(|k| k.polling_interval),
+            "minReplicaCount": a.map(|a| a.min_replicas),
+            "maxReplicaCount": a.map(|a| a.max_replicas),
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": behavior(d)}},
             "triggers": [{
                 "type": "prometheus",
                 "metricType": "AverageValue",
                 "metadata": {
-                    "serverAddress": c.get("keda.server_address"),
-                    "query": c.get("keda.query"),
-                    "threshold": c.get("autoscaler.target_average_value"),
+                    "serverAddress": k.map(|k| &k.server_address),
+                    "query": k.map(|k| &k.query),
+                    "threshold": a.map(|a| &a.target_average_value),
                 },
             }],
         },
     })
 }
 
-fn pod_disruption_budget(c: &Ctx) -> Value {
+fn pod_disruption_budget(d: &DesiredService) -> Value {
+    let b = d.disruption_budget.as_ref();
     v!({
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "maxUnavailable": c.get("disruption_budget.max_unavailable"),
-            "selector": {"matchLabels": c.get("disruption_budget.selector")},
+            "maxUnavailable": b.map(|b| b.max_unavailable),
+            "selector": {"matchLabels": b.map(|b| &b.selector)},
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     })
 }
 
-fn config_map(c: &Ctx) -> Value {
+fn config_map(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(c, "name", "labels"),
-        "data": c.get("adapters.data"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
+        "data": d.adapters.as_ref().map(|a| &a.data),
     })
 }
 
-fn service_monitor(c: &Ctx) -> Value {
+fn service_monitor(d: &DesiredService) -> Value {
+    let m = d.monitoring.as_ref();
     v!({
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": metadata(c, "name", "monitoring.labels"),
+        "metadata": metadata(d, v!(&d.name), v!(m.map(|m| &m.labels))),
         "spec": {
-            "selector": {"matchLabels": c.get("selector")},
+            "selector": {"matchLabels": &d.selector},
             "endpoints": [{
-                "port": c.get("container.port_name"),
-                "path": c.get("monitoring.path"),
-                "interval": c.get("monitoring.interval"),
+                "port": &d.container.port_name,
+                "path": m.map(|m| &m.path),
+                "interval": m.and_then(|m| m.interval.as_ref()),
             }],
         },
     })
 }
 
-fn http_route(c: &Ctx) -> Value {
+fn http_route(d: &DesiredService) -> Value {
+    let g = d.gateway.as_ref();
     // The `if` blocks: a key whose value is null is dropped.
-    let filters = if c.is("gateway.rewrite") {
+    let filters = if g.is_some_and(|g| g.rewrite) {
         v!([{
             "type": "URLRewrite",
             "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
@@ -467,163 +500,177 @@ fn http_route(c: &Ctx) -> Value {
     } else {
         Value::Null
     };
-    let timeouts =
-        if c.is("gateway.request_timeout") { v!({"request": c.get("gateway.request_timeout")}) } else { Value::Null };
+    let timeout = v!(g.and_then(|g| g.request_timeout.as_ref()));
+    let timeouts = if truthy(&timeout) { v!({"request": timeout}) } else { Value::Null };
+    let backends: Vec<Value> = g.map(|g| g.backends.iter().map(ser).collect()).unwrap_or_default();
     let rule = v!({
-        "matches": [{"path": {"type": "PathPrefix", "value": c.get("gateway.path")}}],
+        "matches": [{"path": {"type": "PathPrefix", "value": g.map(|g| &g.path)}}],
         "filters": filters,
-        "backendRefs": c.list(Vec::new(), "gateway.backends"),
+        "backendRefs": Value::Array(backends),
         "timeouts": timeouts,
     });
     v!({
         "apiVersion": "gateway.networking.k8s.io/v1",
         "kind": "HTTPRoute",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "parentRefs": [c.get("gateway.parent_ref")],
-            "hostnames": c.or_none("gateway.hostnames"),
+            "parentRefs": [g.map(|g| ser(&g.parent_ref))],
+            "hostnames": or_none(v!(g.map(|g| &g.hostnames))),
             "rules": [rule],
         },
     })
 }
 
-fn inference_pool(c: &Ctx) -> Value {
+fn inference_pool(d: &DesiredService) -> Value {
+    let pool = d.gateway.as_ref().and_then(|g| g.pool.as_ref());
     v!({
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "selector": {"matchLabels": c.get("selector")},
-            "targetPorts": [{"number": c.get("container.port")}],
+            "selector": {"matchLabels": &d.selector},
+            "targetPorts": [{"number": d.container.port}],
             "endpointPickerRef": {
                 "kind": "Service",
-                "name": c.get("gateway.pool.endpoint_picker"),
-                "port": {"number": c.get("gateway.pool.endpoint_picker_port")},
-                "failureMode": c.get("gateway.pool.failure_mode"),
+                "name": pool.map(|p| &p.endpoint_picker),
+                "port": {"number": pool.map(|p| p.endpoint_picker_port)},
+                "failureMode": pool.map(|p| ser(&p.failure_mode)),
             },
         },
     })
 }
 
-fn inference_objective(c: &Ctx) -> Value {
+fn inference_objective(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "llm-d.ai/v1alpha2",
         "kind": "InferenceObjective",
-        "metadata": metadata(c, "name", "labels"),
+        "metadata": metadata(d, v!(&d.name), v!(&d.labels)),
         "spec": {
-            "poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": c.get("name")},
-            "priority": c.get("gateway.priority"),
+            "poolRef": {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": &d.name},
+            "priority": d.gateway.as_ref().and_then(|g| g.priority),
         },
     })
 }
 
-const PICKER: &str = "gateway.pool.picker.name";
-const PICKER_LABELS: &str = "gateway.pool.picker.labels";
-
-fn picker_service_account(c: &Ctx) -> Value {
-    v!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(c, PICKER, PICKER_LABELS)})
+/// The endpoint picker of the service's InferencePool, if it has one.
+fn picker(d: &DesiredService) -> Option<&PickerPlan> {
+    d.gateway.as_ref().and_then(|g| g.pool.as_ref()).map(|p| &p.picker)
 }
 
-fn picker_role(c: &Ctx) -> Value {
+/// `metadata` of a picker object, with the picker's `labels`.
+fn picker_metadata(d: &DesiredService, labels: impl Fn(&PickerPlan) -> &BTreeMap<String, String>) -> Value {
+    let p = picker(d);
+    metadata(d, v!(p.map(|p| &p.name)), v!(p.map(labels)))
+}
+
+fn picker_service_account(d: &DesiredService) -> Value {
+    v!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": picker_metadata(d, |p| &p.labels)})
+}
+
+fn picker_role(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": metadata(c, PICKER, PICKER_LABELS),
-        "rules": c.get("gateway.pool.picker.rules"),
+        "metadata": picker_metadata(d, |p| &p.labels),
+        "rules": picker(d).map(|p| &p.rules),
     })
 }
 
-fn picker_role_binding(c: &Ctx) -> Value {
+fn picker_role_binding(d: &DesiredService) -> Value {
+    let name = picker(d).map(|p| &p.name);
     v!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": metadata(c, PICKER, PICKER_LABELS),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": c.get(PICKER)},
-        "subjects": [{"kind": "ServiceAccount", "name": c.get(PICKER), "namespace": c.get("namespace")}],
+        "metadata": picker_metadata(d, |p| &p.labels),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": &d.namespace}],
     })
 }
 
-fn picker_config_map(c: &Ctx) -> Value {
+fn picker_config_map(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(c, PICKER, PICKER_LABELS),
-        "data": c.get("gateway.pool.picker.config"),
+        "metadata": picker_metadata(d, |p| &p.labels),
+        "data": picker(d).map(|p| &p.config),
     })
 }
 
-fn picker_service(c: &Ctx) -> Value {
-    let port = |name: &str, path: &str| v!({"name": name, "port": c.get(path), "targetPort": name, "protocol": "TCP"});
+fn picker_service(d: &DesiredService) -> Value {
+    let p = picker(d);
+    let port =
+        |name: &str, number: Option<i32>| v!({"name": name, "port": number, "targetPort": name, "protocol": "TCP"});
     v!({
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": metadata(c, PICKER, PICKER_LABELS),
+        "metadata": picker_metadata(d, |p| &p.labels),
         "spec": {
             "type": "ClusterIP",
-            "selector": c.get("gateway.pool.picker.selector"),
+            "selector": p.map(|p| &p.selector),
             "ports": [
-                port("grpc-ext-proc", "gateway.pool.picker.port"),
-                port("grpc-health", "gateway.pool.picker.health_port"),
-                port("http-metrics", "gateway.pool.picker.metrics_port"),
+                port("grpc-ext-proc", p.map(|p| p.port)),
+                port("grpc-health", p.map(|p| p.health_port)),
+                port("http-metrics", p.map(|p| p.metrics_port)),
             ],
         },
     })
 }
 
-fn picker_deployment(c: &Ctx) -> Value {
+fn picker_deployment(d: &DesiredService) -> Value {
+    let p = picker(d);
     let field_env = |name: &str, path: &str| v!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
-    let port = |name: &str, path: &str| v!({"name": name, "containerPort": c.get(path), "protocol": "TCP"});
-    let grpc = |service: &str| v!({"port": c.get("gateway.pool.picker.health_port"), "service": c.get(service)});
+    let port = |name: &str, number: Option<i32>| v!({"name": name, "containerPort": number, "protocol": "TCP"});
+    let grpc = |service: Option<&String>| v!({"port": p.map(|p| p.health_port), "service": service});
+    let empty = BTreeMap::new();
     v!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(c, PICKER, "gateway.pool.picker.workload_labels"),
+        "metadata": picker_metadata(d, |p| &p.workload_labels),
         "spec": {
-            "replicas": c.get("gateway.pool.picker.replicas"),
-            "selector": {"matchLabels": c.get("gateway.pool.picker.selector")},
+            "replicas": p.map(|p| p.replicas),
+            "selector": {"matchLabels": p.map(|p| &p.selector)},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "revisionHistoryLimit": 10,
             "template": {
                 "metadata": {
-                    "labels": c.get(PICKER_LABELS),
-                    "annotations": c.or_none("gateway.pool.picker.pod_annotations"),
+                    "labels": p.map(|p| &p.labels),
+                    "annotations": or_none(v!(p.map_or(&empty, |p| &p.pod_annotations))),
                 },
                 "spec": {
-                    "serviceAccountName": c.get(PICKER),
-                    "automountServiceAccountToken":
-                        c.get("gateway.pool.picker.security.automount_service_account_token"),
-                    "priorityClassName": c.get("priority_class"),
-                    "terminationGracePeriodSeconds": c.get("gateway.pool.picker.termination_grace_period_seconds"),
-                    "securityContext": c.get("gateway.pool.picker.security.pod"),
+                    "serviceAccountName": p.map(|p| &p.name),
+                    "automountServiceAccountToken": p.map(|p| p.security.automount_service_account_token),
+                    "priorityClassName": d.priority_class.as_ref(),
+                    "terminationGracePeriodSeconds": p.map(|p| p.termination_grace_period_seconds),
+                    "securityContext": p.map(|p| ser(&p.security.pod)),
                     "containers": [{
                         "name": "epp",
-                        "image": c.get("gateway.pool.picker.image"),
-                        "imagePullPolicy": c.get("gateway.pool.picker.image_pull_policy"),
-                        "args": c.get("gateway.pool.picker.args"),
+                        "image": p.map(|p| &p.image),
+                        "imagePullPolicy": p.map(|p| &p.image_pull_policy),
+                        "args": p.map(|p| &p.args),
                         "env": [field_env("NAMESPACE", "metadata.namespace"), field_env("POD_NAME", "metadata.name")],
                         "ports": [
-                            port("grpc-ext-proc", "gateway.pool.picker.port"),
-                            port("grpc-health", "gateway.pool.picker.health_port"),
-                            port("http-metrics", "gateway.pool.picker.metrics_port"),
+                            port("grpc-ext-proc", p.map(|p| p.port)),
+                            port("grpc-health", p.map(|p| p.health_port)),
+                            port("http-metrics", p.map(|p| p.metrics_port)),
                         ],
                         "resources": {
-                            "requests": c.get("gateway.pool.picker.requests"),
-                            "limits": c.get("gateway.pool.picker.limits"),
+                            "requests": p.map(|p| &p.requests),
+                            "limits": p.map(|p| &p.limits),
                         },
-                        "securityContext": c.get("gateway.pool.picker.security.container"),
+                        "securityContext": p.map(|p| ser(&p.security.container)),
                         "livenessProbe": {
-                            "grpc": grpc("gateway.pool.picker.liveness_service"),
+                            "grpc": grpc(p.map(|p| &p.liveness_service)),
                             "initialDelaySeconds": 5,
                             "periodSeconds": 10,
                         },
-                        "readinessProbe": {"grpc": grpc("gateway.pool.picker.readiness_service"), "periodSeconds": 2},
+                        "readinessProbe": {"grpc": grpc(p.map(|p| &p.readiness_service)), "periodSeconds": 2},
                         "volumeMounts": [
-                            {"name": "config", "mountPath": c.get("gateway.pool.picker.config_dir"), "readOnly": true},
+                            {"name": "config", "mountPath": p.map(|p| &p.config_dir), "readOnly": true},
                             {"name": "tmp", "mountPath": "/tmp"},
                         ],
                     }],
                     "volumes": [
-                        {"name": "config", "configMap": {"name": c.get(PICKER)}},
+                        {"name": "config", "configMap": {"name": p.map(|p| &p.name)}},
                         {"name": "tmp", "emptyDir": {}},
                     ],
                 },
@@ -632,27 +679,28 @@ fn picker_deployment(c: &Ctx) -> Value {
     })
 }
 
-fn picker_pod_disruption_budget(c: &Ctx) -> Value {
+fn picker_pod_disruption_budget(d: &DesiredService) -> Value {
     v!({
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": metadata(c, PICKER, PICKER_LABELS),
+        "metadata": picker_metadata(d, |p| &p.labels),
         "spec": {
             "maxUnavailable": 1,
-            "selector": {"matchLabels": c.get("gateway.pool.picker.selector")},
+            "selector": {"matchLabels": picker(d).map(|p| &p.selector)},
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     })
 }
 
-fn picker_service_monitor(c: &Ctx) -> Value {
+fn picker_service_monitor(d: &DesiredService) -> Value {
+    let interval = d.monitoring.as_ref().and_then(|m| m.interval.as_ref());
     v!({
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": metadata(c, PICKER, "gateway.pool.picker.monitor_labels"),
+        "metadata": picker_metadata(d, |p| &p.monitor_labels),
         "spec": {
-            "selector": {"matchLabels": c.get("gateway.pool.picker.selector")},
-            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": c.get("monitoring.interval")}],
+            "selector": {"matchLabels": picker(d).map(|p| &p.selector)},
+            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": interval}],
         },
     })
 }
@@ -660,27 +708,61 @@ fn picker_service_monitor(c: &Ctx) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::platform::Platform;
+
+    /// The desired state of a plain service (`gpus` GPUs, 3 replicas).
+    fn desired() -> DesiredService {
+        let mut s = crate::model::v1alpha1::InferenceService::new(
+            "qwen3",
+            crate::model::v1alpha1::InferenceServiceSpec {
+                model: "Qwen/Qwen3-0.6B".into(),
+                replicas: 3,
+                gpus_per_replica: 1,
+                priority: None,
+                queue: None,
+            },
+        );
+        s.metadata.namespace = Some("team-a".into());
+        crate::derive::derive(&crate::model::conversion::to_hub(&s).unwrap(), &Platform::default()).unwrap()
+    }
 
     #[test]
     fn every_built_in_template_is_built() {
-        let c = Ctx::new(json!({}));
+        // Objects a plain service has no plan for (a picker, KEDA) are
+        // still built, with the absent values left out.
+        let d = desired();
         for (name, text) in super::super::BUILTIN {
-            let v = build(name, &c).unwrap_or_else(|| panic!("{name} is not built"));
+            let v = build(name, &d).unwrap_or_else(|| panic!("{name} is not built"));
             // The kind the template's text names.
             let kind = text.lines().find_map(|l| l.strip_prefix("kind: ")).unwrap();
             assert_eq!(v["kind"], kind, "{name}");
         }
-        assert!(build("_partial.yaml", &c).is_none());
+        assert!(build("_partial.yaml", &d).is_none());
     }
 
     #[test]
     fn or_none_follows_minijinja_truthiness() {
-        let c = Ctx::new(json!({"a": {}, "b": [], "c": "", "d": 0, "e": false, "f": {"x": 1}, "g": "x", "h": 0.5}));
-        for k in ["a", "b", "c", "d", "e", "missing"] {
-            assert!(c.or_none(k).is_null(), "{k}");
+        let falsy = [json!({}), json!([]), json!(""), json!(0), json!(false), Value::Null];
+        for v in falsy {
+            assert!(or_none(v.clone()).is_null(), "{v}");
         }
-        for k in ["f", "g", "h"] {
-            assert!(!c.or_none(k).is_null(), "{k}");
+        for v in [json!({"x": 1}), json!("x"), json!(0.5), json!([0]), json!(true)] {
+            assert!(!or_none(v.clone()).is_null(), "{v}");
         }
+    }
+
+    #[test]
+    fn typed_values_convert_as_serde_serializes_them() {
+        // The conversions stand in for serializing the desired state, as
+        // the templates' context does: they must give the same values.
+        let d = desired();
+        let tree = serde_json::to_value(&d).unwrap();
+        assert_eq!(v!(&d.labels), tree["labels"]);
+        assert_eq!(v!(&d.container.args), tree["container"]["args"]);
+        assert_eq!(v!(d.replicas), tree["replicas"]);
+        assert_eq!(v!(d.container.port), tree["container"]["port"]);
+        assert_eq!(v!(d.priority_class.as_ref()), tree["priority_class"]);
+        assert_eq!(v!(&d.init_containers), tree["init_containers"]);
+        assert_eq!(v!(d.workload.kind), tree["workload"]["kind"]);
     }
 }

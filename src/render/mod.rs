@@ -215,7 +215,6 @@ pub fn render_service(
 ) -> Result<Vec<Object>, Vec<Diagnostic>> {
     // The values as the templates see them, made only when one is used.
     let mut ctx: Option<minijinja::Value> = None;
-    let mut values: Option<builtin::Ctx> = None;
     let mut objects = Vec::new();
     let mut diags = Vec::new();
     for child in &desired.objects {
@@ -233,10 +232,7 @@ pub fn render_service(
             bootstrap: false,
         };
         if templates.built.contains(child.template) {
-            let c = values.get_or_insert_with(|| {
-                builtin::Ctx::new(serde_json::to_value(desired).unwrap_or(serde_json::Value::Null))
-            });
-            if let Some(value) = builtin::build(child.template, c) {
+            if let Some(value) = builtin::build(child.template, desired) {
                 let problems = typecheck::typecheck(&value);
                 if problems.is_empty() {
                     objects.push(object(value));
