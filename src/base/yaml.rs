@@ -744,19 +744,40 @@ fn is_core_float(text: &str) -> bool {
 /// Emits `value` as one block-style YAML document (no `---`), keys in the
 /// value's order. Strings that could read as another type are quoted.
 pub fn to_string(value: &Value) -> String {
-    let mut out = String::with_capacity(emit::estimate(value));
-    write(value, &mut out);
-    out
+    to_string_after("", value)
+}
+
+/// `prefix` followed by [`to_string`] of `value`, in a string of exactly
+/// that length: the text is written into a buffer kept by each thread and
+/// copied once, which costs less than a walk of the value to guess the
+/// length, or a string grown by doubling and left with unused capacity.
+pub fn to_string_after(prefix: &str, value: &Value) -> String {
+    /// A buffer that grew past this is not kept for the next document.
+    const KEEP: usize = 1 << 20;
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    SCRATCH.with(|scratch| {
+        let Ok(mut buf) = scratch.try_borrow_mut() else {
+            // Not reentered today; a fresh buffer if it ever is.
+            let mut out = String::from(prefix);
+            write(value, &mut out);
+            return out;
+        };
+        buf.clear();
+        buf.push_str(prefix);
+        write(value, &mut buf);
+        let out = String::from(buf.as_str());
+        if buf.capacity() > KEEP {
+            *buf = String::new();
+        }
+        out
+    })
 }
 
 /// [`to_string`], appended to `out`.
 pub fn write(value: &Value, out: &mut String) {
     emit::document(value, out);
-}
-
-/// A guess of the length of [`to_string`]'s text, for a buffer's capacity.
-pub fn estimate_len(value: &Value) -> usize {
-    emit::estimate(value)
 }
 
 /// A scalar as text for messages: strings quoted, others as written.

@@ -144,11 +144,7 @@ impl Object {
 
     /// The object's file contents: header, then the YAML document.
     pub fn to_file(&self) -> String {
-        let header = self.header();
-        let mut out = String::with_capacity(header.len() + crate::base::yaml::estimate_len(&self.value));
-        out.push_str(&header);
-        crate::base::yaml::write(&self.value, &mut out);
-        out
+        crate::base::yaml::to_string_after(&self.header(), &self.value)
     }
 }
 

@@ -50,19 +50,6 @@ pub(super) fn document(value: &Value, out: &mut String) {
     node(value, At::Root, out);
 }
 
-/// A guess of the length of `value` as YAML, for the buffer's capacity.
-pub(super) fn estimate(value: &Value) -> usize {
-    fn walk(value: &Value, depth: usize) -> usize {
-        match value {
-            Value::Object(map) => map.iter().map(|(k, v)| 2 * depth + k.len() + 3 + walk(v, depth + 1)).sum(),
-            Value::Array(items) => items.iter().map(|v| 2 * depth + 2 + walk(v, depth + 1)).sum(),
-            Value::String(s) => s.len() + 1,
-            _ => 8,
-        }
-    }
-    walk(value, 0) + 16
-}
-
 /// Writes `value` starting `at` a place, down to its last line's newline.
 /// A non-empty mapping under a key starts on the next line one level in; a
 /// non-empty list under a key starts on the next line at the key's own
