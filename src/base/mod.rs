@@ -6,4 +6,5 @@ pub mod digest;
 pub mod names;
 pub mod problem;
 pub mod quantity;
+pub mod value;
 pub mod yaml;

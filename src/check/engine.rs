@@ -2,6 +2,7 @@
 //! GPU cluster, which an overridden template or a platform file can take
 //! away again.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::{
@@ -225,12 +226,12 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 /// Seconds a preStop hook waits: a `sleep` action, or an `exec` command that
 /// runs `sleep N`; `None` without a hook, 0 for one that does not sleep.
 fn pre_stop_seconds(c: &Value) -> Option<i64> {
-    let hook = c.pointer("/lifecycle/preStop")?;
-    if let Some(s) = hook.pointer("/sleep/seconds").and_then(Value::as_i64) {
+    let hook = c.at("/lifecycle/preStop")?;
+    if let Some(s) = hook.at("/sleep/seconds").and_then(Value::as_i64) {
         return Some(s);
     }
     let words: Vec<&str> = hook
-        .pointer("/exec/command")
+        .at("/exec/command")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -247,7 +248,7 @@ fn drain(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
         return;
     }
     let name = container_name(c);
-    let grace = template.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let grace = template.at("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
     let Some(pre_stop) = pre_stop_seconds(c) else {
         out.push(Finding::new(
             DRAIN_CUT_SHORT,
@@ -289,7 +290,7 @@ fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     if w.min_replicas != 1 || !serves {
         return;
     }
-    let strategy = o.value.pointer("/spec/strategy");
+    let strategy = o.value.at("/spec/strategy");
     if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
         out.push(Finding::new(
             ROLLOUT_STOPS_ONLY_POD,
@@ -299,7 +300,7 @@ fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         return;
     }
     let field = |k: &str| {
-        strategy.and_then(|s| s.pointer(&format!("/rollingUpdate/{k}"))).cloned().unwrap_or_else(|| Value::from("25%"))
+        strategy.and_then(|s| s.at(&format!("/rollingUpdate/{k}"))).cloned().unwrap_or_else(|| Value::from("25%"))
     };
     let surge = super::scaling::scaled(Some(&field("maxSurge")), 1, true);
     let unavailable = super::scaling::scaled(Some(&field("maxUnavailable")), 1, false);
@@ -338,7 +339,7 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
     };
     let name = mount.get("name").and_then(Value::as_str).unwrap_or_default();
     let volume = template
-        .pointer("/spec/volumes")
+        .at("/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -365,8 +366,8 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
         )),
         Some(_) => {}
     }
-    let queued = o.value.pointer("/metadata/labels").and_then(|l| l.get(crate::model::labels::QUEUE_LABEL)).is_some();
-    if !queued && c.pointer("/resources/requests/ephemeral-storage").is_none() {
+    let queued = o.value.at("/metadata/labels").and_then(|l| l.get(crate::model::labels::QUEUE_LABEL)).is_some();
+    if !queued && c.at("/resources/requests/ephemeral-storage").is_none() {
         out.push(Finding::new(
             MODEL_CACHE_UNBOUNDED,
             o,
@@ -378,7 +379,7 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
 }
 
 fn lora_slots(o: &Object, out: &mut Vec<Finding>) {
-    let Some(config) = o.value.pointer("/data/lora.yaml").and_then(Value::as_str) else { return };
+    let Some(config) = o.value.at("/data/lora.yaml").and_then(Value::as_str) else { return };
     let key = |k: &str| config.lines().find_map(|l| l.strip_prefix(k)?.strip_prefix(':')?.trim().parse::<i64>().ok());
     let adapters = config
         .lines()

@@ -9,6 +9,7 @@
 //! namespace). Without a picker, a pool that fails closed rejects every
 //! request, and one that fails open loses the picker's scheduling.
 
+use crate::base::value::At;
 use serde_json::{Map, Value};
 
 use super::{Context, Finding, Rule, Severity, containers, labels, namespace, selector_matches};
@@ -87,7 +88,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 /// why there are none.
 fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a Object, Port), String> {
     let ns = namespace(o);
-    let Some(r) = o.value.pointer("/spec/endpointPickerRef") else {
+    let Some(r) = o.value.at("/spec/endpointPickerRef") else {
         return Err("has no endpointPickerRef".to_string());
     };
     let kind = r.get("kind").and_then(Value::as_str).unwrap_or("Service");
@@ -95,15 +96,15 @@ fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a 
     if kind != "Service" {
         return Err(format!("names a {kind}, not a Service"));
     }
-    let port = r.pointer("/port/number").and_then(Value::as_i64);
+    let port = r.at("/port/number").and_then(Value::as_i64);
     let Some(svc) = cx.object("Service", ns, name) else {
         return Err(format!("names Service {ns}/{name}, which is not rendered"));
     };
-    let ports = svc.value.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten();
+    let ports = svc.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten();
     let Some(sp) = ports.into_iter().find(|p| p.get("port").and_then(Value::as_i64) == port) else {
         return Err(format!("names port {} of Service {ns}/{name}, which has no such port", port.unwrap_or_default()));
     };
-    let selector = svc.value.pointer("/spec/selector").and_then(Value::as_object);
+    let selector = svc.value.at("/spec/selector").and_then(Value::as_object);
     let pods = selector.filter(|s| !s.is_empty()).map(|s| cx.selected(ns, s)).unwrap_or_default();
     if pods.is_empty() {
         return Err(format!("names Service {ns}/{name}, which selects no pods"));
@@ -145,7 +146,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let (pods, svc, port) = match picker_pods(cx, o) {
         Ok(found) => found,
         Err(why) => {
-            let mode = o.value.pointer("/spec/endpointPickerRef/failureMode").and_then(Value::as_str);
+            let mode = o.value.at("/spec/endpointPickerRef/failureMode").and_then(Value::as_str);
             let effect = match mode {
                 Some("FailOpen") => "the Gateway routes without it (FailOpen)",
                 _ => "every request to the pool fails (FailClose)",
@@ -157,13 +158,13 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     // Reachability from every Gateway a route to this pool attaches to.
     let pool_pods: Vec<&Value> = o
         .value
-        .pointer("/spec/selector/matchLabels")
+        .at("/spec/selector/matchLabels")
         .and_then(Value::as_object)
         .map(|s| cx.selected(ns, s))
         .unwrap_or_default();
     let target_ports: Vec<i64> = o
         .value
-        .pointer("/spec/targetPorts")
+        .at("/spec/targetPorts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -212,7 +213,7 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
     let ns = namespace(pool);
     let mut out: Vec<String> = Vec::new();
     for route in cx.objects_of_kind(ns, "HTTPRoute") {
-        let rules = route.value.pointer("/spec/rules").and_then(Value::as_array).into_iter().flatten();
+        let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
         let to_pool =
             rules.flat_map(|r| r.get("backendRefs").and_then(Value::as_array).into_iter().flatten()).any(|b| {
                 b.get("kind").and_then(Value::as_str) == Some("InferencePool")
@@ -221,7 +222,7 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
         if !to_pool {
             continue;
         }
-        let parents = route.value.pointer("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten();
+        let parents = route.value.at("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten();
         for p in parents {
             let gns = p.get("namespace").and_then(Value::as_str).unwrap_or(ns).to_string();
             if !out.contains(&gns) {
@@ -242,8 +243,8 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
         .objects_of_kind(ns, "NetworkPolicy")
         .iter()
         .filter(|p| {
-            let selects = p.value.pointer("/spec/podSelector").is_none_or(|s| selector_matches(s, pod_labels));
-            let types = p.value.pointer("/spec/policyTypes").and_then(Value::as_array);
+            let selects = p.value.at("/spec/podSelector").is_none_or(|s| selector_matches(s, pod_labels));
+            let types = p.value.at("/spec/policyTypes").and_then(Value::as_array);
             let ingress = types.is_none_or(|t| t.iter().any(|v| v.as_str() == Some("Ingress")));
             selects && ingress
         })
@@ -254,7 +255,7 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
     }
     let ns_labels = namespace_labels(cx, from);
     selecting.iter().any(|p| {
-        let rules = p.value.pointer("/spec/ingress").and_then(Value::as_array).into_iter().flatten();
+        let rules = p.value.at("/spec/ingress").and_then(Value::as_array).into_iter().flatten();
         rules.into_iter().any(|r| {
             let peers = r.get("from").and_then(Value::as_array);
             let peer_ok = peers.is_none_or(|peers| {

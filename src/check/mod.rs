@@ -50,6 +50,7 @@ pub(crate) use crate::k8s::index::{
 mod security;
 mod tenancy;
 
+use crate::base::value::At;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rayon::prelude::*;
@@ -437,7 +438,7 @@ pub(crate) fn sort(findings: &mut Vec<Finding>) {
 fn disabled_by_annotation(objects: &[Object]) -> HashMap<(Option<&str>, &str), HashSet<String>> {
     let mut out: HashMap<(Option<&str>, &str), HashSet<String>> = HashMap::new();
     for o in objects {
-        let Some(list) = o.value.pointer("/metadata/annotations").and_then(|a| a.get(DISABLE_ANNOTATION)) else {
+        let Some(list) = o.value.at("/metadata/annotations").and_then(|a| a.get(DISABLE_ANNOTATION)) else {
             continue;
         };
         let key = (o.id.namespace.as_deref(), o.owner.as_deref().unwrap_or(&o.id.name));

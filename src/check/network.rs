@@ -1,6 +1,7 @@
 //! Network rules: a Service must select pods, reach a port they serve, and
 //! the server must listen where the Service sends traffic.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates};
@@ -98,7 +99,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 }
 
 fn check_service(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
-    let Some(selector) = o.value.pointer("/spec/selector").and_then(Value::as_object) else { return };
+    let Some(selector) = o.value.at("/spec/selector").and_then(Value::as_object) else { return };
     if selector.is_empty() {
         return;
     }
@@ -113,7 +114,7 @@ fn check_service(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         ));
         return;
     }
-    for (i, port) in o.value.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (i, port) in o.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let Some(target) = port.get("targetPort").or_else(|| port.get("port")) else { continue };
         let served = matched.iter().any(|t| {
             containers(t).any(|c| {
@@ -134,9 +135,9 @@ fn check_service(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 }
 
 fn check_selector(o: &Object, out: &mut Vec<Finding>) {
-    let Some(template) = o.value.pointer("/spec/template") else { return };
-    let labels = template.pointer("/metadata/labels").and_then(Value::as_object);
-    match o.value.pointer("/spec/selector") {
+    let Some(template) = o.value.at("/spec/template") else { return };
+    let labels = template.at("/metadata/labels").and_then(Value::as_object);
+    match o.value.at("/spec/selector") {
         None => out.push(Finding::new(WORKLOAD_SELECTOR_MISMATCH, o, "spec.selector is missing")),
         Some(selector) if !super::selector_matches(selector, labels) => out.push(Finding::new(
             WORKLOAD_SELECTOR_MISMATCH,

@@ -1,5 +1,6 @@
 //! Resource rules: GPUs, shared memory, CPU and memory of model servers.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::model;
@@ -163,7 +164,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 /// The weights against the GPU memory of the ranks they are sharded over.
 fn gpu_memory(o: &Object, template: &Value, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     let annotation = template
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(crate::model::labels::GPU_MEMORY_ANNOTATION))
         .and_then(Value::as_str);
     let (Some(per_gpu), Some(size)) = (annotation.and_then(|a| Quantity::parse(a).ok()), cl.model_size()) else {
@@ -196,8 +197,8 @@ fn gpu_memory(o: &Object, template: &Value, c: &Value, cl: &CommandLine<'_>, out
 
 fn gpus(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let name = container_name(c);
-    let requests = c.pointer("/resources/requests").and_then(Value::as_object);
-    let limits = c.pointer("/resources/limits").and_then(Value::as_object);
+    let requests = c.at("/resources/requests").and_then(Value::as_object);
+    let limits = c.at("/resources/limits").and_then(Value::as_object);
     for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| is_accelerator(k)) {
         let r = requests.and_then(|m| m.get(key));
         let l = limits.and_then(|m| m.get(key));
@@ -228,7 +229,7 @@ enum Shm {
 }
 
 fn shared_memory(template: &Value, c: &Value) -> Shm {
-    if template.pointer("/spec/hostIPC").and_then(Value::as_bool) == Some(true) {
+    if template.at("/spec/hostIPC").and_then(Value::as_bool) == Some(true) {
         return Shm::Other;
     }
     let mounts = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten();
@@ -238,7 +239,7 @@ fn shared_memory(template: &Value, c: &Value) -> Shm {
     else {
         return Shm::Missing;
     };
-    let volumes = template.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten();
+    let volumes = template.at("/spec/volumes").and_then(Value::as_array).into_iter().flatten();
     match volumes.filter(|v| v.get("name") == Some(volume)).find_map(|v| v.get("emptyDir")) {
         Some(e) if e.get("medium").and_then(Value::as_str) == Some("Memory") => {
             Shm::Memory(e.get("sizeLimit").and_then(quantity))
@@ -282,7 +283,7 @@ fn group_size(o: &Object) -> i64 {
     if o.id.kind != "LeaderWorkerSet" {
         return 1;
     }
-    o.value.pointer("/spec/leaderWorkerTemplate/size").and_then(Value::as_i64).unwrap_or(1).max(1)
+    o.value.at("/spec/leaderWorkerTemplate/size").and_then(Value::as_i64).unwrap_or(1).max(1)
 }
 
 /// The loading peak of one pod. A replica over `pods` nodes splits the

@@ -1,6 +1,7 @@
 //! Scaling and rollout rules: autoscalers, disruption budgets and rolling
 //! updates that cannot do their job.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::{Context, Finding, Rule, Severity, Workload, namespace};
@@ -131,8 +132,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         _ => {}
     }
     if let Some(w) = cx.workload_of(o) {
-        if let (Some(hpa), Some(replicas)) =
-            (cx.autoscaler_of(o), o.value.pointer("/spec/replicas").and_then(Value::as_i64))
+        if let (Some(hpa), Some(replicas)) = (cx.autoscaler_of(o), o.value.at("/spec/replicas").and_then(Value::as_i64))
             && replicas > 0
             && !(w.min_replicas..=w.max_replicas).contains(&replicas)
         {
@@ -155,23 +155,23 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 }
 
 fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
-    let target = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
-    let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
+    let target = o.value.at("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+    let kind = o.value.at("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or_default();
     match cx.object(kind, namespace(o), target) {
         None => out.push(Finding::new(
             AUTOSCALER_TARGET_MISSING,
             o,
             format!("scaleTargetRef {kind}/{target} is not rendered"),
         )),
-        Some(t) if t.value.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0) => out.push(Finding::new(
+        Some(t) if t.value.at("/spec/replicas").and_then(Value::as_i64) == Some(0) => out.push(Finding::new(
             AUTOSCALER_ON_ZERO_REPLICAS,
             o,
             format!("its target {} has spec.replicas: 0, so the autoscaler never scales it", t.id),
         )),
         Some(_) => {}
     }
-    let min = o.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
-    let max = o.value.pointer("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(0);
+    let min = o.value.at("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    let max = o.value.at("/spec/maxReplicas").and_then(Value::as_i64).unwrap_or(0);
     if min > max {
         out.push(Finding::new(AUTOSCALER_TARGET_MISSING, o, format!("minReplicas {min} is above maxReplicas {max}")));
     }
@@ -187,16 +187,16 @@ fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 /// A ScaledObject with a Prometheus trigger whose target's pods nothing in
 /// the namespace scrapes.
 fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
-    let triggers = o.value.pointer("/spec/triggers").and_then(Value::as_array).into_iter().flatten();
+    let triggers = o.value.at("/spec/triggers").and_then(Value::as_array).into_iter().flatten();
     let Some(query) = triggers
         .filter(|t| t.get("type").and_then(Value::as_str) == Some("prometheus"))
-        .find_map(|t| t.pointer("/metadata/query").and_then(Value::as_str))
+        .find_map(|t| t.at("/metadata/query").and_then(Value::as_str))
     else {
         return;
     };
     let ns = namespace(o);
-    let kind = o.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or("Deployment");
-    let name = o.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
+    let kind = o.value.at("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or("Deployment");
+    let name = o.value.at("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
     let Some(w) = cx.object(kind, ns, name).and_then(|t| cx.workload_of(t)) else { return };
     let mut pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| super::labels(t, "/metadata/labels")).collect();
     // A query of the endpoint picker's metrics (`llm_d_epp_*`, llm-d/llm-d-router
@@ -205,11 +205,11 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let mut whose = w.object.id.to_string();
     if query.contains("llm_d_epp_") {
         let picker = cx.objects_of_kind(ns, "InferencePool").iter().find_map(|pool| {
-            let sel = pool.value.pointer("/spec/selector")?;
+            let sel = pool.value.at("/spec/selector")?;
             pod_labels.iter().any(|l| super::selector_matches(sel, *l)).then_some(())?;
-            let svc = pool.value.pointer("/spec/endpointPickerRef/name").and_then(Value::as_str)?;
+            let svc = pool.value.at("/spec/endpointPickerRef/name").and_then(Value::as_str)?;
             let svc = cx.object("Service", ns, svc)?;
-            let selector = svc.value.pointer("/spec/selector").and_then(Value::as_object)?;
+            let selector = svc.value.at("/spec/selector").and_then(Value::as_object)?;
             Some((svc.id.to_string(), cx.selected(ns, selector)))
         });
         if let Some((svc, pods)) = picker {
@@ -220,18 +220,18 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let selects_pods =
         |selector: Option<&Value>| selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)));
     let by_pod_monitor =
-        cx.objects_of_kind(ns, "PodMonitor").iter().any(|m| selects_pods(m.value.pointer("/spec/selector")));
+        cx.objects_of_kind(ns, "PodMonitor").iter().any(|m| selects_pods(m.value.at("/spec/selector")));
     let services: Vec<&Object> = cx
         .objects_of_kind(ns, "Service")
         .iter()
         .filter(|svc| {
-            let selector = svc.value.pointer("/spec/selector").map(|m| serde_json::json!({"matchLabels": m}));
+            let selector = svc.value.at("/spec/selector").map(|m| serde_json::json!({"matchLabels": m}));
             selects_pods(selector.as_ref())
         })
         .copied()
         .collect();
     let by_service_monitor = cx.objects_of_kind(ns, "ServiceMonitor").iter().any(|m| {
-        let Some(selector) = m.value.pointer("/spec/selector") else { return false };
+        let Some(selector) = m.value.at("/spec/selector") else { return false };
         services.iter().any(|svc| super::selector_matches(selector, super::labels(&svc.value, "/metadata/labels")))
     });
     if !by_pod_monitor && !by_service_monitor {
@@ -260,7 +260,7 @@ pub(crate) fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> Option<i6
 }
 
 fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
-    let Some(selector) = o.value.pointer("/spec/selector") else { return };
+    let Some(selector) = o.value.at("/spec/selector") else { return };
     let selected: Vec<&Workload<'_>> = cx
         .workloads_in(namespace(o))
         .iter()
@@ -304,7 +304,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     // api/leaderworkerset/v1/leaderworkerset_types.go, kubebuilder defaults),
     // and it surges whole groups.
     let lws = o.id.kind == "LeaderWorkerSet";
-    let strategy = o.value.pointer(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
+    let strategy = o.value.at(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
     if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
         return;
     }

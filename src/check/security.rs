@@ -2,6 +2,7 @@
 //! built-in ones and those a template override produces, against the
 //! platform's settings and the exceptions it granted.
 
+use crate::base::value::At;
 use rayon::prelude::*;
 use serde_json::Value;
 
@@ -139,7 +140,7 @@ pub fn check(objects: &[Object]) -> Vec<Finding> {
 
 fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
     let granted: Vec<Grant> = template
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(EXCEPTIONS_ANNOTATION))
         .and_then(Value::as_str)
         .map(|s| s.split(',').filter_map(|t| Grant::parse(t.trim())).collect())
@@ -155,7 +156,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         }
     }
     for v in spec.get("volumes").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(path) = v.pointer("/hostPath/path") {
+        if let Some(path) = v.at("/hostPath/path") {
             let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
             push(HOST_PATH, format!("volume \"{name}\" mounts the node's {}", crate::base::yaml::describe(path)));
         }
@@ -186,7 +187,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         }
         let caps = |key: &str| -> Vec<&str> {
             context
-                .pointer(&format!("/capabilities/{key}"))
+                .at(&format!("/capabilities/{key}"))
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -217,7 +218,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
                 ),
             );
         }
-        if c.pointer("/resources/limits/memory").is_none() {
+        if c.at("/resources/limits/memory").is_none() {
             push(NO_MEMORY_LIMIT, format!("{name} has no memory limit"));
         }
         for port in c.get("ports").and_then(Value::as_array).into_iter().flatten() {

@@ -6,6 +6,7 @@
 //! namespace use the same quota, so a quota that fits here may still be
 //! full in the cluster. A quota whose scopes isvc cannot judge is skipped.
 
+use crate::base::value::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -237,7 +238,7 @@ pub(crate) fn quota_field_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<St
     let ns = namespace(w.object);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
     for quota in cx.objects_of_kind(ns, "ResourceQuota").iter().filter(|q| scopes_known(&q.value)) {
-        let hard = quota.value.pointer("/spec/hard").and_then(Value::as_object);
+        let hard = quota.value.at("/spec/hard").and_then(Value::as_object);
         let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for (template, _) in w.templates.iter().filter(|(t, _)| in_scope(cx, &quota.value, t, limit_ranges)) {
             for c in containers(template).chain(init_containers(template)) {
@@ -319,7 +320,7 @@ fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
     for (r, by) in e.defaulted_limits.iter().filter(|(r, by)| extended(r) && **by == name) {
         let Some(limit) = e.limits.get(r).filter(|l| **l > Quantity::zero()) else { continue };
         let request = e.requests.get(r).map_or_else(|| limit.to_string(), Quantity::to_string);
-        let explicit = items(lr, "Container").any(|i| i.pointer("/default").and_then(|d| d.get(r)).is_some());
+        let explicit = items(lr, "Container").any(|i| i.at("/default").and_then(|d| d.get(r)).is_some());
         let why = if explicit { "its default" } else { "a max without a default becomes the default" };
         out.push(Finding::new(
             LIMIT_RANGE_INJECTS,
@@ -349,7 +350,7 @@ fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Find
     let mut named: Vec<&str> = w
         .templates
         .iter()
-        .filter_map(|(t, _)| t.pointer("/spec/priorityClassName").and_then(Value::as_str))
+        .filter_map(|(t, _)| t.at("/spec/priorityClassName").and_then(Value::as_str))
         .filter(|c| !matches!(*c, "system-node-critical" | "system-cluster-critical"))
         .filter(|c| cx.object("PriorityClass", "", c).is_none())
         .collect();
@@ -369,7 +370,7 @@ fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Find
 /// A Namespace or CRD without the annotations that keep Argo CD and Flux
 /// from deleting it.
 fn prunable(o: &Object, out: &mut Vec<Finding>) {
-    let annotations = o.value.pointer("/metadata/annotations");
+    let annotations = o.value.at("/metadata/annotations");
     let get = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default();
     let argo: Vec<&str> = get(crate::model::labels::ARGOCD_SYNC_OPTIONS).split(',').map(str::trim).collect();
     let mut missing = Vec::new();
@@ -380,7 +381,7 @@ fn prunable(o: &Object, out: &mut Vec<Finding>) {
         missing.push("deleting the Argo CD Application deletes it (no Delete=false)");
     }
     // Flux compares case-insensitively in current releases, exactly in older ones.
-    let flux = o.value.pointer("/metadata/labels").and_then(|l| l.get("kustomize.toolkit.fluxcd.io/prune"));
+    let flux = o.value.at("/metadata/labels").and_then(|l| l.get("kustomize.toolkit.fluxcd.io/prune"));
     if get("kustomize.toolkit.fluxcd.io/prune") != "disabled" && flux.and_then(Value::as_str) != Some("disabled") {
         missing.push("Flux prunes it (no kustomize.toolkit.fluxcd.io/prune: disabled)");
     }
@@ -402,30 +403,30 @@ fn kueue_priority(cx: &Context<'_>, w: &Workload<'_>) -> i64 {
     let value = |kind: &str, name: &str| {
         cx.object(kind, "", name).and_then(|c| c.value.get("value")).and_then(Value::as_i64).unwrap_or(0)
     };
-    let label = w.object.value.pointer("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
+    let label = w.object.value.at("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
     if let Some(name) = label.and_then(Value::as_str) {
         return value("WorkloadPriorityClass", name);
     }
-    let class = w.templates.first().and_then(|(t, _)| t.pointer("/spec/priorityClassName")).and_then(Value::as_str);
+    let class = w.templates.first().and_then(|(t, _)| t.at("/spec/priorityClassName")).and_then(Value::as_str);
     class.map_or(0, |c| value("PriorityClass", c))
 }
 
 /// The ClusterQueue a workload is queued in, through its LocalQueue.
 fn cluster_queue_of<'a>(cx: &Context<'a>, w: &Workload<'a>) -> Option<&'a str> {
-    let labels = w.object.value.pointer("/metadata/labels")?;
+    let labels = w.object.value.at("/metadata/labels")?;
     let queue = labels.get(crate::model::labels::QUEUE_LABEL)?.as_str()?;
-    cx.object("LocalQueue", namespace(w.object), queue)?.value.pointer("/spec/clusterQueue")?.as_str()
+    cx.object("LocalQueue", namespace(w.object), queue)?.value.at("/spec/clusterQueue")?.as_str()
 }
 
 /// A ClusterQueue with `reclaimWithinCohort: Any` whose workloads rank below
 /// workloads of another ClusterQueue of its cohort.
 fn reclaim_inverts_priority(cx: &Context<'_>, cq: &Object, out: &mut Vec<Finding>) {
-    if cq.value.pointer("/spec/preemption/reclaimWithinCohort").and_then(Value::as_str) != Some("Any") {
+    if cq.value.at("/spec/preemption/reclaimWithinCohort").and_then(Value::as_str) != Some("Any") {
         return;
     }
     let cohort_of = |name: &str| {
         cx.object("ClusterQueue", "", name)
-            .and_then(|q| q.value.pointer("/spec/cohortName").or_else(|| q.value.pointer("/spec/cohort")))
+            .and_then(|q| q.value.at("/spec/cohortName").or_else(|| q.value.at("/spec/cohort")))
             .and_then(Value::as_str)
     };
     let Some(cohort) = cohort_of(&cq.id.name) else { return };

@@ -9,6 +9,7 @@ pub mod admission;
 pub mod clusters;
 pub mod kueue;
 
+use crate::base::value::At;
 use crate::base::yaml::PathSegment;
 use crate::check;
 use crate::derive::tenancy::place;
@@ -407,7 +408,7 @@ fn groups<'s>(
     // `spec.cohort` before): kubernetes-sigs/kueue apis/kueue/v1beta1
     // clusterqueue_types.go.
     let cohort = |o: &Object| {
-        let v = o.value.pointer("/spec/cohortName").or_else(|| o.value.pointer("/spec/cohort"));
+        let v = o.value.at("/spec/cohortName").or_else(|| o.value.at("/spec/cohort"));
         v.and_then(serde_json::Value::as_str).map(str::to_string)
     };
     for o in std::mem::take(shared) {

@@ -10,6 +10,7 @@
 //! the pod template carries a checksum of the file, and changing the list
 //! changes the ConfigMap and that one annotation, nothing else.
 
+use crate::base::value::At;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -89,7 +90,7 @@ pub fn args() -> [String; 2] {
 pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
     let config = format!("{MOUNT_PATH}/{CONFIG_FILE}");
     let mut out = Vec::new();
-    for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.pointer("/data/lora.yaml").is_some()) {
+    for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.at("/data/lora.yaml").is_some()) {
         let Some(workload) = objects.iter().find(|o| {
             o.owner == cm.owner
                 && o.id.namespace == cm.id.namespace
@@ -99,13 +100,13 @@ pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
         };
         let reads = crate::model::kinds::pod_templates(&workload.value).into_iter().any(|t| {
             let volume = t
-                .pointer("/spec/volumes")
+                .at("/spec/volumes")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .find(|v| v.pointer("/configMap/name").and_then(Value::as_str) == Some(cm.id.name.as_str()));
+                .find(|v| v.at("/configMap/name").and_then(Value::as_str) == Some(cm.id.name.as_str()));
             let Some(volume) = volume.and_then(|v| v.get("name")) else { return false };
-            t.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten().any(|c| {
+            t.at("/spec/containers").and_then(Value::as_array).into_iter().flatten().any(|c| {
                 let args: Vec<&str> =
                     c.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
                 let mounted = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().any(|m| {

@@ -43,6 +43,7 @@
 //!   kubelet pulls it before the containers start, so there is no claim, no
 //!   Job and no wait.
 
+use crate::base::value::At;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::EnvVar;
@@ -374,7 +375,7 @@ pub fn objects<'a>(plans: impl IntoIterator<Item = (&'a CachePlan, &'a str, Opti
                 value["apiVersion"].as_str().unwrap_or_default(),
                 value["kind"].as_str().unwrap_or_default(),
                 Some(namespace),
-                value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
+                value.at("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
             );
             out.entry(id.clone()).or_insert_with(|| Object {
                 id,

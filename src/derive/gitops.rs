@@ -6,6 +6,7 @@
 //! Everything is derived from the compiled objects and the platform file;
 //! nothing about the repository or the destination is guessed.
 
+use crate::base::value::At;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -139,13 +140,13 @@ pub fn autoscaled<'a>(objects: impl Iterator<Item = &'a Object>) -> BTreeSet<Obj
     let mut with_replicas = BTreeSet::new();
     let mut targets = Vec::new();
     for o in objects {
-        if o.value.pointer(REPLICAS_POINTER).is_some() {
+        if o.value.at(REPLICAS_POINTER).is_some() {
             with_replicas.insert(&o.id);
         }
         if !matches!(o.id.kind.as_str(), "HorizontalPodAutoscaler" | "ScaledObject") {
             continue;
         }
-        let target = |k: &str| o.value.pointer(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
+        let target = |k: &str| o.value.at(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
         if let Some(name) = target("name") {
             let api_version = target("apiVersion").unwrap_or("apps/v1");
             let kind = target("kind").unwrap_or("Deployment");
@@ -529,7 +530,7 @@ mod tests {
             "metadata": {"name": "q", "annotations": {"argocd.argoproj.io/sync-options": "Delete=false"}}}))];
         annotate(&mut objects, Engine::Argocd);
         annotate(&mut objects, Engine::Argocd);
-        let options = objects[0].value.pointer("/metadata/annotations/argocd.argoproj.io~1sync-options");
+        let options = objects[0].value.at("/metadata/annotations/argocd.argoproj.io~1sync-options");
         assert_eq!(options, Some(&json!("Delete=false,SkipDryRunOnMissingResource=true")));
     }
 

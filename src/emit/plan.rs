@@ -28,6 +28,7 @@
 //! `app.kubernetes.io/name`) is among the inputs but no longer wants it; the
 //! objects of services that are not among the inputs are left alone.
 
+use crate::base::value::At;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
@@ -246,7 +247,7 @@ fn key(id: &ObjectId) -> Key {
 }
 
 fn label<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
-    v.pointer("/metadata/labels").and_then(|l| l.get(name)).and_then(Value::as_str)
+    v.at("/metadata/labels").and_then(|l| l.get(name)).and_then(Value::as_str)
 }
 
 fn is_managed(v: &Value) -> bool {
@@ -255,7 +256,7 @@ fn is_managed(v: &Value) -> bool {
 
 /// Whether another controller (not an InferenceService) owns the object.
 fn controlled_by_other(v: &Value) -> bool {
-    v.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|r| {
+    v.at("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|r| {
         r.get("controller").and_then(Value::as_bool) == Some(true)
             && r.get("kind").and_then(Value::as_str) != Some(crate::model::v1alpha1::KIND)
     })
@@ -356,8 +357,8 @@ fn autoscaler_of<'a>(o: &Object, desired: &[&'a Object]) -> Option<&'a Object> {
     desired.iter().copied().find(|h| {
         h.id.kind == "HorizontalPodAutoscaler"
             && h.id.namespace == o.id.namespace
-            && h.value.pointer("/spec/scaleTargetRef/kind").and_then(Value::as_str) == Some("Deployment")
-            && h.value.pointer("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
+            && h.value.at("/spec/scaleTargetRef/kind").and_then(Value::as_str) == Some("Deployment")
+            && h.value.at("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
     })
 }
 
@@ -365,10 +366,10 @@ fn autoscaler_of<'a>(o: &Object, desired: &[&'a Object]) -> Option<&'a Object> {
 /// minimum is raised to it; any other live count is the autoscaler's
 /// business.
 fn replicas_below_minimum(hpa: &Object, live: &Value) -> Option<FieldChange> {
-    let min = hpa.value.pointer("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    let min = hpa.value.at("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
     // Objects read from a cluster always carry the count the API server
     // defaulted or the HPA chose; without one there is nothing to raise.
-    let current = live.pointer("/spec/replicas").and_then(Value::as_i64)?;
+    let current = live.at("/spec/replicas").and_then(Value::as_i64)?;
     (current < min).then(|| FieldChange {
         path: "spec.replicas".to_string(),
         live: Some(json!(current)),
@@ -531,7 +532,7 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         };
         let deployment = mine("Deployment");
         let live_deploy = deployment.and_then(|d| live_by_key.get(&key(&d.id)).copied());
-        let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.pointer(p)).and_then(Value::as_i64);
+        let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.at(p)).and_then(Value::as_i64);
         let ready = int(live_deploy, "/status/readyReplicas").unwrap_or(0);
         let updated = int(live_deploy, "/status/updatedReplicas").unwrap_or(0);
         let hpa_min = mine("HorizontalPodAutoscaler").and_then(|h| int(Some(&h.value), "/spec/minReplicas"));
@@ -577,7 +578,7 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         };
         let endpoint = endpoint_of(desired, ns, name);
         let since = live_deploy
-            .and_then(|d| d.pointer("/status/conditions"))
+            .and_then(|d| d.at("/status/conditions"))
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")))
             .and_then(|c| c.get("lastTransitionTime"))
@@ -615,20 +616,20 @@ fn endpoint_of(desired: &[Object], ns: &str, name: &str) -> Option<String> {
             o.id.kind == "HTTPRoute"
                 && o.id.namespace.as_deref() == Some(ns)
                 && o.value
-                    .pointer("/spec/rules/0/backendRefs")
+                    .at("/spec/rules/0/backendRefs")
                     .and_then(Value::as_array)
                     .is_some_and(|b| b.iter().any(|r| r.get("name").and_then(Value::as_str) == Some(name)))
         })
     };
     if let Some(route) = mine("HTTPRoute").or_else(shared) {
-        let host = route.value.pointer("/spec/hostnames/0").and_then(Value::as_str);
-        let path = route.value.pointer("/spec/rules/0/matches/0/path/value").and_then(Value::as_str).unwrap_or("/");
+        let host = route.value.at("/spec/hostnames/0").and_then(Value::as_str);
+        let path = route.value.at("/spec/rules/0/matches/0/path/value").and_then(Value::as_str).unwrap_or("/");
         if let Some(host) = host {
             return Some(format!("http://{host}{path}"));
         }
     }
     let svc = mine("Service")?;
-    let port = svc.value.pointer("/spec/ports/0/port").and_then(Value::as_i64)?;
+    let port = svc.value.at("/spec/ports/0/port").and_then(Value::as_i64)?;
     Some(format!("http://{name}.{ns}.svc:{port}"))
 }
 

@@ -5,6 +5,7 @@
 //! namespace. One engine: compile-time errors, the quota table and the
 //! rules all read it.
 
+use crate::base::value::At;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -30,7 +31,7 @@ pub(crate) fn resource_list(v: Option<&Value>) -> BTreeMap<String, Quantity> {
 /// The items of a LimitRange of one type.
 pub(crate) fn items<'a>(lr: &'a Object, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
     lr.value
-        .pointer("/spec/limits")
+        .at("/spec/limits")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -59,8 +60,8 @@ pub(crate) fn item_defaults(item: &Value) -> (BTreeMap<String, Quantity>, BTreeM
 /// The container's resources after defaulting by `limit_ranges`.
 pub(crate) fn effective(c: &Value, limit_ranges: &[&Object]) -> Effective {
     let mut e = Effective {
-        requests: resource_list(c.pointer("/resources/requests")),
-        limits: resource_list(c.pointer("/resources/limits")),
+        requests: resource_list(c.at("/resources/requests")),
+        limits: resource_list(c.at("/resources/limits")),
         ..Effective::default()
     };
     for (k, v) in &e.limits {
@@ -115,7 +116,7 @@ pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effec
             }
         }
     }
-    for (k, q) in resource_list(template.pointer("/spec/overhead")) {
+    for (k, q) in resource_list(template.at("/spec/overhead")) {
         add(&mut pod.requests, &k, &q);
         if pod.limits.contains_key(&k) {
             add(&mut pod.limits, &k, &q);
@@ -218,9 +219,8 @@ const KNOWN_SCOPES: [&str; 7] = [
 
 /// Whether isvc can tell which pods a quota's scopes select.
 pub(crate) fn scopes_known(quota: &Value) -> bool {
-    let scopes = quota.pointer("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
-    let selected =
-        quota.pointer("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
+    let scopes = quota.at("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
+    let selected = quota.at("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
     scopes
         .chain(selected.filter_map(|e| e.get("scopeName")))
         .all(|s| s.as_str().is_some_and(|s| KNOWN_SCOPES.contains(&s)))
@@ -228,7 +228,7 @@ pub(crate) fn scopes_known(quota: &Value) -> bool {
 
 /// Whether a quota's scopes select the pods of `template`.
 pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_ranges: &[&Object]) -> bool {
-    let spec = |k: &str| template.pointer(&format!("/spec/{k}"));
+    let spec = |k: &str| template.at(&format!("/spec/{k}"));
     let best_effort = || {
         containers(template).chain(init_containers(template)).all(|c| {
             let e = effective(c, limit_ranges);
@@ -252,9 +252,8 @@ pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_
         };
         if op == "DoesNotExist" { !exists } else { exists }
     };
-    let scopes = quota.pointer("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
-    let expressions =
-        quota.pointer("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
+    let scopes = quota.at("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
+    let expressions = quota.at("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
     scopes.filter_map(Value::as_str).all(|s| test(s, "Exists", &[]))
         && expressions.into_iter().all(|e| {
             let values: Vec<&str> =
@@ -276,7 +275,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
     }
     let ns = namespace(quota);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
-    let hard = quota.value.pointer("/spec/hard").and_then(Value::as_object).into_iter().flatten();
+    let hard = quota.value.at("/spec/hard").and_then(Value::as_object).into_iter().flatten();
     let keys: Vec<(&str, Measure<'_>, Quantity)> =
         hard.filter_map(|(k, v)| Some((k.as_str(), measure(k)?, quantity(v)?))).collect();
     let mut out: Vec<Usage> = keys
@@ -329,7 +328,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
                     .objects_of_kind(ns, "Service")
                     .iter()
                     .filter(|s| {
-                        types.contains(&s.value.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP"))
+                        types.contains(&s.value.at("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP"))
                     })
                     .count() as i64;
                 if n > 0 {
@@ -338,7 +337,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
             }
             Measure::Storage => {
                 for claim in cx.objects_of_kind(ns, "PersistentVolumeClaim") {
-                    let size = claim.value.pointer("/spec/resources/requests/storage").and_then(quantity);
+                    let size = claim.value.at("/spec/resources/requests/storage").and_then(quantity);
                     if let Some(size) = size {
                         u.parts.push((claim.id.name.clone(), size));
                     }
@@ -411,12 +410,12 @@ pub(crate) fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bou
 }
 
 pub(crate) fn preemptible(cx: &Context<'_>, template: &Value) -> bool {
-    let Some(class) = template.pointer("/spec/priorityClassName").and_then(Value::as_str) else { return false };
+    let Some(class) = template.at("/spec/priorityClassName").and_then(Value::as_str) else { return false };
     cx.objects_of_kind("", "PriorityClass").iter().any(|pc| {
         pc.id.name == class
             && pc
                 .value
-                .pointer("/metadata/annotations")
+                .at("/metadata/annotations")
                 .and_then(|a| a.get(crate::model::labels::PREEMPTIBLE_ANNOTATION))
                 .and_then(Value::as_str)
                 == Some("true")
@@ -443,7 +442,7 @@ pub(crate) fn queue_peak<'c, 'a>(
             let queue = w
                 .object
                 .value
-                .pointer("/metadata/labels")
+                .at("/metadata/labels")
                 .and_then(|l| l.get(crate::model::labels::QUEUE_LABEL))
                 .and_then(Value::as_str);
             if !queue.is_some_and(|q| local_queues.contains(&q)) {

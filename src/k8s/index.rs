@@ -3,6 +3,7 @@
 //! bounds (their autoscaler's, else their own), pod templates by label.
 //! Admission and the rules read it.
 
+use crate::base::value::At;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -81,8 +82,7 @@ impl<'a> Context<'a> {
                 // kind (keda.sh/v1alpha1 ScaleTarget: `kind` defaults to
                 // Deployment).
                 "HorizontalPodAutoscaler" | "ScaledObject" => {
-                    let target =
-                        |k: &str| o.value.pointer(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
+                    let target = |k: &str| o.value.at(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
                     let kind = target("kind").or((o.id.kind == "ScaledObject").then_some("Deployment"));
                     if let (Some(kind), Some(name)) = (kind, target("name")) {
                         cx.autoscalers.insert((ns, kind, name), o);
@@ -139,8 +139,8 @@ impl<'a> Context<'a> {
             Some(a) => {
                 let bound = |hpa: &str, keda: &str, default: i64| {
                     a.value
-                        .pointer(&format!("/spec/{hpa}"))
-                        .or_else(|| a.value.pointer(&format!("/spec/{keda}")))
+                        .at(&format!("/spec/{hpa}"))
+                        .or_else(|| a.value.at(&format!("/spec/{keda}")))
                         .and_then(Value::as_i64)
                         .unwrap_or(default)
                 };
@@ -232,17 +232,17 @@ pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
 }
 
 pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {
-    v.pointer(pointer).and_then(Value::as_object)
+    v.at(pointer).and_then(Value::as_object)
 }
 
 /// The app containers of a pod template.
 pub(crate) fn containers(template: &Value) -> impl Iterator<Item = &Value> {
-    template.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten()
+    template.at("/spec/containers").and_then(Value::as_array).into_iter().flatten()
 }
 
 /// The init containers of a pod template.
 pub(crate) fn init_containers(template: &Value) -> impl Iterator<Item = &Value> {
-    template.pointer("/spec/initContainers").and_then(Value::as_array).into_iter().flatten()
+    template.at("/spec/initContainers").and_then(Value::as_array).into_iter().flatten()
 }
 
 pub(crate) fn container_name(c: &Value) -> &str {

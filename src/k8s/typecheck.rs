@@ -5,6 +5,7 @@
 //! the wrong type is an error, as the API server's strict field validation
 //! would make it.
 
+use crate::base::value::At;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::Job;
@@ -63,7 +64,7 @@ pub fn typecheck(value: &Value) -> Vec<Problem> {
 fn leader_worker_set(value: &Value) -> Vec<Problem> {
     let mut problems = Vec::new();
     for which in ["leaderTemplate", "workerTemplate"] {
-        let Some(template) = value.pointer(&format!("/spec/leaderWorkerTemplate/{which}")) else { continue };
+        let Some(template) = value.at(&format!("/spec/leaderWorkerTemplate/{which}")) else { continue };
         for mut p in round_trip::<PodTemplateSpec>(template) {
             let mut path: Vec<PathSegment> =
                 ["spec", "leaderWorkerTemplate", which].iter().map(|k| PathSegment::Key(k.to_string())).collect();

@@ -10,6 +10,7 @@
 //! migrate, and is marked deprecated. Files of both versions keep working
 //! with `isvc render`, which converts in-process ([`crate::model::conversion`]).
 
+use crate::base::value::At;
 use kube_core::CustomResourceExt;
 use serde_json::{Value, json};
 
@@ -63,7 +64,7 @@ pub fn crd() -> Value {
 /// The CRD as a rendered object.
 pub fn object() -> Object {
     let value = crd();
-    let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = value.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
     Object {
         id: ObjectId::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, &name),
         value,

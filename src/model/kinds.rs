@@ -4,6 +4,7 @@
 //! ownership and pruning, `diff`'s pod marks and the rules all read it; a
 //! new kind is a new row here (and its type in `k8s::typecheck`).
 
+use crate::base::value::At;
 use serde_json::Value;
 
 /// Who an object of a kind belongs to.
@@ -145,7 +146,7 @@ pub fn runs_pods(kind: &str) -> bool {
 pub fn pod_templates(value: &Value) -> Vec<&Value> {
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
     let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
-    paths.iter().filter_map(|p| value.pointer(p)).collect()
+    paths.iter().filter_map(|p| value.at(p)).collect()
 }
 
 /// The kinds `plan` creates, updates and prunes for a service.

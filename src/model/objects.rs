@@ -15,6 +15,7 @@
 //! With clusters, each cluster's tree is under `<cluster>/`. `_` cannot
 //! start a namespace or service name, so these never collide.
 
+use crate::base::value::At;
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::PathBuf;
@@ -56,8 +57,8 @@ impl ObjectId {
         Some(ObjectId {
             api_version: s(value.get("apiVersion")?)?,
             kind: s(value.get("kind")?)?,
-            namespace: value.pointer("/metadata/namespace").and_then(|v| s(v)),
-            name: s(value.pointer("/metadata/name")?)?,
+            namespace: value.at("/metadata/namespace").and_then(|v| s(v)),
+            name: s(value.at("/metadata/name")?)?,
         })
     }
 
