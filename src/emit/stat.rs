@@ -52,6 +52,10 @@ const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 *
 /// The name of a tree's cache file: this prefix and 32 hex digits.
 const PREFIX: &str = "tree-";
 
+/// Stale lines a cache file may hold beyond as many as its live ones
+/// before it is written anew rather than appended to.
+const APPEND_SLACK: usize = 1024;
+
 const FIRST_LINE: &str = "isvc stat cache 1";
 
 /// Which reading of a file an entry records: an input file's bytes, or one
@@ -131,6 +135,8 @@ pub struct StatCache {
     /// When this run began, in nanoseconds since the epoch.
     start_ns: i128,
     old: HashMap<Key, Found>,
+    /// The entry lines of the file read, of the same file or not.
+    lines: usize,
     /// Entries this run read the file for.
     new: Mutex<HashMap<Key, Entry>>,
 }
@@ -138,7 +144,7 @@ pub struct StatCache {
 impl StatCache {
     /// No cache: every file is read.
     pub fn off() -> StatCache {
-        StatCache { file: None, start_ns: 0, old: HashMap::new(), new: Mutex::new(HashMap::new()) }
+        StatCache { file: None, start_ns: 0, old: HashMap::new(), lines: 0, new: Mutex::new(HashMap::new()) }
     }
 
     /// The cache of the output tree `out`, kept in the directory `dir`
@@ -157,11 +163,11 @@ impl StatCache {
     pub fn at(file: PathBuf) -> StatCache {
         let start_ns =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
-        let old = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
+        let (old, lines) = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
             .ok()
             .and_then(|bytes| parse(std::str::from_utf8(&bytes).ok()?))
             .unwrap_or_default();
-        StatCache { file: Some(file), start_ns, old, new: Mutex::new(HashMap::new()) }
+        StatCache { file: Some(file), start_ns, old, lines, new: Mutex::new(HashMap::new()) }
     }
 
     /// The cache kept in `file`, for a run that began long after every
@@ -208,39 +214,67 @@ impl StatCache {
             return;
         }
         let used = |f: &Found| f.used.load(Ordering::Relaxed);
-        let kept = self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry));
-        let mut entries: Vec<(&Key, &Entry)> = new.iter().chain(kept).collect();
+        let kept: Vec<(&Key, &Entry)> =
+            self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry)).collect();
+        let mut learned: Vec<(&Key, &Entry)> = new.iter().collect();
+        learned.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));
+        // A few new entries are appended (a later line wins over an earlier
+        // one of the same file), so a run that read a handful of files
+        // writes a handful of lines. The file is written anew, with only
+        // what this run saw, once at least half of its lines are stale.
+        let live = kept.len() + learned.len();
+        if self.lines > 0 && self.lines + learned.len() <= 2 * live + APPEND_SLACK {
+            let mut text = String::with_capacity(learned.len() * 160);
+            for (key, e) in &learned {
+                line(key, e, &mut text);
+            }
+            if append(file, text.as_bytes()).is_ok() {
+                remove_unused(file.parent().unwrap_or(Path::new(".")));
+                return;
+            }
+        }
+        let mut entries = learned;
+        entries.extend(kept);
         entries.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));
-        use std::fmt::Write;
         let mut text = String::with_capacity(32 + entries.len() * 160);
         text.push_str(FIRST_LINE);
         text.push('\n');
-        for ((kind, path), e) in entries {
-            let Some(path) = path.to_str() else { continue };
-            let s = &e.stat;
-            let _ = write!(
-                text,
-                "{} {} {} {} {} {} {} ",
-                kind.letter(),
-                e.digest,
-                s.dev,
-                s.ino,
-                s.size,
-                s.mtime_ns,
-                s.ctime_ns
-            );
-            let plain = !path.contains(['\\', '"']) && !path.chars().any(char::is_control);
-            if plain {
-                let _ = write!(text, "\"{path}\"");
-            } else {
-                text.push_str(&serde_json::to_string(path).unwrap_or_default());
-            }
-            text.push('\n');
+        for (key, e) in entries {
+            line(key, e, &mut text);
         }
         if write_replacing(file, text.as_bytes()).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
         }
     }
+}
+
+/// One entry of the cache file, as a line.
+fn line((kind, path): &Key, e: &Entry, text: &mut String) {
+    use std::fmt::Write;
+    let Some(path) = path.to_str() else { return };
+    let s = &e.stat;
+    let _ =
+        write!(text, "{} {} {} {} {} {} {} ", kind.letter(), e.digest, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
+    let plain = !path.contains(['\\', '"']) && !path.chars().any(char::is_control);
+    if plain {
+        let _ = write!(text, "\"{path}\"");
+    } else {
+        text.push_str(&serde_json::to_string(path).unwrap_or_default());
+    }
+    text.push('\n');
+}
+
+/// Appends whole lines to an existing cache `file` in one write: writes in
+/// append mode do not interleave with another run's, and a run killed
+/// during the write leaves a damaged last line, for which the next run
+/// ignores the cache and writes it anew.
+fn append(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(file)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    f.write_all(bytes)
 }
 
 /// Removes the caches of trees in `dir` not written for [`UNUSED_FOR`];
@@ -278,9 +312,10 @@ fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The entries of a cache file; `None` for anything else. The lines are
+/// The entries of a cache file (where a file has several lines, the last
+/// one) and the number of lines; `None` for anything else. The lines are
 /// read in parallel (a tree of 30,000 files has as many).
-fn parse(text: &str) -> Option<HashMap<Key, Found>> {
+fn parse(text: &str) -> Option<(HashMap<Key, Found>, usize)> {
     use rayon::prelude::*;
     let (first, rest) = text.split_once('\n')?;
     if first != FIRST_LINE {
@@ -288,7 +323,8 @@ fn parse(text: &str) -> Option<HashMap<Key, Found>> {
     }
     let lines: Vec<&str> = rest.lines().collect();
     let entries: Vec<(Key, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
-    Some(entries.into_iter().collect())
+    let count = entries.len();
+    Some((entries.into_iter().collect(), count))
 }
 
 fn parse_line(line: &str) -> Option<(Key, Found)> {
@@ -412,6 +448,63 @@ mod tests {
         c.save();
         assert!(!stale.exists());
         assert!(foreign.exists() && recent.exists());
+    }
+
+    #[test]
+    fn a_few_new_entries_are_appended_and_a_stale_cache_written_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree-x");
+        let files: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("{i}.yaml"))).collect();
+        let digest = |i: usize| format!("{i:032x}");
+        let record = |c: &StatCache, i: usize| {
+            let meta = std::fs::symlink_metadata(&files[i]).unwrap();
+            c.record(Kind::Input, &files[i], stat(&meta), &digest(i));
+        };
+        let found = |c: &StatCache, i: usize| {
+            let meta = std::fs::symlink_metadata(&files[i]).unwrap();
+            c.lookup(Kind::Input, &files[i], stat(&meta))
+        };
+        for f in &files {
+            std::fs::write(f, "a").unwrap();
+        }
+        let c = StatCache::settled(file.clone());
+        record(&c, 0);
+        c.save();
+        let first = std::fs::read_to_string(&file).unwrap();
+
+        // One new entry: one line appended, the file's first lines kept.
+        let c = StatCache::settled(file.clone());
+        assert_eq!(found(&c, 0), Some(digest(0)));
+        record(&c, 1);
+        c.save();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with(&first) && text.lines().count() == 3, "{text}");
+
+        // The same file recorded again: the later line wins.
+        let c = StatCache::settled(file.clone());
+        assert_eq!(found(&c, 1), Some(digest(1)));
+        let meta = std::fs::symlink_metadata(&files[1]).unwrap();
+        c.record(Kind::Input, &files[1], stat(&meta), &digest(7));
+        c.save();
+        let c = StatCache::settled(file.clone());
+        assert_eq!(found(&c, 1), Some(digest(7)));
+        assert_eq!(c.lines, 3);
+
+        // A file with many stale lines (here past the slack) is written
+        // anew with the entries this run used and learned.
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        let stale = dir.path().join("gone.yaml");
+        for i in 0..=APPEND_SLACK {
+            text.push_str(&format!("i {} 1 {i} 1 1 1 \"{}\"\n", digest(i), stale.display()));
+        }
+        std::fs::write(&file, text).unwrap();
+        let c = StatCache::settled(file.clone());
+        assert_eq!(found(&c, 0), Some(digest(0)));
+        record(&c, 2);
+        c.save();
+        let c = StatCache::settled(file.clone());
+        assert_eq!(c.lines, 2, "{:?}", std::fs::read_to_string(&file));
+        assert_eq!((found(&c, 0), found(&c, 1), found(&c, 2)), (Some(digest(0)), None, Some(digest(2))));
     }
 
     #[test]
