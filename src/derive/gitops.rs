@@ -71,17 +71,17 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 /// `_cluster`, and one at each tree's root listing those directories.
 /// `roots` are the trees' directories ("" for a single tree).
 pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[String]) -> Vec<(PathBuf, String)> {
-    // tree root -> directory -> files in it (relative to the directory)
-    let mut dirs: BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<PathBuf>>> = BTreeMap::new();
+    // tree root -> directory -> files in it (relative to the directory),
+    // borrowed from `files`: a tree has tens of thousands.
+    let mut dirs: BTreeMap<&Path, BTreeMap<&Path, BTreeSet<&Path>>> = BTreeMap::new();
     for f in files {
         let (root, rest) = split_root(f, roots);
-        let mut parts = rest.components();
-        let Some(first) = parts.next() else { continue };
-        let first = PathBuf::from(first.as_os_str());
+        let Some(first) = rest.components().next() else { continue };
+        let first = Path::new(first.as_os_str());
         if first == Path::new(GITOPS_DIR) || rest.file_name().is_some_and(|n| n == KUSTOMIZATION) {
             continue;
         }
-        let inner: PathBuf = parts.collect();
+        let inner = rest.strip_prefix(first).unwrap_or(rest);
         dirs.entry(root).or_default().entry(first).or_default().insert(inner);
     }
     let mut out = Vec::new();
@@ -89,8 +89,8 @@ pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[Str
         let mut resources = Vec::new();
         for (dir, files) in entries {
             let listed: Vec<String> = files.iter().map(|p| slash(p)).collect();
-            out.push((root.join(&dir).join(KUSTOMIZATION), kustomization(&listed)));
-            resources.push(slash(&dir));
+            out.push((root.join(dir).join(KUSTOMIZATION), kustomization(&listed)));
+            resources.push(slash(dir));
         }
         // Prerequisites first, so `kubectl apply -k` creates them first too.
         resources.sort_by_key(|r| (r != CLUSTER_DIR, r.clone()));
@@ -99,13 +99,14 @@ pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[Str
     out
 }
 
-fn split_root(path: &Path, roots: &[String]) -> (PathBuf, PathBuf) {
+/// A tree's root among `roots` and the path below it.
+fn split_root<'p>(path: &'p Path, roots: &'p [String]) -> (&'p Path, &'p Path) {
     for r in roots.iter().filter(|r| !r.is_empty()) {
         if let Ok(rest) = path.strip_prefix(r) {
-            return (PathBuf::from(r), rest.to_path_buf());
+            return (Path::new(r.as_str()), rest);
         }
     }
-    (PathBuf::new(), path.to_path_buf())
+    (Path::new(""), path)
 }
 
 fn slash(p: &Path) -> String {
