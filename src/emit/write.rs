@@ -439,26 +439,8 @@ impl Writer {
     /// Writes `planned` over the tree read at [`Writer::open`] (see
     /// [`write`]). The lock keeps other renders out, not other programs: a
     /// file added or removed since then means the tree is read again.
-    ///
-    /// Only the directory the write swaps is read again: a file added
-    /// elsewhere is left where it is by the swap, and one at a path this
-    /// run writes can only be in that directory.
     pub fn write(self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
-        let planned_changes = changes(planned, &self.existing);
-        let changed: Vec<&PathBuf> = planned_changes
-            .create
-            .iter()
-            .chain(&planned_changes.update)
-            .chain(&planned_changes.delete)
-            .filter(|p| p.as_path() != Path::new(MANIFEST))
-            .collect();
-        if changed.is_empty() {
-            return self.apply(planned, &self.existing);
-        }
-        let root = swap_root(&self.out, &changed);
-        let before: BTreeSet<&Path> = self.existing.entries.iter().filter_map(|p| p.strip_prefix(&root).ok()).collect();
-        let now = entries(&self.out.join(&root))?;
-        if now.len() == before.len() && now.iter().zip(&before).all(|(a, b)| a == b) {
+        if entries(&self.out)? == self.existing.entries {
             return self.apply(planned, &self.existing);
         }
         let existing = scan(&self.out, cache)?;
@@ -628,7 +610,12 @@ fn write_swap(
 /// The swap of [`write_swap`], for `changes` without the manifest.
 fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Diagnostic> {
     let changed: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).chain(&changes.delete).collect();
-    let mut root = swap_root(out, &changed);
+    let mut root = common_parent(&changed);
+    // A created file's directory may not exist yet: the swapped directory
+    // is one that does.
+    while !root.as_os_str().is_empty() && !is_real_dir(&out.join(&root)) {
+        root.pop();
+    }
     loop {
         match swap_subtree(out, parent, &root, planned, changes) {
             Ok(()) => break,
@@ -638,17 +625,6 @@ fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) ->
         }
     }
     Ok(())
-}
-
-/// The directory of `out` a write of the `changed` paths swaps first: the
-/// deepest that holds them all and exists (a created file's directory may
-/// not exist yet).
-fn swap_root(out: &Path, changed: &[&PathBuf]) -> PathBuf {
-    let mut root = common_parent(changed);
-    while !root.as_os_str().is_empty() && !is_real_dir(&out.join(&root)) {
-        root.pop();
-    }
-    root
 }
 
 /// The longest directory path that is a parent of every path of `paths`.
@@ -1158,19 +1134,6 @@ mod tests {
         let err = writer.write(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2")]), &StatCache::off()).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"), "{}", err.render(false));
         assert_eq!(std::fs::read_to_string(out.join("b/y.yaml")).unwrap(), "hand written");
-    }
-
-    #[test]
-    fn a_file_added_outside_the_swapped_directory_stays_where_it_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")])).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
-        std::fs::write(out.join("b/notes.txt"), "hand written").unwrap();
-        let changes = writer.write(&planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]), &StatCache::off()).unwrap();
-        assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
-        assert!(std::fs::read_to_string(out.join("a/x.yaml")).unwrap().ends_with("\n2"));
-        assert_eq!(std::fs::read_to_string(out.join("b/notes.txt")).unwrap(), "hand written");
     }
 
     #[test]
