@@ -1137,6 +1137,32 @@ mod tests {
     }
 
     #[test]
+    fn a_file_added_outside_the_swapped_directory_stays_where_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")])).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        std::fs::write(out.join("b/notes.txt"), "hand written").unwrap();
+        let changes = writer.write(&planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]), &StatCache::off()).unwrap();
+        assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
+        assert!(std::fs::read_to_string(out.join("a/x.yaml")).unwrap().ends_with("\n2"));
+        assert_eq!(std::fs::read_to_string(out.join("b/notes.txt")).unwrap(), "hand written");
+    }
+
+    #[test]
+    fn an_isvc_file_removed_after_the_tree_was_read_is_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let tree = planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")]);
+        write(&out, &tree).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        std::fs::remove_file(out.join("b/y.yaml")).unwrap();
+        let changes = writer.write(&planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]), &StatCache::off()).unwrap();
+        assert_eq!(changes.create, vec![PathBuf::from("b/y.yaml")]);
+        assert!(out.join("b/y.yaml").is_file());
+    }
+
+    #[test]
     fn a_tree_that_cannot_be_staged_is_refused_not_written_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
