@@ -573,18 +573,19 @@ fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Ve
     if paths.iter().any(|p| p == Path::new("-")) {
         return None;
     }
-    let base = absolute(base);
-    let files = load::input_files(paths).ok()?;
+    let cwd = std::env::current_dir().ok()?;
+    let base = crate::load::files::absolute_in(&cwd, base);
+    let files = load::input_files_with_status(paths).ok()?;
     files
         .par_iter()
-        .map(|f| {
-            let path = absolute(f);
+        .map(|(f, meta)| {
+            let path = crate::load::files::absolute_in(&cwd, f);
             // The status of the file the path leads to, read as the loader
             // reads it (through `f` itself, links followed: `absolute`
             // resolves `..` in the text, which a link can make another
             // file). A file replaced between the two is recorded under the
             // status of the one before, which no later file has.
-            let status = std::fs::metadata(f).ok().and_then(|m| stat::Stat::of(&m));
+            let status = meta.as_ref().and_then(stat::Stat::of);
             let digest = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
                 Some(d) => d,
                 None => {
@@ -877,6 +878,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             let unchanged = output::Changes { unchanged: files, ..Default::default() };
             status(&rendered_summary(recorded.objects, &args.inputs.paths, &out, files, &unchanged));
         }
+        // The run ends here: the tree's listing, the manifest and the cache
+        // are not freed entry by entry (tens of thousands of paths) but
+        // with the process; so is the lock, which the system releases when
+        // the process exits.
+        std::mem::forget(survey);
         return Ok(ExitCode::SUCCESS);
     }
     let reusable = described.filter(|_| !quota_table && survey.inputs.is_some());

@@ -137,8 +137,20 @@ mod tests {
 /// `path` made absolute against the working directory, with `.` and `..`
 /// resolved lexically (symbolic links are not followed).
 pub fn absolute(path: &Path) -> PathBuf {
+    match std::env::current_dir() {
+        Ok(cwd) => absolute_in(&cwd, path),
+        Err(_) => absolute_in(Path::new(""), path),
+    }
+}
+
+/// [`absolute`] against the working directory `cwd`, read once by a
+/// caller with many paths (each read is a system call).
+pub fn absolute_in(cwd: &Path, path: &Path) -> PathBuf {
     use std::path::Component;
-    let joined = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if path.as_os_str().is_empty() {
+        return PathBuf::new();
+    }
+    let joined = if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) };
     let mut out = PathBuf::new();
     for c in joined.components() {
         match c {

@@ -7,6 +7,7 @@ pub mod schema_validate;
 pub mod validate;
 
 use std::collections::BTreeMap;
+use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -71,6 +72,12 @@ impl LoadedService {
 /// the link, never its target, and nothing behind it is read. A file reached
 /// twice (given twice, or through a link) is read once.
 pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
+    Ok(input_files_with_status(paths)?.into_iter().map(|(f, _)| f).collect())
+}
+
+/// [`input_files`], each with its status (links followed) as read to find
+/// the files reached twice; `None` where it could not be read.
+pub fn input_files_with_status(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option<Metadata>)>, Diagnostics> {
     let mut files = Vec::new();
     let mut diags = Diagnostics::new();
     for path in paths {
@@ -146,32 +153,34 @@ pub fn input_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Diagnostics> {
     // same canonical path. A canonical path costs a stat(2) per component,
     // so it is taken only for files that share a device and inode with
     // another (hard links stay two files, as they always were).
-    let ids: Vec<Option<(u64, u64)>> = files.par_iter().map(|f| inode(f)).collect();
+    let files: Vec<(PathBuf, Option<Metadata>)> =
+        files.into_par_iter().map(|f| (std::fs::metadata(&f).ok(), f)).map(|(m, f)| (f, m)).collect();
     let mut shared = std::collections::HashMap::new();
-    for id in ids.iter().flatten() {
-        *shared.entry(*id).or_insert(0usize) += 1;
+    for id in files.iter().filter_map(|(_, m)| inode(m.as_ref()?)) {
+        *shared.entry(id).or_insert(0usize) += 1;
     }
     let mut seen = std::collections::HashSet::new();
-    let mut ids = ids.into_iter();
-    files.retain(|f| {
-        let unique = ids.next().flatten().is_some_and(|id| shared.get(&id) == Some(&1));
-        unique || seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
-    });
+    let files = files
+        .into_iter()
+        .filter(|(f, m)| {
+            let unique = m.as_ref().and_then(inode).is_some_and(|id| shared.get(&id) == Some(&1));
+            unique || seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone()))
+        })
+        .collect();
     Ok(files)
 }
 
-/// The device and inode of the file at `path` (a link followed), where the
-/// system has them and they are usable (some FUSE file systems report
-/// inode 0 for every file).
-fn inode(path: &Path) -> Option<(u64, u64)> {
+/// The device and inode of a file's status, where the system has them and
+/// they are usable (some FUSE file systems report inode 0 for every file).
+fn inode(meta: &Metadata) -> Option<(u64, u64)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(path).ok().filter(|m| m.ino() != 0).map(|m| (m.dev(), m.ino()))
+        (meta.ino() != 0).then(|| (meta.dev(), meta.ino()))
     }
     #[cfg(not(unix))]
     {
-        let _ = path;
+        let _ = meta;
         None
     }
 }
