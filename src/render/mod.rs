@@ -231,26 +231,26 @@ pub fn render_service(
             cluster: None,
             bootstrap: false,
         };
-        if templates.built.contains(child.template) {
-            if let Some(value) = builtin::build(child.template, desired) {
-                let problems = typecheck::typecheck(&value);
-                if problems.is_empty() {
-                    objects.push(object(value));
-                } else {
-                    // The derivation let a value through that the type
-                    // refuses: isvc's bug, reported like a template's.
-                    diags.extend(problems.into_iter().map(|p| {
-                        Diagnostic::error(format!(
-                            "rendered {id} (built-in templates/{}): {} at {}",
-                            child.template,
-                            p.message,
-                            yaml::path_string(&p.path)
-                        ))
-                        .help("this is a bug in isvc; please report it with the input that caused it")
-                    }));
-                }
-                continue;
+        if templates.built.contains(child.template)
+            && let Some(value) = builtin::build(child.template, desired)
+        {
+            let problems = typecheck::typecheck(&value);
+            if problems.is_empty() {
+                objects.push(object(value));
+            } else {
+                // The derivation let a value through that the type
+                // refuses: isvc's bug, reported like a template's.
+                diags.extend(problems.into_iter().map(|p| {
+                    Diagnostic::error(format!(
+                        "rendered {id} (built-in templates/{}): {} at {}",
+                        child.template,
+                        p.message,
+                        yaml::path_string(&p.path)
+                    ))
+                    .help("this is a bug in isvc; please report it with the input that caused it")
+                }));
             }
+            continue;
         }
         let ctx = ctx.get_or_insert_with(|| minijinja::Value::from(minijinja::value::Serde(desired)));
         let tsrc = templates.source(child.template);
