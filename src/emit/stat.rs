@@ -508,6 +508,26 @@ mod tests {
     }
 
     #[test]
+    fn a_cache_with_a_torn_last_line_is_ignored() {
+        // A run killed while it appended: the line is cut anywhere.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree-x");
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        let c = StatCache::settled(file.clone());
+        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.save();
+        let whole = std::fs::read_to_string(&file).unwrap();
+        let last = whole.lines().last().unwrap().to_string();
+        for cut in 1..last.len() {
+            std::fs::write(&file, format!("{whole}{}", &last[..cut])).unwrap();
+            let c = StatCache::settled(file.clone());
+            assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None, "cut at {cut}: {:?}", &last[..cut]);
+        }
+    }
+
+    #[test]
     fn off_finds_and_keeps_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("a.yaml");
