@@ -217,11 +217,15 @@ impl StatCache {
         let kept: Vec<(&Key, &Entry)> =
             self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry)).collect();
         let mut learned: Vec<(&Key, &Entry)> = new.iter().collect();
-        learned.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));
+        // By path, then kind.
+        let order =
+            |a: &(&Key, &Entry), b: &(&Key, &Entry)| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter()));
+        learned.sort_by(order);
         // A few new entries are appended (a later line wins over an earlier
         // one of the same file), so a run that read a handful of files
         // writes a handful of lines. The file is written anew, with only
-        // what this run saw, once at least half of its lines are stale.
+        // what this run saw, once its stale lines outnumber its live ones
+        // by more than [`APPEND_SLACK`].
         let live = kept.len() + learned.len();
         if self.lines > 0 && self.lines + learned.len() <= 2 * live + APPEND_SLACK {
             let mut text = String::with_capacity(learned.len() * 160);
@@ -235,7 +239,7 @@ impl StatCache {
         }
         let mut entries = learned;
         entries.extend(kept);
-        entries.sort_by(|a, b| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter())));
+        entries.sort_by(order);
         let mut text = String::with_capacity(32 + entries.len() * 160);
         text.push_str(FIRST_LINE);
         text.push('\n');
@@ -363,6 +367,18 @@ mod tests {
         Stat::of(meta).unwrap()
     }
 
+    /// A settled cache in `cache_file` that records `dir/a.yaml` (the
+    /// file, written) as an input, and the file's path and status.
+    fn record_one(dir: &Path, cache_file: &Path) -> (PathBuf, Metadata) {
+        let f = dir.join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let meta = std::fs::symlink_metadata(&f).unwrap();
+        let c = StatCache::settled(cache_file.to_path_buf());
+        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.save();
+        (f, meta)
+    }
+
     #[test]
     fn a_settled_file_is_found_until_it_changes() {
         let dir = tempfile::tempdir().unwrap();
@@ -413,12 +429,7 @@ mod tests {
             std::fs::write(&file, text).unwrap();
             assert!(StatCache::at(file.clone()).old.is_empty(), "{text:?}");
         }
-        let f = dir.path().join("a.yaml");
-        std::fs::write(&f, "a").unwrap();
-        let meta = std::fs::symlink_metadata(&f).unwrap();
-        let c = StatCache::settled(file.clone());
-        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
-        c.save();
+        let (f, meta) = record_one(dir.path(), &file);
         let written = std::fs::symlink_metadata(&file).unwrap();
         let c = StatCache::settled(file.clone());
         assert!(c.lookup(Kind::Input, &f, stat(&meta)).is_some());
@@ -441,11 +452,7 @@ mod tests {
         let foreign = old("notes.txt");
         let recent = dir.path().join(format!("{PREFIX}{}", "b".repeat(32)));
         std::fs::write(&recent, "x").unwrap();
-        let f = dir.path().join("a.yaml");
-        std::fs::write(&f, "a").unwrap();
-        let c = StatCache::settled(dir.path().join(format!("{PREFIX}{}", "c".repeat(32))));
-        c.record(Kind::Input, &f, stat(&std::fs::symlink_metadata(&f).unwrap()), "0123456789abcdef0123456789abcdef");
-        c.save();
+        record_one(dir.path(), &dir.path().join(format!("{PREFIX}{}", "c".repeat(32))));
         assert!(!stale.exists());
         assert!(foreign.exists() && recent.exists());
     }
@@ -512,12 +519,7 @@ mod tests {
         // A run killed while it appended: the line is cut anywhere.
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
-        let f = dir.path().join("a.yaml");
-        std::fs::write(&f, "a").unwrap();
-        let meta = std::fs::symlink_metadata(&f).unwrap();
-        let c = StatCache::settled(file.clone());
-        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
-        c.save();
+        let (f, meta) = record_one(dir.path(), &file);
         let whole = std::fs::read_to_string(&file).unwrap();
         let last = whole.lines().last().unwrap().to_string();
         for cut in 1..last.len() {
