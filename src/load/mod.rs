@@ -153,8 +153,13 @@ pub fn input_files_with_status(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option
     // same canonical path. A canonical path costs a stat(2) per component,
     // so it is taken only for files that share a device and inode with
     // another (hard links stay two files, as they always were).
-    let files: Vec<(PathBuf, Option<Metadata>)> =
-        files.into_par_iter().map(|f| (std::fs::metadata(&f).ok(), f)).map(|(m, f)| (f, m)).collect();
+    let files: Vec<(PathBuf, Option<Metadata>)> = files
+        .into_par_iter()
+        .map(|f| {
+            let meta = std::fs::metadata(&f).ok();
+            (f, meta)
+        })
+        .collect();
     let mut shared = std::collections::HashMap::new();
     for id in files.iter().filter_map(|(_, m)| inode(m.as_ref()?)) {
         *shared.entry(id).or_insert(0usize) += 1;
