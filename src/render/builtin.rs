@@ -621,7 +621,6 @@ fn picker_deployment(d: &DesiredService) -> Value {
     let field_env = |name: &str, path: &str| v!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}});
     let port = |name: &str, number: Option<i32>| v!({"name": name, "containerPort": number, "protocol": "TCP"});
     let grpc = |service: Option<&String>| v!({"port": p.map(|p| p.health_port), "service": service});
-    let empty = BTreeMap::new();
     v!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -634,7 +633,7 @@ fn picker_deployment(d: &DesiredService) -> Value {
             "template": {
                 "metadata": {
                     "labels": p.map(|p| &p.labels),
-                    "annotations": or_none(v!(p.map_or(&empty, |p| &p.pod_annotations))),
+                    "annotations": or_none(v!(p.map(|p| &p.pod_annotations))),
                 },
                 "spec": {
                     "serviceAccountName": p.map(|p| &p.name),
