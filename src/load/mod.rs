@@ -47,6 +47,13 @@ pub struct LoadedService {
 }
 
 impl LoadedService {
+    /// The route the service claims (`spec.gateway.route`), as
+    /// [`crate::model::route::Route`] prints it, if it is one.
+    pub fn claimed_route(&self) -> Option<String> {
+        let route = &self.service.spec.gateway.as_ref()?.route;
+        crate::model::route::parse_route(route).ok().map(|r| r.to_string())
+    }
+
     /// Location of a field of this document (or the nearest existing parent).
     pub fn location(&self, path: &[PathSegment]) -> Location {
         Location::span(&self.source, self.node().at_path(path).span)
@@ -330,20 +337,33 @@ pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<
     let stdin = paths.iter().any(|p| p == Path::new("-"));
     let others: Vec<PathBuf> = paths.iter().filter(|p| *p != Path::new("-")).cloned().collect();
     let files = if others.is_empty() { Vec::new() } else { input_files(&others)? };
-    let mut results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
+    let (mut services, mut diags) = read_services_in(&files, run);
+    if stdin {
+        let source = read_stdin("the services", MAX_FILE_BYTES).and_then(|s| take_bytes(&s, run).map(|()| s));
+        let (s, d) = match source {
+            Ok(source) => parse_services_in(&source, run),
+            Err(d) => (Vec::new(), vec![d]),
+        };
+        services.extend(s);
+        diags.extend(d);
+    }
+    finish_services(services, diags)
+}
+
+/// Reads and parses the InferenceServices of each of `files` (which must be
+/// files, not directories), with every problem found; see
+/// [`finish_services`].
+pub fn read_services_in<P: AsRef<Path> + Sync>(
+    files: &[P],
+    run: &yaml::RunBudget,
+) -> (Vec<LoadedService>, Diagnostics) {
+    let results: Vec<(Vec<LoadedService>, Vec<Diagnostic>)> = files
         .par_iter()
-        .map(|path| match read_source_in(path, MAX_FILE_BYTES, run) {
+        .map(|path| match read_source_in(path.as_ref(), MAX_FILE_BYTES, run) {
             Ok(source) => parse_services_in(&source, run),
             Err(d) => (Vec::new(), vec![d]),
         })
         .collect();
-    if stdin {
-        let source = read_stdin("the services", MAX_FILE_BYTES).and_then(|s| take_bytes(&s, run).map(|()| s));
-        results.push(match source {
-            Ok(source) => parse_services_in(&source, run),
-            Err(d) => (Vec::new(), vec![d]),
-        });
-    }
     let mut diags = Diagnostics::new();
     // Sized once: a service is most of a kilobyte, and a fleet has thousands.
     let mut services = Vec::with_capacity(results.iter().map(|(s, _)| s.len()).sum());
@@ -351,6 +371,15 @@ pub fn load_services_in(paths: &[PathBuf], run: &yaml::RunBudget) -> Result<Vec<
         services.extend(s);
         diags.extend(d);
     }
+    (services, diags)
+}
+
+/// The services read, sorted by namespace and name, or every error found
+/// reading them and every service declared twice.
+pub fn finish_services(
+    mut services: Vec<LoadedService>,
+    mut diags: Diagnostics,
+) -> Result<Vec<LoadedService>, Diagnostics> {
     validate_duplicates(&services, &mut diags);
     diags.sort();
     if diags.has_errors() {
