@@ -119,7 +119,9 @@ impl Options {
     /// [`Compiler::namespace_digests`]), platform, templates, rules and
     /// isvc version. Honoured without clusters and without a GitOps engine;
     /// the namespaces of a Kueue cohort's tenants are compiled together and
-    /// never left out. [`Compilation::reused`] says which were.
+    /// never left out. A namespace of which no service is given is left out
+    /// as well: the caller may keep a namespace without reading its
+    /// services' files. [`Compilation::reused`] says which were left out.
     pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
         self.reuse = namespaces;
         self
@@ -488,11 +490,15 @@ impl Stage<'_> {
         diags.extend(kueue::admit_queues(platform, self.platform_file, self.platform_origin));
         let groups = groups(services, namespaced, &mut shared, platform);
         let whole = groups.len() == 1;
+        // The namespaces of the groups compiled.
+        let mut compiled = BTreeSet::new();
         for (namespace, group) in groups {
             if self.reuse.contains(&namespace) {
                 out.reused.insert(namespace);
                 continue;
             }
+            compiled.extend(group.services.iter().map(|s| s.service.namespace_or_default().to_string()));
+            compiled.extend(group.objects.iter().filter_map(|o| o.id.namespace.clone()));
             let mut objects = self.render(&group.services, platform, &mut out.diags);
             objects.extend(group.objects);
             if whole {
@@ -500,6 +506,9 @@ impl Stage<'_> {
             }
             self.check_group(&shared, objects, services, platform, &mut out);
         }
+        // A namespace to keep of which nothing was read (its services' files
+        // left unread, see `Options::reuse`) is left out as well.
+        out.reused.extend(self.reuse.iter().filter(|n| !compiled.contains(*n)).cloned());
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
