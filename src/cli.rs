@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Options};
-use crate::emit::manifest::{self, MANIFEST, Manifest};
+use crate::emit::manifest::{self, MANIFEST, Manifest, Selection};
 use crate::emit::stat::{self, StatCache};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
@@ -466,12 +466,19 @@ fn run_budget() -> &'static crate::base::yaml::RunBudget {
     RUN.get_or_init(crate::base::yaml::RunBudget::new)
 }
 
-/// Loads the inputs, reporting every problem of every one together.
-fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
+/// Loads the inputs, reporting every problem of every one together. The
+/// services are `read` if given (those of some namespaces: [`Selection`]),
+/// else loaded from every input path; `kept` when the services of other
+/// namespaces were left unread, their objects kept.
+fn load_inputs(
+    inputs: &Inputs,
+    read: Option<Result<Vec<LoadedService>, Diagnostics>>,
+    kept: bool,
+) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform_in(inputs.platform.as_deref(), run_budget());
     let template_dir = template_dir(inputs, platform.as_ref().ok().map(|(p, _)| p));
     let templates = load_templates(template_dir.as_deref());
-    let services = load::load_services_in(&inputs.paths, run_budget());
+    let services = read.unwrap_or_else(|| load::load_services_in(&inputs.paths, run_budget()));
     let config = check::Config::with_disabled(&inputs.disable);
     let mut diags = Diagnostics::new();
     let platform = platform.map_err(|d| diags.extend(d)).ok();
@@ -483,7 +490,7 @@ fn load_inputs(inputs: &Inputs) -> Result<Loaded, Diagnostics> {
         diags.sort();
         return Err(diags);
     };
-    if services.is_empty() {
+    if services.is_empty() && !kept {
         let paths: Vec<String> = inputs.paths.iter().map(|p| p.display().to_string()).collect();
         eprint_diagnostics(&Diagnostics::from(
             Diagnostic::warning(format!("no InferenceService found in {}", paths.join(", ")))
@@ -565,10 +572,22 @@ fn run_settings_and_platform(inputs: &Inputs, base: &Path) -> (Vec<String>, Opti
     (settings, platform)
 }
 
+/// An input file as a survey read it.
+struct InputFile {
+    /// The path it is read by.
+    path: PathBuf,
+    /// The label output headers name it by.
+    label: String,
+    /// The digest of its bytes.
+    digest: String,
+    /// Its size in bytes.
+    bytes: u64,
+}
+
 /// Every input file's label (as output headers name it) and digest, read
 /// now; `None` when the inputs include standard input or cannot all be read
 /// (the compile then reports why).
-fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Vec<(String, String)>> {
+fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Vec<InputFile>> {
     use rayon::prelude::*;
     if paths.iter().any(|p| p == Path::new("-")) {
         return None;
@@ -597,7 +616,8 @@ fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Ve
                     d
                 }
             };
-            Some((slash_path(&relative_to(&path, &base)), digest))
+            let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
+            Some(InputFile { label: slash_path(&relative_to(&path, &base)), digest, bytes, path: f.clone() })
         })
         .collect()
 }
@@ -627,9 +647,9 @@ fn stat_cache(out: &Path) -> StatCache {
 struct Survey {
     cache: StatCache,
     manifest: Option<Manifest>,
-    /// The input files by label and digest; `None` for standard input or
-    /// an input that cannot be read.
-    inputs: Option<Vec<(String, String)>>,
+    /// The input files; `None` for standard input or an input that cannot
+    /// be read.
+    inputs: Option<Vec<InputFile>>,
     /// The tree opened for writing, with what it holds.
     writer: Option<output::Writer>,
     /// The tree as it is, read without the lock.
@@ -686,9 +706,9 @@ impl Survey {
     /// With [`Survey::describing_tree`]: the tree is by its digests
     /// exactly what a render would write there, and no compile is needed.
     fn same_inputs(&self, recorded: &Manifest) -> bool {
-        let Some(mut current) = self.inputs.clone() else { return false };
-        current.sort();
-        !current.is_empty() && recorded.inputs == current
+        let Some(current) = &self.inputs else { return false };
+        let current: Vec<(&str, &str)> = current.iter().map(|f| (f.label.as_str(), f.digest.as_str())).collect();
+        !current.is_empty() && recorded.same_inputs(&current)
     }
 }
 
@@ -739,6 +759,11 @@ enum Namespaces<'m> {
     /// describes unedited, the namespaces whose services it records
     /// unchanged are not compiled again ([`Compilation::reused`]).
     Recorded(Option<&'m Manifest>),
+    /// With the manifest of a tree it describes unedited: the services of
+    /// the namespaces a change touched, read, and the digests of the other
+    /// recorded namespaces, kept without their files being read
+    /// ([`Selection`]).
+    Selected(&'m Manifest, Result<Vec<LoadedService>, Diagnostics>, BTreeMap<String, String>),
 }
 
 /// A compilation, the services it was compiled from, and each namespace's
@@ -752,7 +777,12 @@ fn compile_for<T: Held>(
     one_cluster: Option<&str>,
     namespaces: Namespaces<'_>,
 ) -> Result<Compiled<T>, Diagnostics> {
-    let mut i = load_inputs(inputs)?;
+    let (read, recorded, clean, record) = match namespaces {
+        Namespaces::Unrecorded => (None, None, BTreeMap::new(), false),
+        Namespaces::Recorded(recorded) => (None, recorded, BTreeMap::new(), true),
+        Namespaces::Selected(recorded, read, clean) => (Some(read), Some(recorded), clean, true),
+    };
+    let mut i = load_inputs(inputs, read, !clean.is_empty())?;
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
         return Err(Diagnostic::error(format!(
@@ -769,12 +799,12 @@ fn compile_for<T: Held>(
         .engine(inputs.gitops.map(Into::into))
         .cluster(inputs.cluster.clone())
         .label(labeller(base));
-    let (digests, recorded) = match namespaces {
-        Namespaces::Unrecorded => (BTreeMap::new(), None),
-        Namespaces::Recorded(recorded) => {
-            (Compiler::new(&i.inputs, Options::default().label(labeller(base))).namespace_digests(), recorded)
-        }
-    };
+    let mut digests = BTreeMap::new();
+    if record {
+        digests = Compiler::new(&i.inputs, Options::default().label(labeller(base))).namespace_digests();
+        // The namespaces kept: their services were not read.
+        digests.extend(clean);
+    }
     let records = recorded.map(Manifest::namespace_records).unwrap_or_default();
     let reuse: BTreeSet<String> = digests
         .iter()
@@ -887,10 +917,33 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let reusable = described.filter(|_| !quota_table && survey.inputs.is_some());
     let existing = survey.existing();
-    let (compiled, services, digests) =
-        compile_for::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(reusable))?;
+    // Over a tree the manifest describes, only the input files of the
+    // namespaces a change touches are read, where every other namespace's
+    // objects can be kept.
+    let mut selection = None;
+    let mut namespaces = Namespaces::Recorded(reusable);
+    if let (Some(recorded), Some(files), Some(always)) =
+        (reusable, &survey.inputs, always_compiled(&args.inputs, platform.as_ref()))
+    {
+        let mut s = Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always);
+        let read = read_selected(&mut s, files);
+        namespaces = Namespaces::Selected(recorded, read, s.clean());
+        selection = Some(s);
+    }
+    let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
+    let (inputs, routes) = declared(survey.inputs.as_deref().unwrap_or_default(), &services, selection.as_ref());
+    if let (Some(s), Some(files), true) = (&selection, &survey.inputs, verbosity() >= 2) {
+        status(&format!(
+            "read {} of {} input files; {} namespaces unchanged",
+            s.read().count(),
+            files.len(),
+            compiled.reused.len()
+        ));
+    }
     let (kept, counts) = kept_namespaces(&compiled, existing);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
+    // Without any service, a render warns.
+    let no_services = digests.is_empty();
     let namespaces: Vec<(String, String, usize)> = digests
         .into_iter()
         .map(|(ns, d)| {
@@ -904,11 +957,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // manifest never takes this tree for up to date.
         settings.push("inputs unrecorded".to_string());
     }
-    if !compiled.warnings.is_empty() || services.is_empty() {
+    if !compiled.warnings.is_empty() || no_services {
         // A run that warns compiles every time, so the warnings are shown.
         settings.push("warnings".to_string());
     }
-    let recorded = Manifest::new(settings, survey.inputs.unwrap_or_default(), rendered, namespaces, &tree);
+    let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree);
     tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match survey.scanned {
@@ -960,6 +1013,93 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // would only delay the exit.
     std::mem::forget(tree);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The namespaces a render compiles whatever changed (those of the tenants
+/// with Kueue queues: a cohort's tenants are compiled together), when it
+/// may read only the input files of the namespaces a change touches; `None`
+/// when it may not: with the platform's clusters or a GitOps engine, whose
+/// objects span namespaces (see [`compiler::Options::reuse`]).
+fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<BTreeSet<String>> {
+    if inputs.gitops.is_some() {
+        return None;
+    }
+    let Some(platform) = platform else {
+        // No platform file, or one that does not load (the compile says why).
+        return inputs.platform.is_none().then(BTreeSet::new);
+    };
+    if !platform.clusters.is_empty() || platform.gitops.as_ref().is_some_and(|g| g.engine.is_some()) {
+        return None;
+    }
+    Some(platform.tenants.iter().filter(|t| !t.queues.is_empty()).flat_map(|t| t.namespace_list()).collect())
+}
+
+/// Reads the input files `selection` chooses of `files`, batch by batch,
+/// and the services they declare. The bytes of the files left unread count
+/// against the run's budget as if they were read.
+fn read_selected(selection: &mut Selection<'_>, files: &[InputFile]) -> Result<Vec<LoadedService>, Diagnostics> {
+    let by_label: BTreeMap<&str, &InputFile> = files.iter().map(|f| (f.label.as_str(), f)).collect();
+    let mut services = Vec::new();
+    let mut diags = Diagnostics::new();
+    loop {
+        let batch: Vec<&Path> =
+            selection.batch().into_iter().filter_map(|l| by_label.get(l)).map(|f| f.path.as_path()).collect();
+        if batch.is_empty() {
+            break;
+        }
+        let (read, d) = load::read_services_in(&batch, run_budget());
+        selection.declared(
+            read.iter().map(|s| s.service.namespace_or_default()),
+            read.iter().filter_map(LoadedService::claimed_route),
+        );
+        services.extend(read);
+        diags.extend(d);
+    }
+    let unread: u64 = files.iter().filter(|f| selection.unread(&f.label).is_some()).map(|f| f.bytes).sum();
+    if let Err(max) = run_budget().take_bytes(unread) {
+        diags.push(
+            Diagnostic::error(format!("the input files take this run over {max} bytes in all; refusing to read them"))
+                .help(format!(
+                    "isvc reads at most {max} bytes per run (service files, platform file and snapshot together); \
+                     render smaller sets of services, each into its own --out"
+                )),
+        );
+    }
+    load::finish_services(services, diags)
+}
+
+/// What the manifest records of what the input files declare: each file
+/// with the namespaces of its services, and the routes each namespace's
+/// services claim. Of a file left unread (`selection`), as recorded.
+fn declared(
+    files: &[InputFile],
+    services: &[LoadedService],
+    selection: Option<&Selection<'_>>,
+) -> (Vec<manifest::Input>, Vec<(String, String)>) {
+    let label = labeller(&header_base());
+    let mut of_file: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut routes: Vec<(String, String)> = Vec::new();
+    for s in services {
+        let namespace = s.service.namespace_or_default();
+        of_file.entry(label(s)).or_default().insert(namespace);
+        if let Some(route) = s.claimed_route() {
+            routes.push((namespace.to_string(), route));
+        }
+    }
+    if let Some(selection) = selection {
+        routes.extend(selection.clean_routes().cloned());
+    }
+    let inputs = files
+        .iter()
+        .map(|f| {
+            let namespaces = match selection.and_then(|s| s.unread(&f.label)) {
+                Some(recorded) => recorded.namespaces.clone(),
+                None => of_file.get(&f.label).map(|n| n.iter().map(|n| n.to_string()).collect()).unwrap_or_default(),
+            };
+            manifest::Input { label: f.label.clone(), digest: f.digest.clone(), namespaces }
+        })
+        .collect();
+    (inputs, routes)
 }
 
 /// The files of the namespaces `compiled` kept from the tree `existing`
@@ -1069,7 +1209,7 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         print(&rule.long_text());
         return Ok(ExitCode::SUCCESS);
     }
-    let mut i = load_inputs(&args.inputs)?;
+    let mut i = load_inputs(&args.inputs, None, false)?;
     i.inputs.platform_file = platform_label(&args.inputs, &header_base());
     let options =
         Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base()));

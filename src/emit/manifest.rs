@@ -27,19 +27,26 @@
 //! isvc 0.1.0
 //! setting "gitops=argocd"
 //! objects 12
-//! input 0f3a… "services/chat.yaml"
+//! input 0f3a… ["team-a"] "services/chat.yaml"
 //! namespace 5d2e… 3 "team-a"
+//! route "team-a" "chat.example.com/v1"
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
 //!
-//! A `namespace` record holds the digest of one namespace's services
-//! ([`crate::Compiler::namespace_digests`]) and how many objects the tree
-//! holds of it. A render whose settings are the recorded ones, over a tree
-//! the manifest describes unedited, compiles only the namespaces whose
-//! services changed and keeps the others' files as they are
-//! ([`crate::Options::reuse`]): they are what a compile of the same
-//! services, platform, templates and version writes.
+//! An `input` record names the namespaces of the services the file
+//! declares. A `namespace` record holds the digest of one namespace's
+//! services ([`crate::Compiler::namespace_digests`]) and how many objects
+//! the tree holds of it; a `route` record, a route its services claim
+//! (`spec.gateway.route`, as [`crate::model::route::Route`] prints it). A
+//! render whose settings are the recorded ones, over a tree the manifest
+//! describes unedited, compiles only the namespaces whose services changed
+//! and keeps the others' files as they are ([`crate::Options::reuse`]):
+//! they are what a compile of the same services, platform, templates and
+//! version writes. It does not even read the input files of the others
+//! ([`Selection`]): by the `input` and `route` records, no service of
+//! theirs can meet a changed one in a check.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::emit::write::{Existing, Tree};
@@ -60,37 +67,62 @@ pub struct Manifest {
     /// Everything besides the input files that decides the output, one
     /// entry each, in a fixed order (see [`Manifest::to_text`]).
     pub settings: Vec<String>,
-    /// Input files: the label the output headers name them by, and the
-    /// digest of their bytes, sorted by label.
-    pub inputs: Vec<(String, String)>,
+    /// Input files, sorted by label.
+    pub inputs: Vec<Input>,
     /// How many objects the tree holds (what `diff` counts as unchanged).
     pub objects: usize,
     /// Each namespace's services by digest, and how many objects the tree
     /// holds of the namespace, sorted by namespace.
     pub namespaces: Vec<(String, String, usize)>,
+    /// The routes the services of each namespace claim: namespace and
+    /// route, sorted.
+    pub routes: Vec<(String, String)>,
     /// Every file of the tree but the manifest: path and digest, sorted by path.
     pub outputs: Vec<(String, String)>,
+}
+
+/// An input file as a manifest records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Input {
+    /// The label the output headers name it by.
+    pub label: String,
+    /// The digest of its bytes.
+    pub digest: String,
+    /// The namespaces of the services it declares, sorted, each once.
+    pub namespaces: Vec<String>,
 }
 
 impl Manifest {
     /// The manifest of `tree` (which must not hold the manifest itself).
     pub fn new(
         settings: Vec<String>,
-        mut inputs: Vec<(String, String)>,
+        mut inputs: Vec<Input>,
         objects: usize,
         mut namespaces: Vec<(String, String, usize)>,
+        mut routes: Vec<(String, String)>,
         tree: &Tree,
     ) -> Manifest {
         inputs.sort();
         namespaces.sort();
+        routes.sort();
+        routes.dedup();
         let mut outputs: Vec<(String, String)> =
             tree.iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
-        Manifest { settings, inputs, objects, namespaces, outputs }
+        Manifest { settings, inputs, objects, namespaces, routes, outputs }
+    }
+
+    /// Whether it records exactly these input files (label and digest),
+    /// in any order.
+    pub fn same_inputs(&self, current: &[(&str, &str)]) -> bool {
+        let mut current = current.to_vec();
+        current.sort_unstable();
+        current.len() == self.inputs.len()
+            && current.iter().zip(&self.inputs).all(|(c, r)| c.0 == r.label && c.1 == r.digest)
     }
 
     /// The recorded namespaces: digest and objects, by name.
-    pub fn namespace_records(&self) -> std::collections::BTreeMap<&str, (&str, usize)> {
+    pub fn namespace_records(&self) -> BTreeMap<&str, (&str, usize)> {
         self.namespaces.iter().map(|(n, d, c)| (n.as_str(), (d.as_str(), *c))).collect()
     }
 
@@ -108,11 +140,15 @@ impl Manifest {
             out.push_str(&format!("setting {}\n", quote(s)));
         }
         out.push_str(&format!("objects {}\n", self.objects));
-        for (label, d) in &self.inputs {
-            out.push_str(&format!("input {d} {}\n", quote(label)));
+        for i in &self.inputs {
+            let namespaces = serde_json::to_string(&i.namespaces).unwrap_or_default();
+            out.push_str(&format!("input {} {namespaces} {}\n", i.digest, quote(&i.label)));
         }
         for (namespace, d, objects) in &self.namespaces {
             out.push_str(&format!("namespace {d} {objects} {}\n", quote(namespace)));
+        }
+        for (namespace, route) in &self.routes {
+            out.push_str(&format!("route {} {}\n", quote(namespace), quote(route)));
         }
         for (path, d) in &self.outputs {
             out.push_str(&format!("output {d} {}\n", quote(path)));
@@ -143,10 +179,15 @@ impl Manifest {
                     let (objects, name) = rest.split_once(' ')?;
                     m.namespaces.push((unquote(name)?, d.to_string(), objects.parse().ok()?));
                 }
-                "input" | "output" => {
+                "input" => {
+                    let (digest, rest) = rest.split_once(' ')?;
+                    let (namespaces, label) = json_pair::<Vec<String>, String>(rest)?;
+                    m.inputs.push(Input { label, digest: digest.to_string(), namespaces });
+                }
+                "route" => m.routes.push(json_pair::<String, String>(rest)?),
+                "output" => {
                     let (d, name) = rest.split_once(' ')?;
-                    let entry = (unquote(name)?, d.to_string());
-                    if word == "input" { &mut m.inputs } else { &mut m.outputs }.push(entry);
+                    m.outputs.push((unquote(name)?, d.to_string()));
                 }
                 _ => return None,
             }
@@ -183,10 +224,136 @@ impl Manifest {
     }
 }
 
+/// Which input files a render reads when a manifest describes the tree
+/// unedited, with the settings of the run: those of the namespaces a
+/// change touches, and no others. A namespace is touched (dirty) when
+///
+/// - a file that declared services in it changed or went (by the
+///   manifest's `input` records), or a file read declares one there: every
+///   file of a dirty namespace is read, so each check of a namespace sees
+///   all of its services, as in a full render;
+/// - a service read claims a route that a service of it claims (by the
+///   manifest's `route` records): the routes' check spans namespaces;
+/// - the caller names it from the start (the namespaces compiled together
+///   in a Kueue cohort, never kept).
+///
+/// The other recorded namespaces ([`Selection::clean`]) have the files and
+/// the services they had when the tree was rendered, so a compile keeps
+/// their objects ([`crate::Options::reuse`]) and reads none of their files.
+/// Use: [`Selection::batch`] until it is empty, telling
+/// [`Selection::declared`] what each batch of files declared.
+pub struct Selection<'a> {
+    manifest: &'a Manifest,
+    /// This run's input files by label: the recorded input of that label
+    /// and digest (`None` for a new or changed file), and whether it is
+    /// read.
+    current: BTreeMap<&'a str, (Option<&'a Input>, bool)>,
+    dirty: BTreeSet<String>,
+}
+
+impl<'a> Selection<'a> {
+    /// The selection over `manifest` of this run's input files, `current`
+    /// (label and digest), with the namespaces `always` dirty.
+    pub fn new(
+        manifest: &'a Manifest,
+        current: impl IntoIterator<Item = (&'a str, &'a str)>,
+        always: impl IntoIterator<Item = String>,
+    ) -> Selection<'a> {
+        let recorded: BTreeMap<&str, &Input> = manifest.inputs.iter().map(|i| (i.label.as_str(), i)).collect();
+        let current: BTreeMap<&str, (Option<&Input>, bool)> = current
+            .into_iter()
+            .map(|(label, digest)| (label, (recorded.get(label).copied().filter(|i| i.digest == digest), false)))
+            .collect();
+        let mut dirty: BTreeSet<String> = always.into_iter().collect();
+        for input in &manifest.inputs {
+            // Changed or gone: what it declared is touched.
+            if current.get(input.label.as_str()).is_none_or(|(same, _)| same.is_none()) {
+                dirty.extend(input.namespaces.iter().cloned());
+            }
+        }
+        Selection { manifest, current, dirty }
+    }
+
+    /// The labels of the files to read now, each returned once: the new and
+    /// changed files, and the unchanged ones that declare a dirty namespace.
+    /// Empty once every file to read was returned.
+    pub fn batch(&mut self) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        for (label, (same, read)) in &mut self.current {
+            let touched = same.is_none_or(|i| i.namespaces.iter().any(|n| self.dirty.contains(n)));
+            if !*read && touched {
+                *read = true;
+                out.push(*label);
+            }
+        }
+        out
+    }
+
+    /// What the files just read declare: the namespaces of their services
+    /// and the routes these claim.
+    pub fn declared<'s>(
+        &mut self,
+        namespaces: impl IntoIterator<Item = &'s str>,
+        routes: impl IntoIterator<Item = String>,
+    ) {
+        self.dirty.extend(namespaces.into_iter().map(str::to_string));
+        let routes: BTreeSet<String> = routes.into_iter().collect();
+        for (namespace, route) in &self.manifest.routes {
+            if routes.contains(route) {
+                self.dirty.insert(namespace.clone());
+            }
+        }
+    }
+
+    /// The labels of the files read.
+    pub fn read(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.current.iter().filter(|(_, (_, read))| *read).map(|(label, _)| *label)
+    }
+
+    /// The recorded input of an unchanged file not read: what it declares.
+    pub fn unread(&self, label: &str) -> Option<&'a Input> {
+        self.current.get(label).filter(|(_, read)| !read).and_then(|(same, _)| *same)
+    }
+
+    /// The recorded namespaces that are not dirty, with their digests: kept
+    /// as they are.
+    pub fn clean(&self) -> BTreeMap<String, String> {
+        let manifest = self.manifest;
+        manifest
+            .namespaces
+            .iter()
+            .filter(|(n, _, _)| !self.dirty.contains(n))
+            .map(|(n, d, _)| (n.clone(), d.clone()))
+            .collect()
+    }
+
+    /// The recorded routes of the clean namespaces.
+    pub fn clean_routes(&self) -> impl Iterator<Item = &'a (String, String)> + '_ {
+        self.manifest.routes.iter().filter(|(n, _)| !self.dirty.contains(n))
+    }
+}
+
+/// Two JSON values and nothing else but the space between them.
+fn json_pair<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(text: &str) -> Option<(A, B)> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let a = serde::Deserialize::deserialize(&mut de).ok()?;
+    let b = serde::Deserialize::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some((a, b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::emit::write::Contents;
+
+    fn input(label: &str, digest_of: &[u8], namespaces: &[&str]) -> Input {
+        Input {
+            label: label.to_string(),
+            digest: digest(digest_of),
+            namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
+        }
+    }
 
     fn sample() -> Manifest {
         let mut tree = Tree::new();
@@ -194,9 +361,13 @@ mod tests {
         tree.insert(PathBuf::from("a/we\"ird\nname.yaml"), Contents::text(format!("{HEADER_PREFIX}\na")));
         Manifest::new(
             vec!["gitops=flux".to_string(), "platform none".to_string()],
-            vec![("services/z.yaml".to_string(), digest(b"z")), ("services/a b.yaml".to_string(), digest(b"a"))],
+            vec![input("services/z.yaml", b"z", &["team-b"]), input("services/a b.yaml", b"a", &["team \"a\"", "x"])],
             2,
             vec![("team-b".to_string(), digest(b"b"), 1), ("team \"a\"".to_string(), digest(b"a"), 1)],
+            vec![
+                ("team-b".to_string(), "chat.example.com/\"v1\"".to_string()),
+                ("team-b".to_string(), "chat.example.com/\"v1\"".to_string()),
+            ],
             &tree,
         )
     }
@@ -206,17 +377,152 @@ mod tests {
         let m = sample();
         let text = m.to_text();
         assert!(text.starts_with(HEADER_PREFIX));
-        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 2, "{text}");
+        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
-        assert_eq!(m.inputs[0].0, "services/a b.yaml", "inputs are sorted");
+        assert_eq!(m.inputs[0].label, "services/a b.yaml", "inputs are sorted");
+        assert_eq!(m.inputs[0].namespaces, ["team \"a\"", "x"]);
+        assert_eq!(m.routes.len(), 1, "a route claimed twice in a namespace is recorded once");
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
         assert_eq!(m.namespaces[0].0, "team \"a\"", "namespaces are sorted");
         assert_eq!(m.namespace_records().get("team-b"), Some(&(digest(b"b").as_str(), 1)));
+        assert!(m.same_inputs(&[("services/z.yaml", &digest(b"z")), ("services/a b.yaml", &digest(b"a"))]));
+        assert!(!m.same_inputs(&[("services/z.yaml", &digest(b"z"))]), "a file gone");
+        assert!(!m.same_inputs(&[("services/z.yaml", &digest(b"z")), ("services/a b.yaml", &digest(b"A"))]));
         // Another version's manifest, or a damaged one, is not read.
         assert_eq!(Manifest::parse(&text.replacen("\nisvc ", "\nisvc 9", 1)), None);
         assert_eq!(Manifest::parse(&text.replacen("objects 2", "objects two", 1)), None);
         assert_eq!(Manifest::parse(&format!("{text}bogus line\n")), None);
+        assert_eq!(Manifest::parse(&format!("{text}route \"a\"\n")), None, "a route without its namespace");
+        assert_eq!(Manifest::parse(&format!("{text}route \"a\" \"b\" \"c\"\n")), None);
         assert_eq!(Manifest::parse("not ours"), None);
+        // An input line without its namespaces (an earlier format) is not read.
+        let old = format!("input {} \"services/z.yaml\"\n", digest(b"z"));
+        assert_eq!(Manifest::parse(&format!("{text}{old}")), None);
+    }
+
+    /// A manifest of three namespaces: `a` in a.yaml, `b` in b.yaml and
+    /// both.yaml (which declares `c` too), `c` in c.yaml claiming route r.
+    fn fleet() -> Manifest {
+        let ns = |n: &str| (n.to_string(), digest(n.as_bytes()), 3);
+        Manifest::new(
+            Vec::new(),
+            vec![
+                input("a.yaml", b"a", &["a"]),
+                input("b.yaml", b"b", &["b"]),
+                input("both.yaml", b"both", &["b", "c"]),
+                input("c.yaml", b"c", &["c"]),
+                input("d.yaml", b"d", &["d"]),
+            ],
+            12,
+            vec![ns("a"), ns("b"), ns("c"), ns("d")],
+            vec![("c".to_string(), "r".to_string()), ("d".to_string(), "s".to_string())],
+            &Tree::new(),
+        )
+    }
+
+    /// What a file declares: namespaces and routes.
+    type Declares = dyn Fn(&str) -> (Vec<&'static str>, Vec<&'static str>);
+
+    /// Runs a selection to its end, each batch declaring what `declares`
+    /// says of its files: the batches and the selection.
+    fn run<'a>(mut s: Selection<'a>, declares: &Declares) -> (Vec<Vec<&'a str>>, Selection<'a>) {
+        let mut batches = Vec::new();
+        loop {
+            let batch = s.batch();
+            if batch.is_empty() {
+                return (batches, s);
+            }
+            let (mut namespaces, mut routes) = (Vec::new(), Vec::new());
+            for label in &batch {
+                let (n, r) = declares(label);
+                namespaces.extend(n);
+                routes.extend(r.into_iter().map(str::to_string));
+            }
+            s.declared(namespaces, routes);
+            batches.push(batch);
+        }
+    }
+
+    fn as_recorded(label: &str) -> (Vec<&'static str>, Vec<&'static str>) {
+        match label {
+            "a.yaml" => (vec!["a"], vec![]),
+            "b.yaml" => (vec!["b"], vec![]),
+            "both.yaml" => (vec!["b", "c"], vec![]),
+            "c.yaml" => (vec!["c"], vec!["r"]),
+            "d.yaml" => (vec!["d"], vec!["s"]),
+            _ => (vec![], vec![]),
+        }
+    }
+
+    fn current(m: &Manifest) -> Vec<(&str, &str)> {
+        m.inputs.iter().map(|i| (i.label.as_str(), i.digest.as_str())).collect()
+    }
+
+    #[test]
+    fn nothing_changed_reads_nothing_and_keeps_every_namespace() {
+        let m = fleet();
+        let (batches, s) = run(Selection::new(&m, current(&m), []), &as_recorded);
+        assert!(batches.is_empty());
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
+        assert_eq!(s.unread("a.yaml"), Some(&m.inputs[0]));
+        assert_eq!(s.clean_routes().count(), 2);
+    }
+
+    #[test]
+    fn a_changed_file_reads_every_file_of_its_namespaces() {
+        let m = fleet();
+        let changed = digest(b"a2");
+        let mut now = current(&m);
+        now[0].1 = &changed;
+        let (batches, s) = run(Selection::new(&m, now.clone(), []), &as_recorded);
+        assert_eq!(batches, [vec!["a.yaml"]]);
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c", "d"]);
+        assert_eq!(s.unread("a.yaml"), None, "read");
+
+        // b.yaml changed: both.yaml is read for b, and declares c, so c.yaml
+        // is read too.
+        let mut now = current(&m);
+        now[1].1 = &changed;
+        let (batches, s) = run(Selection::new(&m, now, []), &as_recorded);
+        assert_eq!(batches, [vec!["b.yaml", "both.yaml"], vec!["c.yaml"]]);
+        assert_eq!(s.read().collect::<Vec<_>>(), ["b.yaml", "both.yaml", "c.yaml"]);
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "d"]);
+        assert_eq!(s.clean_routes().collect::<Vec<_>>(), [&("d".to_string(), "s".to_string())]);
+    }
+
+    #[test]
+    fn a_changed_file_moving_to_another_namespace_or_route_reads_that_one_too() {
+        let m = fleet();
+        let changed = digest(b"a2");
+        let mut now = current(&m);
+        now[0].1 = &changed;
+        // a.yaml now declares its service in d.
+        let moved = |label: &str| if label == "a.yaml" { (vec!["d"], vec![]) } else { as_recorded(label) };
+        let (batches, s) = run(Selection::new(&m, now.clone(), []), &moved);
+        assert_eq!(batches, [vec!["a.yaml"], vec!["d.yaml"]]);
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c"], "a is gone, d is compiled");
+        // a.yaml now claims route r, which c's services claim.
+        let routed = |label: &str| if label == "a.yaml" { (vec!["a"], vec!["r"]) } else { as_recorded(label) };
+        let (batches, s) = run(Selection::new(&m, now, []), &routed);
+        assert_eq!(batches, [vec!["a.yaml"], vec!["both.yaml", "c.yaml"], vec!["b.yaml"]]);
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["d"]);
+    }
+
+    #[test]
+    fn a_removed_or_new_file_and_the_namespaces_always_compiled() {
+        let m = fleet();
+        let mut now = current(&m);
+        now.remove(4);
+        let (batches, s) = run(Selection::new(&m, now.clone(), []), &as_recorded);
+        assert!(batches.is_empty(), "d.yaml was d's only file: nothing is left to read");
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+
+        let new = digest(b"new");
+        now.push(("new.yaml", &new));
+        let (batches, s) = run(Selection::new(&m, now, ["a".to_string()]), &as_recorded);
+        assert_eq!(batches, [vec!["a.yaml", "new.yaml"]], "a new file is read, and a's");
+        assert_eq!(s.unread("new.yaml"), None);
+        assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c"]);
     }
 
     #[test]

@@ -479,3 +479,167 @@ fn a_hard_linked_copy_of_an_input_is_a_second_definition() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("is defined twice"), "{err}");
 }
+
+/// An InferenceService document.
+fn doc(name: &str, ns: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+         spec: {{baseModel: Qwen/Qwen3-0.6B, {spec}}}\n"
+    )
+}
+
+/// `file` under `services/` of `dir`, written with `text`.
+fn write(dir: &Path, file: &str, text: &str) {
+    std::fs::write(dir.join("services").join(file), text).unwrap();
+}
+
+/// A render of `dir` with `-v`: its exit code, its stderr, and the line
+/// saying how many input files it read, if it says.
+fn render_verbose(dir: &Path) -> (i32, String, Option<String>) {
+    let (code, _, err) =
+        run(isvc(dir).args(["render", "services", "--out", "rendered", "-v", "--platform", "platform.yaml"]));
+    let read = err.lines().find(|l| l.starts_with("read ")).map(str::to_string);
+    (code, err, read)
+}
+
+/// A render from scratch into `fresh/`: exit code and stderr.
+fn render_fresh(dir: &Path) -> (i32, String) {
+    std::fs::remove_dir_all(dir.join("fresh")).ok();
+    let (code, _, err) = run(isvc(dir).args(["render", "services", "--out", "fresh", "--platform", "platform.yaml"]));
+    (code, err)
+}
+
+/// Five files over four namespaces behind a Gateway: a.yaml (team-a,
+/// route a.example.com), b.yaml (team-b), both.yaml (team-b and team-c),
+/// c.yaml (team-c, route c.example.com) and d.yaml (team-d).
+fn fleet(dir: &Path) {
+    std::fs::remove_file(dir.join("services/qwen3.yaml")).ok();
+    std::fs::write(
+        dir.join("platform.yaml"),
+        format!("{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n"),
+    )
+    .unwrap();
+    write(dir, "a.yaml", &doc("chat", "team-a", "replicas: 1, gateway: {route: a.example.com}"));
+    write(dir, "b.yaml", &doc("search", "team-b", "replicas: 1"));
+    write(
+        dir,
+        "both.yaml",
+        &format!("{}---\n{}", doc("rank", "team-b", "replicas: 1"), doc("embed", "team-c", "replicas: 1")),
+    );
+    write(dir, "c.yaml", &doc("vision", "team-c", "replicas: 1, gateway: {route: c.example.com}"));
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 1"));
+}
+
+#[test]
+fn a_render_reads_only_the_files_of_the_namespaces_a_change_touches() {
+    let dir = setup("");
+    let dir = dir.path();
+    fleet(dir);
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!((code, read), (0, None), "the first render reads every file: {err}");
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read, None, "nothing changed: nothing is compiled, nothing read");
+
+    // b.yaml changes: both.yaml holds team-b's other service and brings in
+    // team-c, so c.yaml is read too; team-a and team-d are kept unread, and
+    // team-c, read but unchanged, is kept too.
+    write(dir, "b.yaml", &doc("search", "team-b", "replicas: 2"));
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.as_deref(), Some("read 3 of 5 input files; 3 namespaces unchanged"), "{err}");
+    assert!(!err.contains("team-c/"), "{err}");
+    assert_eq!(render_fresh(dir).0, 0);
+    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")), "what a render from scratch writes");
+
+    // d.yaml's service moves to team-a: both namespaces are compiled.
+    write(dir, "d.yaml", &doc("code", "team-a", "replicas: 1"));
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.as_deref(), Some("read 2 of 5 input files; 2 namespaces unchanged"), "{err}");
+    assert!(err.contains("deleted rendered/team-d"), "{err}");
+    render_fresh(dir);
+    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+    let (code, _, _) =
+        run(isvc(dir).args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"]));
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_changed_service_meets_the_unread_ones_claiming_its_route() {
+    let dir = setup("");
+    let dir = dir.path();
+    fleet(dir);
+    assert_eq!(render_verbose(dir).0, 0);
+    // d.yaml now claims the route of team-c's service: c.yaml (and, for
+    // team-c, both.yaml) is read, and the conflict reported as a render
+    // from scratch reports it.
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 1, gateway: {route: c.example.com}"));
+    let (code, err, _) = render_verbose(dir);
+    let (fresh_code, fresh_err) = render_fresh(dir);
+    assert_ne!(code, 0, "{err}");
+    assert!(err.contains("c.example.com") && err.contains("services/c.yaml"), "{err}");
+    assert_eq!((code, err.as_str()), (fresh_code, fresh_err.as_str()));
+    // The tree is as it was: an error writes nothing.
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 1"));
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!((code, read), (0, None), "{err}");
+}
+
+#[test]
+fn a_new_empty_file_is_read_and_warns_of_nothing() {
+    let dir = setup("");
+    let dir = dir.path();
+    fleet(dir);
+    assert_eq!(render_verbose(dir).0, 0);
+    write(dir, "empty.yaml", "");
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.as_deref(), Some("read 1 of 6 input files; 4 namespaces unchanged"), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    // Every service file emptied: a render warns that it found none, as a
+    // render from scratch does.
+    for f in ["a.yaml", "b.yaml", "both.yaml", "c.yaml", "d.yaml"] {
+        write(dir, f, "");
+    }
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("warning: no InferenceService found in services"), "{err}");
+    assert_eq!(files(&dir.join("rendered")).iter().filter(|f| f.starts_with("team-")).count(), 0);
+}
+
+#[test]
+fn the_tenants_of_a_kueue_cohort_and_a_gitops_engine_are_compiled_every_time() {
+    let dir = setup("");
+    let dir = dir.path();
+    fleet(dir);
+    let queues = "    queues:\n      - name: online\n        priority: online\n        \
+                  nominalQuota: {nvidia.com/gpu: 8, cpu: 100, memory: 1Ti}\n";
+    let platform = format!(
+        "{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n\
+         kueue:\n  flavor: {{name: h100}}\n  capacity: {{nvidia.com/gpu: 8, cpu: 100, memory: 1Ti}}\n\
+         tenants:\n  - name: team-a\n{queues}  - name: team-d\n  - name: team-b\n  - name: team-c\n"
+    );
+    std::fs::write(dir.join("platform.yaml"), platform).unwrap();
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    // team-d changes; team-a, with queues, is compiled with it.
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 2"));
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.as_deref(), Some("read 2 of 5 input files; 2 namespaces unchanged"), "{err}");
+    render_fresh(dir);
+    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+    // With a GitOps engine, whose objects span namespaces, every file is read.
+    let engine =
+        "gitops: {engine: flux, name: t, repoURL: https://git.example.com/x.git, revision: main, path: rendered}\n";
+    let text = std::fs::read_to_string(dir.join("platform.yaml")).unwrap();
+    std::fs::write(dir.join("platform.yaml"), format!("{text}{engine}")).unwrap();
+    let gitops = ["render", "services", "--out", "rendered", "-v", "--platform", "platform.yaml"];
+    let (code, _, err) = run(isvc(dir).args(gitops));
+    assert_eq!(code, 0, "{err}");
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 1"));
+    let (code, _, err) = run(isvc(dir).args(gitops));
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("read ")), "{err}");
+}
