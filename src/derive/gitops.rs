@@ -71,9 +71,12 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 /// `_cluster`, and one at each tree's root listing those directories.
 /// `roots` are the trees' directories ("" for a single tree).
 pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[String]) -> Vec<(PathBuf, String)> {
-    // tree root -> directory -> files in it (relative to the directory),
-    // borrowed from `files`: a tree has tens of thousands.
-    let mut dirs: BTreeMap<&Path, BTreeMap<&Path, BTreeSet<&Path>>> = BTreeMap::new();
+    // (tree root, directory, file in it relative to the directory),
+    // borrowed from `files`: a tree has tens of thousands. A tree's paths
+    // come sorted, and stay so split: each list is then one run of them,
+    // found without a map keyed by paths (comparing two paths walks their
+    // components).
+    let mut split: Vec<(&Path, &Path, &Path)> = Vec::new();
     for f in files {
         let (root, rest) = split_root(f, roots);
         let Some(first) = rest.components().next() else { continue };
@@ -81,16 +84,20 @@ pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[Str
         if first == Path::new(GITOPS_DIR) || rest.file_name().is_some_and(|n| n == KUSTOMIZATION) {
             continue;
         }
-        let inner = rest.strip_prefix(first).unwrap_or(rest);
-        dirs.entry(root).or_default().entry(first).or_default().insert(inner);
+        split.push((root, first, rest.strip_prefix(first).unwrap_or(rest)));
     }
+    if !split.is_sorted() {
+        split.sort_unstable();
+    }
+    split.dedup();
     let mut out = Vec::new();
-    for (root, entries) in dirs {
+    for tree in split.chunk_by(|a, b| a.0 == b.0) {
+        let root = tree[0].0;
         let mut resources = Vec::new();
-        for (dir, files) in entries {
-            let listed: Vec<String> = files.iter().map(|p| slash(p)).collect();
-            out.push((root.join(dir).join(KUSTOMIZATION), kustomization(&listed)));
-            resources.push(slash(dir));
+        for dir in tree.chunk_by(|a, b| a.1 == b.1) {
+            let listed: Vec<String> = dir.iter().map(|(_, _, p)| slash(p)).collect();
+            out.push((root.join(dir[0].1).join(KUSTOMIZATION), kustomization(&listed)));
+            resources.push(slash(dir[0].1));
         }
         // Prerequisites first, so `kubectl apply -k` creates them first too.
         resources.sort_by_key(|r| (r != CLUSTER_DIR, r.clone()));
@@ -632,5 +639,12 @@ mod tests {
                 .ends_with("resources:\n- _namespace/resourcequota-team-a.yaml\n- chat/deployment.yaml\n")
         );
         assert!(k[Path::new("_cluster/kustomization.yaml")].contains("- customresourcedefinition-x.yaml\n"));
+        // In any order, a path given twice listed once: as from a sorted tree.
+        let mut sorted = files.clone();
+        sorted.sort();
+        let twice: Vec<PathBuf> = files.iter().chain(&files).cloned().collect();
+        assert_eq!(kustomizations(twice.iter(), &[]), kustomizations(sorted.iter(), &[]));
+        let again: BTreeMap<PathBuf, String> = kustomizations(sorted.iter(), &[]).into_iter().collect();
+        assert_eq!(again, k);
     }
 }
