@@ -458,6 +458,13 @@ mod tests {
         m.inputs.iter().map(|i| (i.label.as_str(), i.digest.as_str())).collect()
     }
 
+    /// [`current`] with the `i`th file changed.
+    fn changed(m: &Manifest, i: usize) -> Vec<(&str, &str)> {
+        let mut now = current(m);
+        now[i].1 = "0123456789abcdef0123456789abcdef";
+        now
+    }
+
     #[test]
     fn nothing_changed_reads_nothing_and_keeps_every_namespace() {
         let m = fleet();
@@ -471,19 +478,14 @@ mod tests {
     #[test]
     fn a_changed_file_reads_every_file_of_its_namespaces() {
         let m = fleet();
-        let changed = digest(b"a2");
-        let mut now = current(&m);
-        now[0].1 = &changed;
-        let (batches, s) = run(Selection::new(&m, now.clone(), []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, changed(&m, 0), []), &as_recorded);
         assert_eq!(batches, [vec!["a.yaml"]]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c", "d"]);
         assert_eq!(s.unread("a.yaml"), None, "read");
 
         // b.yaml changed: both.yaml is read for b, and declares c, so c.yaml
         // is read too.
-        let mut now = current(&m);
-        now[1].1 = &changed;
-        let (batches, s) = run(Selection::new(&m, now, []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, changed(&m, 1), []), &as_recorded);
         assert_eq!(batches, [vec!["b.yaml", "both.yaml"], vec!["c.yaml"]]);
         assert_eq!(s.read().collect::<Vec<_>>(), ["b.yaml", "both.yaml", "c.yaml"]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "d"]);
@@ -493,9 +495,7 @@ mod tests {
     #[test]
     fn a_changed_file_moving_to_another_namespace_or_route_reads_that_one_too() {
         let m = fleet();
-        let changed = digest(b"a2");
-        let mut now = current(&m);
-        now[0].1 = &changed;
+        let now = changed(&m, 0);
         // a.yaml now declares its service in d.
         let moved = |label: &str| if label == "a.yaml" { (vec!["d"], vec![]) } else { as_recorded(label) };
         let (batches, s) = run(Selection::new(&m, now.clone(), []), &moved);

@@ -530,6 +530,15 @@ fn fleet(dir: &Path) {
     write(dir, "d.yaml", &doc("code", "team-d", "replicas: 1"));
 }
 
+/// [`fleet`] in a new directory, rendered.
+fn rendered_fleet() -> tempfile::TempDir {
+    let dir = setup("");
+    fleet(dir.path());
+    let (code, err, _) = render_verbose(dir.path());
+    assert_eq!(code, 0, "{err}");
+    dir
+}
+
 #[test]
 fn a_render_reads_only_the_files_of_the_namespaces_a_change_touches() {
     let dir = setup("");
@@ -567,10 +576,8 @@ fn a_render_reads_only_the_files_of_the_namespaces_a_change_touches() {
 
 #[test]
 fn a_changed_service_meets_the_unread_ones_claiming_its_route() {
-    let dir = setup("");
+    let dir = rendered_fleet();
     let dir = dir.path();
-    fleet(dir);
-    assert_eq!(render_verbose(dir).0, 0);
     // d.yaml now claims the route of team-c's service: c.yaml (and, for
     // team-c, both.yaml) is read, and the conflict reported as a render
     // from scratch reports it.
@@ -588,10 +595,8 @@ fn a_changed_service_meets_the_unread_ones_claiming_its_route() {
 
 #[test]
 fn a_new_empty_file_is_read_and_warns_of_nothing() {
-    let dir = setup("");
+    let dir = rendered_fleet();
     let dir = dir.path();
-    fleet(dir);
-    assert_eq!(render_verbose(dir).0, 0);
     write(dir, "empty.yaml", "");
     let (code, err, read) = render_verbose(dir);
     assert_eq!(code, 0, "{err}");
