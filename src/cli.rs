@@ -721,11 +721,13 @@ fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
 /// Names input files relative to `base`, as output headers show them.
 fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
     let base = absolute(base);
+    // Read once: each read of the working directory is a system call.
+    let cwd = std::env::current_dir().unwrap_or_default();
     move |s: &LoadedService| {
         if s.source.name == Path::new(load::STDIN) {
             return "-".to_string();
         }
-        slash_path(&relative_to(&absolute(&s.source.name), &base))
+        slash_path(&relative_to(&load::files::absolute_in(&cwd, &s.source.name), &base))
     }
 }
 
