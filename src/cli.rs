@@ -467,18 +467,18 @@ fn run_budget() -> &'static crate::base::yaml::RunBudget {
 }
 
 /// Loads the inputs, reporting every problem of every one together. The
-/// services are `read` if given (those of some namespaces: [`Selection`]),
-/// else loaded from every input path; `kept` when the services of other
-/// namespaces were left unread, their objects kept.
-fn load_inputs(
-    inputs: &Inputs,
-    read: Option<Result<Vec<LoadedService>, Diagnostics>>,
-    kept: bool,
-) -> Result<Loaded, Diagnostics> {
+/// services are those of the files a selection picks of `selected`, if
+/// given (those of some namespaces: [`Selection`]), else every input
+/// path's. They are read after the platform file, as a full render reads
+/// them, so the run's budgets run out on the same files.
+fn load_inputs(inputs: &Inputs, selected: Option<(&mut Selection<'_>, &[InputFile])>) -> Result<Loaded, Diagnostics> {
     let platform = load::load_platform_in(inputs.platform.as_deref(), run_budget());
     let template_dir = template_dir(inputs, platform.as_ref().ok().map(|(p, _)| p));
     let templates = load_templates(template_dir.as_deref());
-    let services = read.unwrap_or_else(|| load::load_services_in(&inputs.paths, run_budget()));
+    let (services, kept) = match selected {
+        Some((selection, files)) => (read_selected(selection, files, run_budget()), !selection.clean().is_empty()),
+        None => (load::load_services_in(&inputs.paths, run_budget()), false),
+    };
     let config = check::Config::with_disabled(&inputs.disable);
     let mut diags = Diagnostics::new();
     let platform = platform.map_err(|d| diags.extend(d)).ok();
@@ -754,7 +754,7 @@ fn compile_one_cluster<T: Held>(
 }
 
 /// What a compile does with each namespace's digest, for a tree's manifest.
-enum Namespaces<'m> {
+enum Namespaces<'m, 's> {
     /// Nothing: no tree is written.
     Unrecorded,
     /// Works them out for the manifest; with the manifest of a tree it
@@ -765,7 +765,7 @@ enum Namespaces<'m> {
     /// the namespaces a change touched, read, and the digests of the other
     /// recorded namespaces, kept without their files being read
     /// ([`Selection`]).
-    Selected(&'m Manifest, Result<Vec<LoadedService>, Diagnostics>, BTreeMap<String, String>),
+    Selected(&'s mut Selection<'m>, &'s [InputFile]),
 }
 
 /// A compilation, the services it was compiled from, and each namespace's
@@ -777,14 +777,19 @@ fn compile_for<T: Held>(
     inputs: &Inputs,
     base: &Path,
     one_cluster: Option<&str>,
-    namespaces: Namespaces<'_>,
+    namespaces: Namespaces<'_, '_>,
 ) -> Result<Compiled<T>, Diagnostics> {
-    let (read, recorded, clean, record) = match namespaces {
-        Namespaces::Unrecorded => (None, None, BTreeMap::new(), false),
-        Namespaces::Recorded(recorded) => (None, recorded, BTreeMap::new(), true),
-        Namespaces::Selected(recorded, read, clean) => (Some(read), Some(recorded), clean, true),
+    let (mut selected, recorded, record) = match namespaces {
+        Namespaces::Unrecorded => (None, None, false),
+        Namespaces::Recorded(recorded) => (None, recorded, true),
+        Namespaces::Selected(selection, files) => {
+            let recorded = selection.manifest();
+            (Some((selection, files)), Some(recorded), true)
+        }
     };
-    let mut i = load_inputs(inputs, read, !clean.is_empty())?;
+    let mut i = load_inputs(inputs, selected.as_mut().map(|(s, files)| (&mut **s, *files)))?;
+    // The namespaces kept unread, with their recorded digests.
+    let clean = selected.map(|(s, _)| s.clean()).unwrap_or_default();
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
         return Err(Diagnostic::error(format!(
@@ -922,18 +927,19 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // Over a tree the manifest describes, only the input files of the
     // namespaces a change touches are read, where every other namespace's
     // objects can be kept.
-    let mut selection = None;
-    let mut namespaces = Namespaces::Recorded(reusable);
-    if let (Some(recorded), Some(files), Some(always)) =
-        (reusable, &survey.inputs, always_compiled(&args.inputs, platform.as_ref()))
-    {
-        let mut s = Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always);
-        let read = read_selected(&mut s, files);
-        namespaces = Namespaces::Selected(recorded, read, s.clean());
-        selection = Some(s);
-    }
+    let files = survey.inputs.as_deref().unwrap_or_default();
+    let mut selection = match (reusable, always_compiled(&args.inputs, platform.as_ref())) {
+        (Some(recorded), Some(always)) if survey.inputs.is_some() => {
+            Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
+        }
+        _ => None,
+    };
+    let namespaces = match &mut selection {
+        Some(s) => Namespaces::Selected(s, files),
+        None => Namespaces::Recorded(reusable),
+    };
     let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
-    let (inputs, routes) = declared(survey.inputs.as_deref().unwrap_or_default(), &services, selection.as_ref());
+    let (inputs, routes) = declared(files, &services, selection.as_ref());
     if let (Some(s), Some(files), true) = (&selection, &survey.inputs, verbosity() >= 2) {
         status(&format!(
             "read {} of {} input files; {} namespaces unchanged",
@@ -1037,35 +1043,46 @@ fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Pl
 }
 
 /// Reads the input files `selection` chooses of `files`, batch by batch,
-/// and the services they declare. The bytes of the files left unread count
-/// against the run's budget as if they were read.
-fn read_selected(selection: &mut Selection<'_>, files: &[InputFile]) -> Result<Vec<LoadedService>, Diagnostics> {
+/// and the services they declare. Every unchanged file counts against the
+/// run's budgets as it did when it was read (its bytes, and the nodes its
+/// aliases expanded to, as recorded), a file read taking its own share
+/// instead: the budgets run out exactly where a render reading every file
+/// runs out, with the same error.
+fn read_selected(
+    selection: &mut Selection<'_>,
+    files: &[InputFile],
+    run: &crate::base::yaml::RunBudget,
+) -> Result<Vec<LoadedService>, Diagnostics> {
     let by_label: BTreeMap<&str, &InputFile> = files.iter().map(|f| (f.label.as_str(), f)).collect();
+    // What every unchanged file took of the budgets when it was read,
+    // charged up front (they fit, with the same platform file, when the
+    // tree was rendered): those read give theirs back before they are read.
+    let share = |selection: &Selection<'_>, label: &str| {
+        let recorded = selection.recorded(label)?;
+        Some((by_label.get(label)?.bytes, recorded.aliases))
+    };
+    let (bytes, aliases) =
+        files.iter().filter_map(|f| share(selection, &f.label)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    // Within the budgets: see above.
+    let _ = (run.take_bytes(bytes), run.take_alias_nodes(aliases));
     let mut services = Vec::new();
     let mut diags = Diagnostics::new();
     loop {
-        let batch: Vec<&Path> =
-            selection.batch().into_iter().filter_map(|l| by_label.get(l)).map(|f| f.path.as_path()).collect();
-        if batch.is_empty() {
+        let labels = selection.batch();
+        if labels.is_empty() {
             break;
         }
-        let (read, d) = load::read_services_in(&batch, run_budget());
+        for (bytes, aliases) in labels.iter().filter_map(|l| share(selection, l)) {
+            run.give_back(bytes, aliases);
+        }
+        let batch: Vec<&Path> = labels.iter().filter_map(|l| by_label.get(l)).map(|f| f.path.as_path()).collect();
+        let (read, d) = load::read_services_in(&batch, run);
         selection.declared(
             read.iter().map(|s| s.service.namespace_or_default()),
             read.iter().filter_map(LoadedService::claimed_route),
         );
         services.extend(read);
         diags.extend(d);
-    }
-    let unread: u64 = files.iter().filter(|f| selection.unread(&f.label).is_some()).map(|f| f.bytes).sum();
-    if let Err(max) = run_budget().take_bytes(unread) {
-        diags.push(
-            Diagnostic::error(format!("the input files take this run over {max} bytes in all; refusing to read them"))
-                .help(format!(
-                    "isvc reads at most {max} bytes per run (service files, platform file and snapshot together); \
-                     render smaller sets of services, each into its own --out"
-                )),
-        );
     }
     load::finish_services(services, diags)
 }
@@ -1079,11 +1096,14 @@ fn declared(
     selection: Option<&Selection<'_>>,
 ) -> (Vec<manifest::Input>, Vec<(String, String)>) {
     let label = labeller(&header_base());
-    let mut of_file: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    // Each file's namespaces, and its aliases' expansions.
+    let mut of_file: BTreeMap<String, (BTreeSet<&str>, usize)> = BTreeMap::new();
     let mut routes: Vec<(String, String)> = Vec::new();
     for s in services {
         let namespace = s.service.namespace_or_default();
-        of_file.entry(label(s)).or_default().insert(namespace);
+        let file = of_file.entry(label(s)).or_default();
+        file.0.insert(namespace);
+        file.1 = s.alias_nodes;
         if let Some(route) = s.claimed_route() {
             routes.push((namespace.to_string(), route));
         }
@@ -1094,11 +1114,12 @@ fn declared(
     let inputs = files
         .iter()
         .map(|f| {
-            let namespaces = match selection.and_then(|s| s.unread(&f.label)) {
-                Some(recorded) => recorded.namespaces.clone(),
-                None => of_file.get(&f.label).map(|n| n.iter().map(|n| n.to_string()).collect()).unwrap_or_default(),
+            let (namespaces, aliases) = match (selection.and_then(|s| s.unread(&f.label)), of_file.get(&f.label)) {
+                (Some(recorded), _) => (recorded.namespaces.clone(), recorded.aliases),
+                (None, Some((namespaces, aliases))) => (namespaces.iter().map(|n| n.to_string()).collect(), *aliases),
+                (None, None) => (Vec::new(), 0),
             };
-            manifest::Input { label: f.label.clone(), digest: f.digest.clone(), namespaces }
+            manifest::Input { label: f.label.clone(), digest: f.digest.clone(), aliases, namespaces }
         })
         .collect();
     (inputs, routes)
@@ -1211,7 +1232,7 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         print(&rule.long_text());
         return Ok(ExitCode::SUCCESS);
     }
-    let mut i = load_inputs(&args.inputs, None, false)?;
+    let mut i = load_inputs(&args.inputs, None)?;
     i.inputs.platform_file = platform_label(&args.inputs, &header_base());
     let options =
         Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base()));
@@ -1338,6 +1359,86 @@ pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file of one service in namespace `ns` whose annotations take
+    /// `aliases` nodes of alias expansions.
+    fn service_file(dir: &Path, name: &str, ns: &str, aliases: usize) -> InputFile {
+        let mut annotations = String::from("{x.example.com/a0: &v x");
+        for i in 0..aliases {
+            annotations.push_str(&format!(", x.example.com/a{}: *v", i + 1));
+        }
+        let text = format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\n\
+             metadata: {{name: {name}, namespace: {ns}, annotations: {annotations}}}}}\n\
+             spec: {{baseModel: Qwen/Qwen3-0.6B, replicas: 1}}\n"
+        );
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, &text).unwrap();
+        InputFile {
+            label: format!("{name}.yaml"),
+            digest: crate::base::digest::digest(text.as_bytes()),
+            bytes: text.len() as u64,
+            path,
+        }
+    }
+
+    /// Every file read as a full render reads them, and only the files of
+    /// the namespace of the one that changed: both against budgets of
+    /// `aliases` nodes and `bytes` bytes.
+    fn both_ways(
+        files: &[InputFile],
+        recorded: &Manifest,
+        aliases: usize,
+        bytes: u64,
+    ) -> (Result<usize, Vec<String>>, Result<usize, Vec<String>>) {
+        let messages = |d: Diagnostics| d.iter().map(|d| d.message.clone()).collect::<Vec<_>>();
+        let run = crate::base::yaml::RunBudget::with_limits(aliases, bytes);
+        let paths: Vec<&Path> = files.iter().map(|f| f.path.as_path()).collect();
+        let (services, diags) = load::read_services_in(&paths, &run);
+        let full = load::finish_services(services, diags).map(|s| s.len()).map_err(messages);
+        let run = crate::base::yaml::RunBudget::with_limits(aliases, bytes);
+        let mut selection =
+            Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), []).unwrap();
+        let partial = read_selected(&mut selection, files, &run).map(|s| s.len()).map_err(messages);
+        (full, partial)
+    }
+
+    #[test]
+    fn files_left_unread_count_against_the_budgets_as_when_they_were_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = vec![
+            service_file(dir.path(), "a", "a", 3),
+            service_file(dir.path(), "b", "b", 3),
+            service_file(dir.path(), "c", "c", 0),
+        ];
+        let record = |f: &InputFile, aliases: usize, ns: &str| manifest::Input {
+            label: f.label.clone(),
+            digest: f.digest.clone(),
+            aliases,
+            namespaces: vec![ns.to_string()],
+        };
+        let inputs = vec![record(&files[0], 3, "a"), record(&files[1], 3, "b"), record(&files[2], 0, "c")];
+        let namespaces = ["a", "b", "c"].map(|n| (n.to_string(), String::new(), 1)).to_vec();
+        let recorded = Manifest::new(Vec::new(), inputs, 3, namespaces, Vec::new(), &output::Tree::new());
+        let total: u64 = files.iter().map(|f| f.bytes).sum();
+        // c changes and still fits: one file read, as many services.
+        files[2] = service_file(dir.path(), "c", "c", 0);
+        files[2].digest = "changed".to_string();
+        assert_eq!(both_ways(&files, &recorded, 6, total), (Ok(3), Ok(1)));
+        // One alias more, or a byte more, takes either render over.
+        files[2] = service_file(dir.path(), "c", "c", 1);
+        let (full, partial) = both_ways(&files, &recorded, 6, total + 100);
+        let over = "aliases in the input files expand to more than 6 nodes in all; refusing to expand them further";
+        assert_eq!(full, Err(vec![over.to_string()]));
+        assert_eq!(partial, full);
+        let (full, partial) = both_ways(&files, &recorded, 7, total);
+        assert!(
+            full.as_ref().is_err_and(|e| e.len() == 1 && e[0].contains("takes the inputs of this run over")),
+            "{full:?}"
+        );
+        assert_eq!(partial, full);
+        assert!(both_ways(&files, &recorded, 7, total + 100).1.is_ok());
+    }
 
     #[test]
     fn relative_paths() {

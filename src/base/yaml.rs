@@ -111,6 +111,22 @@ impl RunBudget {
         let total = self.bytes.fetch_add(len, Ordering::Relaxed).saturating_add(len);
         if total > self.max_bytes { Err(self.max_bytes) } else { Ok(()) }
     }
+
+    /// Takes back what [`RunBudget::take_bytes`] and
+    /// [`RunBudget::take_alias_nodes`] counted of an input that is then
+    /// read after all, and counted as it is read.
+    pub fn give_back(&self, bytes: u64, alias_nodes: usize) {
+        let _ = self.bytes.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| Some(b.saturating_sub(bytes)));
+        let _ = self.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| Some(u.saturating_sub(alias_nodes)));
+    }
+
+    /// Counts `count` nodes of alias expansions of an input the run does
+    /// not parse (known from an earlier run): the run's limit if the
+    /// expansions counted so far, these included, are more.
+    pub fn take_alias_nodes(&self, count: usize) -> Result<(), usize> {
+        let total = self.used.fetch_add(count, Ordering::Relaxed).saturating_add(count);
+        if total > self.max_alias_nodes { Err(self.max_alias_nodes) } else { Ok(()) }
+    }
 }
 
 /// A parsed YAML node with the span it came from.
@@ -280,7 +296,8 @@ fn strict((docs, fatal): (Vec<ParsedDocument>, Option<Diagnostic>)) -> Result<Ve
 /// before a syntax error, each with its own problems, and the syntax error
 /// (after which nothing can be trusted) if there is one.
 pub fn parse_stream(source: &Arc<Source>, limits: Limits) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
-    parse_stream_budget(source, limits, None)
+    let (docs, fatal, _) = parse_stream_budget(source, limits, None);
+    (docs, fatal)
 }
 
 /// [`parse_stream`], with alias expansions also counted against `run`, the
@@ -290,6 +307,17 @@ pub fn parse_stream_in(
     limits: Limits,
     run: &RunBudget,
 ) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+    let (docs, fatal, _) = parse_stream_budget(source, limits, Some(run));
+    (docs, fatal)
+}
+
+/// [`parse_stream_in`], with how many nodes the aliases of the text
+/// expanded to (what it took of `run`'s budget).
+pub fn parse_stream_counted(
+    source: &Arc<Source>,
+    limits: Limits,
+    run: &RunBudget,
+) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
     parse_stream_budget(source, limits, Some(run))
 }
 
@@ -297,7 +325,7 @@ fn parse_stream_budget(
     source: &Arc<Source>,
     limits: Limits,
     run: Option<&RunBudget>,
-) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
+) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
     let text = source.text.strip_prefix('\u{feff}').unwrap_or(&source.text);
     let mut builder = Builder {
         source,
@@ -316,10 +344,10 @@ fn parse_stream_budget(
             Err(e) => Err(scan_error(source, &e)),
         };
         if let Err(e) = result {
-            return (builder.docs, Some(e));
+            return (builder.docs, Some(e), builder.alias_nodes);
         }
     }
-    (builder.docs, None)
+    (builder.docs, None, builder.alias_nodes)
 }
 
 fn convert_span(span: &saphyr_parser::Span) -> Span {

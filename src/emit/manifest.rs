@@ -27,14 +27,14 @@
 //! isvc 0.1.0
 //! setting "gitops=argocd"
 //! objects 12
-//! input 0f3a… ["team-a"] "services/chat.yaml"
+//! input 0f3a… 0 ["team-a"] "services/chat.yaml"
 //! namespace 5d2e… 3 "team-a"
 //! route "team-a" "chat.example.com/v1"
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
 //!
-//! An `input` record names the namespaces of the services the file
-//! declares. A `namespace` record holds the digest of one namespace's
+//! An `input` record holds how many nodes the file's aliases expanded to
+//! and names the namespaces of the services the file declares. A `namespace` record holds the digest of one namespace's
 //! services ([`crate::Compiler::namespace_digests`]) and how many objects
 //! the tree holds of it; a `route` record, a route its services claim
 //! (`spec.gateway.route`, as [`crate::model::route::Route`] prints it). A
@@ -88,6 +88,9 @@ pub struct Input {
     pub label: String,
     /// The digest of its bytes.
     pub digest: String,
+    /// How many nodes its aliases expanded to, which count against a run's
+    /// budget (`base::yaml::RunBudget`) whether it is read or not.
+    pub aliases: usize,
     /// The namespaces of the services it declares, sorted, each once.
     pub namespaces: Vec<String>,
 }
@@ -142,7 +145,7 @@ impl Manifest {
         out.push_str(&format!("objects {}\n", self.objects));
         for i in &self.inputs {
             let namespaces = serde_json::to_string(&i.namespaces).unwrap_or_default();
-            out.push_str(&format!("input {} {namespaces} {}\n", i.digest, quote(&i.label)));
+            out.push_str(&format!("input {} {} {namespaces} {}\n", i.digest, i.aliases, quote(&i.label)));
         }
         for (namespace, d, objects) in &self.namespaces {
             out.push_str(&format!("namespace {d} {objects} {}\n", quote(namespace)));
@@ -181,8 +184,14 @@ impl Manifest {
                 }
                 "input" => {
                     let (digest, rest) = rest.split_once(' ')?;
+                    let (aliases, rest) = rest.split_once(' ')?;
                     let (namespaces, label) = json_pair::<Vec<String>, String>(rest)?;
-                    m.inputs.push(Input { label, digest: digest.to_string(), namespaces });
+                    m.inputs.push(Input {
+                        label,
+                        digest: digest.to_string(),
+                        aliases: aliases.parse().ok()?,
+                        namespaces,
+                    });
                 }
                 "route" => m.routes.push(json_pair::<String, String>(rest)?),
                 "output" => {
@@ -253,17 +262,25 @@ pub struct Selection<'a> {
 
 impl<'a> Selection<'a> {
     /// The selection over `manifest` of this run's input files, `current`
-    /// (label and digest), with the namespaces `always` dirty.
+    /// (label and digest), with the namespaces `always` dirty; `None` when
+    /// two files of the run, or two the manifest records, have one label
+    /// (two names that differ only in bytes that are not UTF-8, or a path
+    /// through a link and `..`): a file is known by its label alone.
     pub fn new(
         manifest: &'a Manifest,
         current: impl IntoIterator<Item = (&'a str, &'a str)>,
         always: impl IntoIterator<Item = String>,
-    ) -> Selection<'a> {
+    ) -> Option<Selection<'a>> {
         let recorded: BTreeMap<&str, &Input> = manifest.inputs.iter().map(|i| (i.label.as_str(), i)).collect();
+        let mut files = 0;
         let current: BTreeMap<&str, (Option<&Input>, bool)> = current
             .into_iter()
+            .inspect(|_| files += 1)
             .map(|(label, digest)| (label, (recorded.get(label).copied().filter(|i| i.digest == digest), false)))
             .collect();
+        if recorded.len() != manifest.inputs.len() || current.len() != files {
+            return None;
+        }
         let mut dirty: BTreeSet<String> = always.into_iter().collect();
         for input in &manifest.inputs {
             // Changed or gone: what it declared is touched.
@@ -271,7 +288,17 @@ impl<'a> Selection<'a> {
                 dirty.extend(input.namespaces.iter().cloned());
             }
         }
-        Selection { manifest, current, dirty }
+        Some(Selection { manifest, current, dirty })
+    }
+
+    /// The manifest it selects by.
+    pub fn manifest(&self) -> &'a Manifest {
+        self.manifest
+    }
+
+    /// The recorded input of an unchanged file, read or not.
+    pub fn recorded(&self, label: &str) -> Option<&'a Input> {
+        self.current.get(label).and_then(|(same, _)| *same)
     }
 
     /// The labels of the files to read now, each returned once: the new and
@@ -351,6 +378,7 @@ mod tests {
         Input {
             label: label.to_string(),
             digest: digest(digest_of),
+            aliases: label.len(),
             namespaces: namespaces.iter().map(|n| n.to_string()).collect(),
         }
     }
@@ -468,7 +496,7 @@ mod tests {
     #[test]
     fn nothing_changed_reads_nothing_and_keeps_every_namespace() {
         let m = fleet();
-        let (batches, s) = run(Selection::new(&m, current(&m), []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, current(&m), []).unwrap(), &as_recorded);
         assert!(batches.is_empty());
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "b", "c", "d"]);
         assert_eq!(s.unread("a.yaml"), Some(&m.inputs[0]));
@@ -478,14 +506,14 @@ mod tests {
     #[test]
     fn a_changed_file_reads_every_file_of_its_namespaces() {
         let m = fleet();
-        let (batches, s) = run(Selection::new(&m, changed(&m, 0), []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, changed(&m, 0), []).unwrap(), &as_recorded);
         assert_eq!(batches, [vec!["a.yaml"]]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c", "d"]);
         assert_eq!(s.unread("a.yaml"), None, "read");
 
         // b.yaml changed: both.yaml is read for b, and declares c, so c.yaml
         // is read too.
-        let (batches, s) = run(Selection::new(&m, changed(&m, 1), []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, changed(&m, 1), []).unwrap(), &as_recorded);
         assert_eq!(batches, [vec!["b.yaml", "both.yaml"], vec!["c.yaml"]]);
         assert_eq!(s.read().collect::<Vec<_>>(), ["b.yaml", "both.yaml", "c.yaml"]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "d"]);
@@ -498,14 +526,29 @@ mod tests {
         let now = changed(&m, 0);
         // a.yaml now declares its service in d.
         let moved = |label: &str| if label == "a.yaml" { (vec!["d"], vec![]) } else { as_recorded(label) };
-        let (batches, s) = run(Selection::new(&m, now.clone(), []), &moved);
+        let (batches, s) = run(Selection::new(&m, now.clone(), []).unwrap(), &moved);
         assert_eq!(batches, [vec!["a.yaml"], vec!["d.yaml"]]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c"], "a is gone, d is compiled");
         // a.yaml now claims route r, which c's services claim.
         let routed = |label: &str| if label == "a.yaml" { (vec!["a"], vec!["r"]) } else { as_recorded(label) };
-        let (batches, s) = run(Selection::new(&m, now, []), &routed);
+        let (batches, s) = run(Selection::new(&m, now, []).unwrap(), &routed);
         assert_eq!(batches, [vec!["a.yaml"], vec!["both.yaml", "c.yaml"], vec!["b.yaml"]]);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["d"]);
+    }
+
+    #[test]
+    fn two_files_of_one_label_select_nothing() {
+        let m = fleet();
+        let mut now = current(&m);
+        now.push(now[0]);
+        assert!(Selection::new(&m, now, []).is_none(), "two files of this run");
+        let mut twice = fleet();
+        twice.inputs.push(input("a.yaml", b"other", &["b"]));
+        assert!(Selection::new(&twice, current(&m), []).is_none(), "two recorded files");
+        let s = Selection::new(&m, changed(&m, 0), []).unwrap();
+        assert_eq!(s.recorded("a.yaml"), None, "changed");
+        assert_eq!(s.recorded("b.yaml").map(|i| i.aliases), Some(6));
+        assert!(std::ptr::eq(s.manifest(), &m));
     }
 
     #[test]
@@ -513,13 +556,13 @@ mod tests {
         let m = fleet();
         let mut now = current(&m);
         now.remove(4);
-        let (batches, s) = run(Selection::new(&m, now.clone(), []), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, now.clone(), []).unwrap(), &as_recorded);
         assert!(batches.is_empty(), "d.yaml was d's only file: nothing is left to read");
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["a", "b", "c"]);
 
         let new = digest(b"new");
         now.push(("new.yaml", &new));
-        let (batches, s) = run(Selection::new(&m, now, ["a".to_string()]), &as_recorded);
+        let (batches, s) = run(Selection::new(&m, now, ["a".to_string()]).unwrap(), &as_recorded);
         assert_eq!(batches, [vec!["a.yaml", "new.yaml"]], "a new file is read, and a's");
         assert_eq!(s.unread("new.yaml"), None);
         assert_eq!(s.clean().keys().collect::<Vec<_>>(), ["b", "c"]);

@@ -44,6 +44,9 @@ pub struct LoadedService {
     /// points into one of them and shared by the services of the source:
     /// a compile does not hold the nodes of a fleet's inputs.
     nodes: Arc<OnceLock<Vec<Option<Node>>>>,
+    /// How many nodes the aliases of its source expanded to, over all of
+    /// the source's documents.
+    pub alias_nodes: usize,
 }
 
 impl LoadedService {
@@ -399,7 +402,7 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
 /// [`parse_services`], with alias expansions counted against `run`, the
 /// budget of every file of the run.
 pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<LoadedService>, Vec<Diagnostic>) {
-    let (docs, fatal) = yaml::parse_stream_in(source, Limits::default(), run);
+    let (docs, fatal, alias_nodes) = yaml::parse_stream_counted(source, Limits::default(), run);
     let mut services = Vec::new();
     let mut diags = Vec::new();
     let nodes = Arc::new(OnceLock::new());
@@ -417,6 +420,7 @@ pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<Lo
                 doc: i,
                 span: node.span,
                 nodes: Arc::clone(&nodes),
+                alias_nodes,
             }),
             Err(d) => diags.extend(d),
         }

@@ -648,3 +648,25 @@ fn the_tenants_of_a_kueue_cohort_and_a_gitops_engine_are_compiled_every_time() {
     assert_eq!(code, 0, "{err}");
     assert!(!err.lines().any(|l| l.starts_with("read ")), "{err}");
 }
+
+/// Two input files of one label (names that differ only in bytes that are
+/// not UTF-8): a render reads every file, as it cannot tell them apart.
+#[cfg(unix)]
+#[test]
+fn two_files_of_one_label_are_always_read() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = setup("");
+    let dir = dir.path();
+    fleet(dir);
+    let name = |b: u8| std::ffi::OsStr::from_bytes(&[b'x', b, b'.', b'y', b'a', b'm', b'l']).to_os_string();
+    let services = dir.join("services");
+    std::fs::write(services.join(name(0xfe)), doc("left", "team-x", "replicas: 1")).unwrap();
+    std::fs::write(services.join(name(0xff)), doc("right", "team-y", "replicas: 1")).unwrap();
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(services.join(name(0xfe)), doc("left", "team-x", "replicas: 2")).unwrap();
+    let (code, err, read) = render_verbose(dir);
+    assert_eq!((code, read), (0, None), "{err}");
+    assert_eq!(render_fresh(dir).0, 0);
+    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+}
