@@ -928,8 +928,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // namespaces a change touches are read, where every other namespace's
     // objects can be kept.
     let files = survey.inputs.as_deref().unwrap_or_default();
+    // (`reusable` implies the input files are known.)
     let mut selection = match (reusable, always_compiled(&args.inputs, platform.as_ref())) {
-        (Some(recorded), Some(always)) if survey.inputs.is_some() => {
+        (Some(recorded), Some(always)) => {
             Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
         }
         _ => None,
@@ -940,7 +941,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
     let (inputs, routes) = declared(files, &services, selection.as_ref());
-    if let (Some(s), Some(files), true) = (&selection, &survey.inputs, verbosity() >= 2) {
+    if let (Some(s), true) = (&selection, verbosity() >= 2) {
         status(&format!(
             "read {} of {} input files; {} namespaces unchanged",
             s.read().count(),
@@ -1026,20 +1027,15 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 /// The namespaces a render compiles whatever changed (those of the tenants
 /// with Kueue queues: a cohort's tenants are compiled together), when it
 /// may read only the input files of the namespaces a change touches; `None`
-/// when it may not: with the platform's clusters or a GitOps engine, whose
-/// objects span namespaces (see [`compiler::Options::reuse`]).
+/// when it may not: where the compile does not keep namespaces apart
+/// ([`compiler::namespaces_apart`]).
 fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<BTreeSet<String>> {
-    if inputs.gitops.is_some() {
-        return None;
-    }
     let Some(platform) = platform else {
         // No platform file, or one that does not load (the compile says why).
-        return inputs.platform.is_none().then(BTreeSet::new);
+        return (inputs.platform.is_none() && inputs.gitops.is_none()).then(BTreeSet::new);
     };
-    if !platform.clusters.is_empty() || platform.gitops.as_ref().is_some_and(|g| g.engine.is_some()) {
-        return None;
-    }
-    Some(platform.tenants.iter().filter(|t| !t.queues.is_empty()).flat_map(|t| t.namespace_list()).collect())
+    let engine = compiler::engine(inputs.gitops.map(Into::into), platform);
+    compiler::namespaces_apart(engine, platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
 }
 
 /// Reads the input files `selection` chooses of `files`, batch by batch,

@@ -167,7 +167,7 @@ impl<'a> Compiler<'a> {
     pub fn compile_held<T: Held>(&self) -> Result<Compilation<T>, Diagnostics> {
         self.references()?;
         let platform = self.platform()?;
-        let engine = self.options.engine.or(platform.gitops.as_ref().and_then(|g| g.engine));
+        let engine = engine(self.options.engine, &platform);
         // The engine's annotations go on every object; its own objects span
         // clusters, so one cluster's output leaves them out.
         let stage = self.stage(engine);
@@ -245,12 +245,9 @@ impl<'a> Compiler<'a> {
 
     fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
         static NONE: BTreeSet<String> = BTreeSet::new();
-        // The engine's objects list every namespace's workloads, and a
-        // cluster's namespaces are compiled with its own platform.
-        let apart = engine.is_none() && self.inputs.platform.clusters.is_empty();
         Stage {
             engine,
-            reuse: if apart { &self.options.reuse } else { &NONE },
+            reuse: if namespaces_apart(engine, &self.inputs.platform) { &self.options.reuse } else { &NONE },
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -377,6 +374,34 @@ struct Group<'s> {
 /// with `/`.
 const COHORT: &str = "/cohort/";
 
+/// The GitOps engine a compile adds the objects of: the one `chosen`
+/// (`--gitops`), else the platform's `gitops.engine`, if any.
+pub fn engine(chosen: Option<platform::Engine>, platform: &Platform) -> Option<platform::Engine> {
+    chosen.or(platform.gitops.as_ref().and_then(|g| g.engine))
+}
+
+/// Whether a compile with the GitOps engine `engine` over `platform`
+/// compiles each namespace apart from the others, so that
+/// [`Options::reuse`] is honoured: not with the engine's objects, which
+/// list every namespace's workloads, nor with clusters, whose namespaces
+/// are compiled with each cluster's own platform.
+pub fn namespaces_apart(engine: Option<platform::Engine>, platform: &Platform) -> bool {
+    engine.is_none() && platform.clusters.is_empty()
+}
+
+/// The namespaces of the tenants with Kueue queues, each with the name of
+/// its cohort's group: compiled with their cohort every time, never reused
+/// apart ([`Options::reuse`]).
+pub fn cohort_namespaces(platform: &Platform) -> BTreeMap<String, String> {
+    let mut cohort_of = BTreeMap::new();
+    for t in platform.tenants.iter().filter(|t| !t.queues.is_empty()) {
+        for ns in t.namespace_list() {
+            cohort_of.insert(ns, format!("{COHORT}{}", t.cohort_name()));
+        }
+    }
+    cohort_of
+}
+
 /// The groups of a cluster's services and the platform's namespaced
 /// objects, by name (a namespace, or [`COHORT`] and a cohort's name), with
 /// the ClusterQueues of each cohort taken out of `shared` into its group.
@@ -391,12 +416,7 @@ fn groups<'s>(
     platform: &Platform,
 ) -> Vec<(String, Group<'s>)> {
     // The namespaces of the tenants with queues go with their cohort.
-    let mut cohort_of: BTreeMap<String, String> = BTreeMap::new();
-    for t in platform.tenants.iter().filter(|t| !t.queues.is_empty()) {
-        for ns in t.namespace_list() {
-            cohort_of.insert(ns, format!("{COHORT}{}", t.cohort_name()));
-        }
-    }
+    let cohort_of = cohort_namespaces(platform);
     let key = |ns: &str| cohort_of.get(ns).cloned().unwrap_or_else(|| ns.to_string());
     let mut groups: BTreeMap<String, Group<'s>> = BTreeMap::new();
     let empty = || Group { services: Vec::new(), objects: Vec::new() };
