@@ -438,13 +438,50 @@ impl Writer {
 
     /// Writes `planned` over the tree read at [`Writer::open`] (see
     /// [`write`]). The lock keeps other renders out, not other programs: a
-    /// file added or removed since then means the tree is read again.
+    /// file added or removed since then where the write will change the
+    /// tree means the tree is read again.
     pub fn write(self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
-        if entries(&self.out)? == self.existing.entries {
+        if self.same_where_written(planned)? {
             return self.apply(planned, &self.existing);
         }
         let existing = scan(&self.out, cache)?;
         self.apply(planned, &existing)
+    }
+
+    /// Whether the entries of the part of the tree that writing `planned`
+    /// replaces are still those read at [`Writer::open`]. Only that part is
+    /// read again: the swap replaces one directory (the deepest one that
+    /// holds every change, [`swap_changes`]) and the manifest, and an entry
+    /// another program adds or removes anywhere else in the meantime is
+    /// left as it is, as if it came after the render.
+    fn same_where_written(&self, planned: &Tree) -> Result<bool, Diagnostic> {
+        let changes = changes(planned, &self.existing);
+        if changes.is_empty() {
+            return Ok(true);
+        }
+        let record = Path::new(MANIFEST);
+        if std::fs::symlink_metadata(self.out.join(record)).is_ok() != self.existing.entries.contains(record) {
+            return Ok(false);
+        }
+        let changed: Vec<&PathBuf> = changes
+            .create
+            .iter()
+            .chain(&changes.update)
+            .chain(&changes.delete)
+            .filter(|p| p.as_path() != record)
+            .collect();
+        if changed.is_empty() {
+            return Ok(true);
+        }
+        let mut root = common_parent(&changed);
+        while !root.as_os_str().is_empty() && !is_real_dir(&self.out.join(&root)) {
+            root.pop();
+        }
+        let now = entries(&self.out.join(&root))?;
+        // A path sorts component by component: the entries below `root`
+        // follow it, together.
+        let was = self.existing.entries.range(root.clone()..).map_while(|p| p.strip_prefix(&root).ok());
+        Ok(now.iter().map(PathBuf::as_path).eq(was))
     }
 
     /// Writes `planned` over `existing`, the tree as it is.
@@ -1153,13 +1190,47 @@ mod tests {
     fn an_isvc_file_removed_after_the_tree_was_read_is_written_again() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
+        let tree = planned(&[("a/x.yaml", "1"), ("a/z.yaml", "1"), ("b/y.yaml", "1")]);
+        write(&out, &tree).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        // In the directory the write replaces: seen, and written again.
+        std::fs::remove_file(out.join("a/z.yaml")).unwrap();
+        let changes = writer
+            .write(&planned(&[("a/x.yaml", "2"), ("a/z.yaml", "1"), ("b/y.yaml", "1")]), &StatCache::off())
+            .unwrap();
+        assert_eq!(changes.create, vec![PathBuf::from("a/z.yaml")]);
+        assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
+        assert!(out.join("a/z.yaml").is_file());
+    }
+
+    #[test]
+    fn an_isvc_file_removed_elsewhere_after_the_tree_was_read_stays_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
         let tree = planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")]);
         write(&out, &tree).unwrap();
         let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        // Outside the directory the write replaces, the removal is left as
+        // if it came after the render; the next render writes it again.
         std::fs::remove_file(out.join("b/y.yaml")).unwrap();
-        let changes = writer.write(&planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]), &StatCache::off()).unwrap();
+        let next = planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]);
+        let changes = writer.write(&next, &StatCache::off()).unwrap();
+        assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
+        assert!(!out.join("b/y.yaml").exists());
+        let changes = write(&out, &next).unwrap();
         assert_eq!(changes.create, vec![PathBuf::from("b/y.yaml")]);
-        assert!(out.join("b/y.yaml").is_file());
+    }
+
+    #[test]
+    fn a_manifest_added_after_the_tree_was_read_is_seen_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1")])).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        std::fs::write(out.join(MANIFEST), "hand written").unwrap();
+        let err = writer.write(&planned(&[("a/x.yaml", "2"), (MANIFEST, "record")]), &StatCache::off()).unwrap_err();
+        assert!(err.render(false).contains("isvc did not write it"), "{}", err.render(false));
+        assert_eq!(std::fs::read_to_string(out.join(MANIFEST)).unwrap(), "hand written");
     }
 
     #[test]
