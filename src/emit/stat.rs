@@ -68,6 +68,8 @@ pub enum Kind {
 }
 
 impl Kind {
+    const ALL: [Kind; 2] = [Kind::Input, Kind::Output];
+
     fn letter(self) -> char {
         match self {
             Kind::Input => 'i',
@@ -123,7 +125,12 @@ struct Found {
     used: AtomicBool,
 }
 
-type Key = (Kind, PathBuf);
+/// Entries by path, one map for each [`Kind`] (indexed by `kind as
+/// usize`). A path is kept as its text: a path that is not UTF-8 is never
+/// recorded (the file is read each time). The hasher is foldhash's: the
+/// keys are the user's own paths, read by the user's own runs, and a
+/// collision costs time, never a wrong answer.
+type ByPath<V> = [HashMap<Box<str>, V, foldhash::fast::RandomState>; 2];
 
 /// The digests of files read by earlier runs (see the module's comment).
 /// Shared by the threads that read files; [`StatCache::save`] keeps what
@@ -134,17 +141,17 @@ pub struct StatCache {
     file: Option<PathBuf>,
     /// When this run began, in nanoseconds since the epoch.
     start_ns: i128,
-    old: HashMap<Key, Found>,
+    old: ByPath<Found>,
     /// The entry lines of the file read, of the same file or not.
     lines: usize,
     /// Entries this run read the file for.
-    new: Mutex<HashMap<Key, Entry>>,
+    new: Mutex<ByPath<Entry>>,
 }
 
 impl StatCache {
     /// No cache: every file is read.
     pub fn off() -> StatCache {
-        StatCache { file: None, start_ns: 0, old: HashMap::new(), lines: 0, new: Mutex::new(HashMap::new()) }
+        StatCache { file: None, start_ns: 0, old: ByPath::default(), lines: 0, new: Mutex::default() }
     }
 
     /// The cache of the output tree `out`, kept in the directory `dir`
@@ -167,7 +174,7 @@ impl StatCache {
             .ok()
             .and_then(|bytes| parse(std::str::from_utf8(&bytes).ok()?))
             .unwrap_or_default();
-        StatCache { file: Some(file), start_ns, old, lines, new: Mutex::new(HashMap::new()) }
+        StatCache { file: Some(file), start_ns, old, lines, new: Mutex::default() }
     }
 
     /// The cache kept in `file`, for a run that began long after every
@@ -183,7 +190,7 @@ impl StatCache {
     /// its status is the one recorded.
     pub fn lookup(&self, kind: Kind, path: &Path, stat: Stat) -> Option<String> {
         self.file.as_ref()?;
-        let found = self.old.get(&(kind, path.to_path_buf())).filter(|f| f.entry.stat == stat)?;
+        let found = self.old[kind as usize].get(path.to_str()?).filter(|f| f.entry.stat == stat)?;
         found.used.store(true, Ordering::Relaxed);
         Some(found.entry.digest.clone())
     }
@@ -197,8 +204,9 @@ impl StatCache {
         if stat.ctime_ns + SETTLED_NS >= self.start_ns {
             return;
         }
+        let Some(path) = path.to_str() else { return };
         let entry = Entry { stat, digest: digest.to_string() };
-        self.new.lock().unwrap_or_else(|e| e.into_inner()).insert((kind, path.to_path_buf()), entry);
+        self.new.lock().unwrap_or_else(|e| e.into_inner())[kind as usize].insert(path.into(), entry);
     }
 
     /// Keeps what this run saw (and nothing else) for the next run, when
@@ -210,16 +218,22 @@ impl StatCache {
         // Nothing learned: entries of files gone or changed stay until the
         // next write (they match no file), so a run that only read the
         // files it had to, such as a re-render after an edit, writes nothing.
-        if new.is_empty() {
+        if new.iter().all(HashMap::is_empty) {
             return;
         }
         let used = |f: &Found| f.used.load(Ordering::Relaxed);
-        let kept: Vec<(&Key, &Entry)> =
-            self.old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (k, &f.entry)).collect();
-        let mut learned: Vec<(&Key, &Entry)> = new.iter().collect();
-        // By path, then kind.
+        let mut kept: Vec<Line<'_>> = Vec::new();
+        let mut learned: Vec<Line<'_>> = Vec::new();
+        for kind in Kind::ALL {
+            let (old, new) = (&self.old[kind as usize], &new[kind as usize]);
+            kept.extend(
+                old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (kind, &**k, &f.entry)),
+            );
+            learned.extend(new.iter().map(|(k, e)| (kind, &**k, e)));
+        }
+        // By path (as a path sorts: component by component), then kind.
         let order =
-            |a: &(&Key, &Entry), b: &(&Key, &Entry)| a.0.1.cmp(&b.0.1).then(a.0.0.letter().cmp(&b.0.0.letter()));
+            |a: &Line<'_>, b: &Line<'_>| Path::new(a.1).cmp(Path::new(b.1)).then(a.0.letter().cmp(&b.0.letter()));
         learned.sort_by(order);
         // A few new entries are appended (a later line wins over an earlier
         // one of the same file), so a run that read a handful of files
@@ -229,8 +243,8 @@ impl StatCache {
         let live = kept.len() + learned.len();
         if self.lines > 0 && self.lines + learned.len() <= 2 * live + APPEND_SLACK {
             let mut text = String::with_capacity(learned.len() * 160);
-            for (key, e) in &learned {
-                line(key, e, &mut text);
+            for l in &learned {
+                line(l, &mut text);
             }
             if append(file, text.as_bytes()).is_ok() {
                 remove_unused(file.parent().unwrap_or(Path::new(".")));
@@ -243,8 +257,8 @@ impl StatCache {
         let mut text = String::with_capacity(32 + entries.len() * 160);
         text.push_str(FIRST_LINE);
         text.push('\n');
-        for (key, e) in entries {
-            line(key, e, &mut text);
+        for l in &entries {
+            line(l, &mut text);
         }
         if write_replacing(file, text.as_bytes()).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
@@ -252,10 +266,12 @@ impl StatCache {
     }
 }
 
+/// An entry to write: its kind, its path and what it records.
+type Line<'a> = (Kind, &'a str, &'a Entry);
+
 /// One entry of the cache file, as a line.
-fn line((kind, path): &Key, e: &Entry, text: &mut String) {
+fn line(&(kind, path, e): &Line<'_>, text: &mut String) {
     use std::fmt::Write;
-    let Some(path) = path.to_str() else { return };
     let s = &e.stat;
     let _ =
         write!(text, "{} {} {} {} {} {} {} ", kind.letter(), e.digest, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
@@ -319,19 +335,23 @@ fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The entries of a cache file (where a file has several lines, the last
 /// one) and the number of lines; `None` for anything else. The lines are
 /// read in parallel (a tree of 30,000 files has as many).
-fn parse(text: &str) -> Option<(HashMap<Key, Found>, usize)> {
+fn parse(text: &str) -> Option<(ByPath<Found>, usize)> {
     use rayon::prelude::*;
     let (first, rest) = text.split_once('\n')?;
     if first != FIRST_LINE {
         return None;
     }
     let lines: Vec<&str> = rest.lines().collect();
-    let entries: Vec<(Key, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
+    let entries: Vec<(Kind, Box<str>, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
     let count = entries.len();
-    Some((entries.into_iter().collect(), count))
+    let mut by_path = ByPath::default();
+    for (kind, path, found) in entries {
+        by_path[kind as usize].insert(path, found);
+    }
+    Some((by_path, count))
 }
 
-fn parse_line(line: &str) -> Option<(Key, Found)> {
+fn parse_line(line: &str) -> Option<(Kind, Box<str>, Found)> {
     let mut f = line.splitn(8, ' ');
     let kind = match f.next()? {
         "i" => Kind::Input,
@@ -352,11 +372,11 @@ fn parse_line(line: &str) -> Option<(Key, Found)> {
     let quoted = f.next()?;
     // A JSON string; one without escapes is its text between the quotes.
     let path = match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        Some(plain) if !plain.contains(['\\', '"']) => plain.to_string(),
-        _ => serde_json::from_str(quoted).ok()?,
+        Some(plain) if !plain.contains(['\\', '"']) => plain.into(),
+        _ => serde_json::from_str::<String>(quoted).ok()?.into(),
     };
     let entry = Entry { stat, digest: digest.to_string() };
-    Some(((kind, PathBuf::from(path)), Found { entry, used: AtomicBool::new(false) }))
+    Some((kind, path, Found { entry, used: AtomicBool::new(false) }))
 }
 
 #[cfg(all(test, unix))]
@@ -427,7 +447,7 @@ mod tests {
         let file = dir.path().join("tree-x");
         for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}"] {
             std::fs::write(&file, text).unwrap();
-            assert!(StatCache::at(file.clone()).old.is_empty(), "{text:?}");
+            assert!(StatCache::at(file.clone()).old.iter().all(HashMap::is_empty), "{text:?}");
         }
         let (f, meta) = record_one(dir.path(), &file);
         let written = std::fs::symlink_metadata(&file).unwrap();
