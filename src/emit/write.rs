@@ -81,7 +81,7 @@ pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, Contents)>) -> Tr
         objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
     files.extend(kept);
     // Sorted in parallel; the map is then built from a sorted list.
-    files.par_sort_by(|a, b| a.0.cmp(&b.0));
+    sort_paths(&mut files, |f| &f.0);
     with_kustomizations(files.into_iter().collect(), roots)
 }
 
@@ -145,7 +145,7 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
     // lists (a path compares component by component, which adds up over
     // tens of thousands of inserts).
     let mut found = walk(out, !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
-    found.par_sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
+    sort_paths(&mut found, |f| &f.rel);
     existing.entries = found.iter().map(|f| f.rel.clone()).collect();
     let mut files = Vec::new();
     for Found { rel, file_type: ft, stat } in found {
@@ -196,6 +196,32 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
     }
     existing.ours = ours.into_iter().collect();
     Ok(existing)
+}
+
+/// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
+/// (component by component), in parallel. The paths a walk or a render
+/// builds are plain ([`plain`]); for those that order is the order of their
+/// bytes with `/` taken as the least byte, compared without splitting the
+/// paths into components (sorting a tree's 29,000 paths by `Ord` took a
+/// twentieth of a re-render). Any other path sorts them all by `Ord`.
+fn sort_paths<T: Send + Sync>(items: &mut [T], key: impl Fn(&T) -> &Path + Sync) {
+    fn bytes(p: &Path) -> &[u8] {
+        p.as_os_str().as_encoded_bytes()
+    }
+    if items.par_iter().all(|i| plain(bytes(key(i)))) {
+        let least = |c: u8| if c == b'/' { 0 } else { c };
+        items.par_sort_by(|a, b| bytes(key(a)).iter().map(|&c| least(c)).cmp(bytes(key(b)).iter().map(|&c| least(c))));
+    } else {
+        items.par_sort_by(|a, b| key(a).cmp(key(b)));
+    }
+}
+
+/// A relative path with one `/` between names, none of them `.` or `..`,
+/// and no `/` at either end.
+fn plain(p: &[u8]) -> bool {
+    p.first() != Some(&b'/')
+        && p.last() != Some(&b'/')
+        && p.split(|&c| c == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
 /// The entries under `out` but directories, relative, names only.
@@ -1156,6 +1182,29 @@ mod tests {
         assert_eq!(read.ours, first.ours);
         let texts = scan_texts(&out).unwrap();
         assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sort_paths_sorts_in_the_order_of_paths(
+            a in "[a./-]{0,8}",
+            b in "[a./-]{0,8}",
+        ) {
+            let mut paths = vec![PathBuf::from(a), PathBuf::from(b), PathBuf::from("a/a"), PathBuf::from("a-")];
+            sort_paths(&mut paths, |p| p);
+            proptest::prop_assert!(paths.is_sorted(), "{:?}", paths);
+        }
+    }
+
+    #[test]
+    fn sort_paths_puts_a_name_before_its_longer_siblings_and_their_files() {
+        let mut paths: Vec<PathBuf> = ["a-c", "a/b", "a", "a.yaml", "a/b/c", "ab"].map(PathBuf::from).to_vec();
+        sort_paths(&mut paths, |p| p);
+        assert_eq!(paths, ["a", "a/b", "a/b/c", "a-c", "a.yaml", "ab"].map(PathBuf::from));
+        // Not plain: sorted by `Ord`, which takes `a//b` for `a/b`.
+        let mut paths: Vec<PathBuf> = ["a-c", "a//b", "a"].map(PathBuf::from).to_vec();
+        sort_paths(&mut paths, |p| p);
+        assert_eq!(paths, ["a", "a//b", "a-c"].map(PathBuf::from));
     }
 
     #[cfg(unix)]
