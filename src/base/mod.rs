@@ -4,6 +4,7 @@
 pub mod diagnostics;
 pub mod digest;
 pub mod names;
+pub mod paths;
 pub mod problem;
 pub mod quantity;
 pub mod value;

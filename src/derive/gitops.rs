@@ -7,6 +7,7 @@
 //! nothing about the repository or the destination is guessed.
 
 use crate::base::value::At;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -71,56 +72,68 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 /// `_cluster`, and one at each tree's root listing those directories.
 /// `roots` are the trees' directories ("" for a single tree).
 pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[String]) -> Vec<(PathBuf, String)> {
-    // (tree root, directory, file in it relative to the directory),
-    // borrowed from `files`: a tree has tens of thousands. A tree's paths
-    // come sorted, and stay so split: each list is then one run of them,
-    // found without a map keyed by paths (comparing two paths walks their
-    // components).
-    let mut split: Vec<(&Path, &Path, &Path)> = Vec::new();
-    for f in files {
-        let (root, rest) = split_root(f, roots);
-        let Some(first) = rest.components().next() else { continue };
-        let first = Path::new(first.as_os_str());
-        if first == Path::new(GITOPS_DIR) || rest.file_name().is_some_and(|n| n == KUSTOMIZATION) {
+    use crate::base::paths::{cmp_plain, plain};
+    // Each path as text, with one `/` between names: a tree has tens of
+    // thousands, borrowed where they are plain already (isvc builds them
+    // so), and compared as text in the order of paths (`base::paths`).
+    let texts: Vec<Cow<'_, str>> = files
+        .map(|f| match f.to_string_lossy() {
+            t if plain(t.as_bytes()) => t,
+            _ => Cow::Owned(slash(f)),
+        })
+        .collect();
+    // (tree root, directory, file in it relative to the directory). A
+    // tree's paths come sorted, and stay so split: each list is then one
+    // run of them, found without a map keyed by paths.
+    let mut split: Vec<(&str, &str, &str)> = Vec::new();
+    for text in &texts {
+        let (root, rest) = split_root(text, roots);
+        let (first, below) = rest.split_once('/').unwrap_or((rest, ""));
+        if first.is_empty() || first == GITOPS_DIR || rest.rsplit('/').next() == Some(KUSTOMIZATION) {
             continue;
         }
-        split.push((root, first, rest.strip_prefix(first).unwrap_or(rest)));
+        split.push((root, first, below));
     }
-    if !split.is_sorted() {
-        split.sort_unstable();
+    let order = |a: &(&str, &str, &str), b: &(&str, &str, &str)| {
+        cmp_plain(a.0.as_bytes(), b.0.as_bytes())
+            .then_with(|| cmp_plain(a.1.as_bytes(), b.1.as_bytes()))
+            .then_with(|| cmp_plain(a.2.as_bytes(), b.2.as_bytes()))
+    };
+    if !split.is_sorted_by(|a, b| order(a, b).is_le()) {
+        split.sort_unstable_by(order);
     }
     split.dedup();
     let mut out = Vec::new();
     for tree in split.chunk_by(|a, b| a.0 == b.0) {
-        let root = tree[0].0;
+        let root = Path::new(tree[0].0);
         let mut resources = Vec::new();
         for dir in tree.chunk_by(|a, b| a.1 == b.1) {
-            let listed: Vec<String> = dir.iter().map(|(_, _, p)| slash(p)).collect();
+            let listed: Vec<&str> = dir.iter().map(|(_, _, p)| *p).collect();
             out.push((root.join(dir[0].1).join(KUSTOMIZATION), kustomization(&listed)));
-            resources.push(slash(dir[0].1));
+            resources.push(dir[0].1);
         }
         // Prerequisites first, so `kubectl apply -k` creates them first too.
-        resources.sort_by_key(|r| (r != CLUSTER_DIR, r.clone()));
+        resources.sort_by_key(|r| (*r != CLUSTER_DIR, *r));
         out.push((root.join(KUSTOMIZATION), kustomization(&resources)));
     }
     out
 }
 
 /// A tree's root among `roots` and the path below it.
-fn split_root<'p>(path: &'p Path, roots: &'p [String]) -> (&'p Path, &'p Path) {
+fn split_root<'p>(path: &'p str, roots: &'p [String]) -> (&'p str, &'p str) {
     for r in roots.iter().filter(|r| !r.is_empty()) {
-        if let Ok(rest) = path.strip_prefix(r) {
-            return (Path::new(r.as_str()), rest);
+        if let Some(rest) = path.strip_prefix(r.as_str()).and_then(|rest| rest.strip_prefix('/')) {
+            return (r, rest);
         }
     }
-    (Path::new(""), path)
+    ("", path)
 }
 
 fn slash(p: &Path) -> String {
     p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
-fn kustomization(resources: &[String]) -> String {
+fn kustomization(resources: &[&str]) -> String {
     let value = json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",

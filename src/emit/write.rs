@@ -199,29 +199,19 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
 }
 
 /// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
-/// (component by component), in parallel. The paths a walk or a render
-/// builds are plain ([`plain`]); for those that order is the order of their
-/// bytes with `/` taken as the least byte, compared without splitting the
-/// paths into components (sorting a tree's 29,000 paths by `Ord` took a
-/// twentieth of a re-render). Any other path sorts them all by `Ord`.
+/// (component by component), in parallel: by their bytes when they are
+/// all plain, as the paths a walk or a render builds are
+/// ([`crate::base::paths`]).
 fn sort_paths<T: Send + Sync>(items: &mut [T], key: impl Fn(&T) -> &Path + Sync) {
+    use crate::base::paths::{cmp_plain, plain};
     fn bytes(p: &Path) -> &[u8] {
         p.as_os_str().as_encoded_bytes()
     }
     if items.par_iter().all(|i| plain(bytes(key(i)))) {
-        let least = |c: u8| if c == b'/' { 0 } else { c };
-        items.par_sort_by(|a, b| bytes(key(a)).iter().map(|&c| least(c)).cmp(bytes(key(b)).iter().map(|&c| least(c))));
+        items.par_sort_by(|a, b| cmp_plain(bytes(key(a)), bytes(key(b))));
     } else {
         items.par_sort_by(|a, b| key(a).cmp(key(b)));
     }
-}
-
-/// A relative path with one `/` between names, none of them `.` or `..`,
-/// and no `/` at either end.
-fn plain(p: &[u8]) -> bool {
-    p.first() != Some(&b'/')
-        && p.last() != Some(&b'/')
-        && p.split(|&c| c == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
 /// The entries under `out` but directories, relative, names only.
