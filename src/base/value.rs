@@ -12,9 +12,17 @@ use serde_json::Value;
 pub trait At {
     /// The value at `pointer` (`/spec/template/spec`), if there is one.
     fn at(&self, pointer: &str) -> Option<&Value>;
+
+    /// The field `key` of an object, as [`Value::get`] finds it, and
+    /// faster for the small maps most objects are made of ([`field`]).
+    fn field(&self, key: &str) -> Option<&Value>;
 }
 
 impl At for Value {
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.as_object().and_then(|map| field(map, key))
+    }
+
     fn at(&self, pointer: &str) -> Option<&Value> {
         if pointer.is_empty() {
             return Some(self);
@@ -27,7 +35,7 @@ impl At for Value {
                 Cow::Borrowed(token)
             };
             target = match target {
-                Value::Object(map) => map.get(token.as_ref())?,
+                Value::Object(map) => field(map, &token)?,
                 Value::Array(list) => list.get(index(&token)?)?,
                 _ => return None,
             };
@@ -35,6 +43,20 @@ impl At for Value {
         Some(target)
     }
 }
+
+/// The field `key` of `map`. Most objects' maps hold a handful of fields:
+/// those are searched in order, comparing lengths first, which costs less
+/// than hashing the key (serde_json's maps hash with SipHash).
+pub fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= SEARCHED {
+        map.iter().find(|(k, _)| k.len() == key.len() && *k == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
+/// The most fields a map may hold for [`field`] to search it in order.
+const SEARCHED: usize = 8;
 
 /// A list index as a JSON pointer spells it: decimal digits, no sign, no
 /// leading zero (serde_json's `parse_index`).

@@ -276,12 +276,12 @@ fn drain(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
 /// `Some("")` for one taken from elsewhere, `None` when not set.
 pub(crate) fn env<'v>(c: &'v Value, name: &str) -> Option<&'v str> {
     let e = c
-        .get("env")
+        .field("env")
         .and_then(Value::as_array)?
         .iter()
         .rev()
-        .find(|e| e.get("name").and_then(Value::as_str) == Some(name))?;
-    Some(e.get("value").and_then(Value::as_str).unwrap_or_default())
+        .find(|e| e.field("name").and_then(Value::as_str) == Some(name))?;
+    Some(e.field("value").and_then(Value::as_str).unwrap_or_default())
 }
 
 fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
@@ -291,7 +291,7 @@ fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         return;
     }
     let strategy = o.value.at("/spec/strategy");
-    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+    if strategy.and_then(|s| s.field("type")).and_then(Value::as_str) == Some("Recreate") {
         out.push(Finding::new(
             ROLLOUT_STOPS_ONLY_POD,
             o,
@@ -328,27 +328,27 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
     }
     let under = |path: &str| home == path || home.starts_with(&format!("{}/", path.trim_end_matches('/')));
     let Some(mount) = c
-        .get("volumeMounts")
+        .field("volumeMounts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|m| m.get("mountPath").and_then(Value::as_str).is_some_and(under))
-        .max_by_key(|m| m.get("mountPath").and_then(Value::as_str).map_or(0, str::len))
+        .filter(|m| m.field("mountPath").and_then(Value::as_str).is_some_and(under))
+        .max_by_key(|m| m.field("mountPath").and_then(Value::as_str).map_or(0, str::len))
     else {
         return;
     };
-    let name = mount.get("name").and_then(Value::as_str).unwrap_or_default();
+    let name = mount.field("name").and_then(Value::as_str).unwrap_or_default();
     let volume = template
         .at("/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .find(|v| v.get("name").and_then(Value::as_str) == Some(name));
-    let Some(empty_dir) = volume.and_then(|v| v.get("emptyDir")) else { return };
+        .find(|v| v.field("name").and_then(Value::as_str) == Some(name));
+    let Some(empty_dir) = volume.and_then(|v| v.field("emptyDir")) else { return };
     let weights = cl.model_size().map(|s| s.weight_bytes());
     let about = weights.map(|w| format!(" (about {})", super::gib(w))).unwrap_or_default();
     let container = container_name(c);
-    match empty_dir.get("sizeLimit").and_then(super::quantity) {
+    match empty_dir.field("sizeLimit").and_then(super::quantity) {
         None => out.push(Finding::new(
             MODEL_CACHE_UNBOUNDED,
             o,
@@ -361,7 +361,7 @@ fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) 
             o,
             format!(
                 "container \"{container}\" downloads {model}{about} into emptyDir \"{name}\", whose sizeLimit {} is smaller",
-                super::show(empty_dir.get("sizeLimit"))
+                super::show(empty_dir.field("sizeLimit"))
             ),
         )),
         Some(_) => {}
@@ -415,7 +415,7 @@ fn lora_slots(o: &Object, out: &mut Vec<Finding>) {
 
 /// Seconds a container's startup probe allows.
 fn startup_budget(c: &Value) -> Option<i64> {
-    let p = c.get("startupProbe")?;
+    let p = c.field("startupProbe")?;
     let n = |k: &str, d: i64| p.get(k).and_then(Value::as_i64).unwrap_or(d);
     Some(n("periodSeconds", 10) * n("failureThreshold", 3))
 }
@@ -439,7 +439,7 @@ fn ray_wait(o: &Object, out: &mut Vec<Finding>) {
                 ),
             ));
         }
-        if role == "worker" && c.get("startupProbe").is_none() {
+        if role == "worker" && c.field("startupProbe").is_none() {
             out.push(Finding::new(
                 RAY_WAIT_SHORTER_THAN_STARTUP,
                 o,

@@ -91,8 +91,8 @@ fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a 
     let Some(r) = o.value.at("/spec/endpointPickerRef") else {
         return Err("has no endpointPickerRef".to_string());
     };
-    let kind = r.get("kind").and_then(Value::as_str).unwrap_or("Service");
-    let name = r.get("name").and_then(Value::as_str).unwrap_or_default();
+    let kind = r.field("kind").and_then(Value::as_str).unwrap_or("Service");
+    let name = r.field("name").and_then(Value::as_str).unwrap_or_default();
     if kind != "Service" {
         return Err(format!("names a {kind}, not a Service"));
     }
@@ -101,7 +101,7 @@ fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a 
         return Err(format!("names Service {ns}/{name}, which is not rendered"));
     };
     let ports = svc.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten();
-    let Some(sp) = ports.into_iter().find(|p| p.get("port").and_then(Value::as_i64) == port) else {
+    let Some(sp) = ports.into_iter().find(|p| p.field("port").and_then(Value::as_i64) == port) else {
         return Err(format!("names port {} of Service {ns}/{name}, which has no such port", port.unwrap_or_default()));
     };
     let selector = svc.value.at("/spec/selector").and_then(Value::as_object);
@@ -109,7 +109,7 @@ fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a 
     if pods.is_empty() {
         return Err(format!("names Service {ns}/{name}, which selects no pods"));
     }
-    let target = sp.get("targetPort").or_else(|| sp.get("port")).cloned().unwrap_or(Value::Null);
+    let target = sp.field("targetPort").or_else(|| sp.field("port")).cloned().unwrap_or(Value::Null);
     let resolved = pods.iter().find_map(|t| container_port(t, &target));
     let Some(port) = resolved else {
         return Err(format!(
@@ -129,9 +129,9 @@ struct Port {
 }
 
 fn container_port(template: &Value, target: &Value) -> Option<Port> {
-    containers(template).flat_map(|c| c.get("ports").and_then(Value::as_array).into_iter().flatten()).find_map(|p| {
-        let number = p.get("containerPort").and_then(Value::as_i64)?;
-        let name = p.get("name").and_then(Value::as_str).map(str::to_string);
+    containers(template).flat_map(|c| c.field("ports").and_then(Value::as_array).into_iter().flatten()).find_map(|p| {
+        let number = p.field("containerPort").and_then(Value::as_i64)?;
+        let name = p.field("name").and_then(Value::as_str).map(str::to_string);
         let hit = match target {
             Value::String(s) => name.as_deref() == Some(s.as_str()),
             Value::Number(n) => n.as_i64() == Some(number),
@@ -168,7 +168,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|p| p.get("number").and_then(Value::as_i64))
+        .filter_map(|p| p.field("number").and_then(Value::as_i64))
         .collect();
     for gateway_ns in gateway_namespaces(cx, o) {
         if pods.iter().any(|t| !admitted(cx, ns, t, &gateway_ns, &port)) {
@@ -215,16 +215,16 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
     for route in cx.objects_of_kind(ns, "HTTPRoute") {
         let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
         let to_pool =
-            rules.flat_map(|r| r.get("backendRefs").and_then(Value::as_array).into_iter().flatten()).any(|b| {
-                b.get("kind").and_then(Value::as_str) == Some("InferencePool")
-                    && b.get("name").and_then(Value::as_str) == Some(pool.id.name.as_str())
+            rules.flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten()).any(|b| {
+                b.field("kind").and_then(Value::as_str) == Some("InferencePool")
+                    && b.field("name").and_then(Value::as_str) == Some(pool.id.name.as_str())
             });
         if !to_pool {
             continue;
         }
         let parents = route.value.at("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten();
         for p in parents {
-            let gns = p.get("namespace").and_then(Value::as_str).unwrap_or(ns).to_string();
+            let gns = p.field("namespace").and_then(Value::as_str).unwrap_or(ns).to_string();
             if !out.contains(&gns) {
                 out.push(gns);
             }
@@ -257,23 +257,23 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
     selecting.iter().any(|p| {
         let rules = p.value.at("/spec/ingress").and_then(Value::as_array).into_iter().flatten();
         rules.into_iter().any(|r| {
-            let peers = r.get("from").and_then(Value::as_array);
+            let peers = r.field("from").and_then(Value::as_array);
             let peer_ok = peers.is_none_or(|peers| {
                 peers.is_empty()
-                    || peers.iter().any(|peer| match peer.get("namespaceSelector") {
+                    || peers.iter().any(|peer| match peer.field("namespaceSelector") {
                         Some(sel) => selector_matches(sel, Some(&ns_labels)),
                         // A podSelector alone selects pods of the policy's namespace.
-                        None => peer.get("podSelector").is_some() && from == ns,
+                        None => peer.field("podSelector").is_some() && from == ns,
                     })
             });
-            let ports = r.get("ports").and_then(Value::as_array);
+            let ports = r.field("ports").and_then(Value::as_array);
             let port_ok = ports.is_none_or(|ports| {
                 ports.is_empty()
-                    || ports.iter().any(|p| match p.get("port") {
+                    || ports.iter().any(|p| match p.field("port") {
                         None => true,
                         Some(Value::Number(n)) => {
                             let lo = n.as_i64().unwrap_or_default();
-                            let hi = p.get("endPort").and_then(Value::as_i64).unwrap_or(lo);
+                            let hi = p.field("endPort").and_then(Value::as_i64).unwrap_or(lo);
                             (lo..=hi).contains(&port.number)
                         }
                         Some(Value::String(s)) => port.name.as_deref() == Some(s.as_str()),

@@ -1,5 +1,6 @@
 //! Image rules: what a pod runs must not change under it.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::{Context, Finding, Rule, Severity, container_name, containers, init_containers, pod_templates};
@@ -27,7 +28,7 @@ pub const MUTABLE_IMAGE: Rule = Rule::new(
 pub(crate) fn check(_: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     for template in pod_templates(o) {
         for c in containers(template).chain(init_containers(template)) {
-            let Some(image) = c.get("image").and_then(Value::as_str) else { continue };
+            let Some(image) = c.field("image").and_then(Value::as_str) else { continue };
             if let Some(why) = moves(image) {
                 out.push(Finding::new(
                     MUTABLE_IMAGE,

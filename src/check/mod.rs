@@ -538,8 +538,8 @@ impl<'a> CommandLine<'a> {
             }
             i += 1;
         }
-        let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
-        let own_command = container.get("command").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
+        let image = container.field("image").and_then(Value::as_str).unwrap_or_default();
+        let own_command = container.field("command").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
         CommandLine { flags, positional, words, image, own_command }
     }
 

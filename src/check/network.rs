@@ -115,12 +115,12 @@ fn check_service(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         return;
     }
     for (i, port) in o.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let Some(target) = port.get("targetPort").or_else(|| port.get("port")) else { continue };
+        let Some(target) = port.field("targetPort").or_else(|| port.field("port")) else { continue };
         let served = matched.iter().any(|t| {
             containers(t).any(|c| {
-                c.get("ports").and_then(Value::as_array).into_iter().flatten().any(|p| match target {
-                    Value::String(name) => p.get("name").and_then(Value::as_str) == Some(name),
-                    number => p.get("containerPort") == Some(number),
+                c.field("ports").and_then(Value::as_array).into_iter().flatten().any(|p| match target {
+                    Value::String(name) => p.field("name").and_then(Value::as_str) == Some(name),
+                    number => p.field("containerPort") == Some(number),
                 })
             })
         });
@@ -160,11 +160,11 @@ fn check_listen_address(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     }
     let Some(port) = cl.port() else { return };
     let declared: Vec<i64> = c
-        .get("ports")
+        .field("ports")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|p| p.get("containerPort").and_then(Value::as_i64))
+        .filter_map(|p| p.field("containerPort").and_then(Value::as_i64))
         .collect();
     if !declared.is_empty() && !declared.contains(&port) {
         let list: Vec<String> = declared.iter().map(i64::to_string).collect();

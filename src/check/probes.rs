@@ -1,6 +1,7 @@
 //! Probe rules: a pod loading weights must not be killed, and a loaded
 //! server must pass the probes that gate its traffic.
 
+use crate::base::value::At;
 use serde_json::Value;
 
 use super::model;
@@ -112,7 +113,7 @@ fn check_container(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     if !cl.serves_model() {
         return;
     }
-    let (startup, liveness) = (c.get("startupProbe"), c.get("livenessProbe"));
+    let (startup, liveness) = (c.field("startupProbe"), c.field("livenessProbe"));
     if let (None, Some(l)) = (startup, liveness) {
         out.push(Finding::new(
             NO_STARTUP_PROBE,
@@ -163,7 +164,7 @@ fn handler(probe: &Value) -> Option<(&'static str, Value)> {
 }
 
 fn stricter_liveness(o: &Object, name: &str, startup: &Value, liveness: &Value, out: &mut Vec<Finding>) {
-    let timeout = |p: &Value| p.get("timeoutSeconds").and_then(Value::as_i64).unwrap_or(1);
+    let timeout = |p: &Value| p.field("timeoutSeconds").and_then(Value::as_i64).unwrap_or(1);
     let (s, l) = (handler(startup), handler(liveness));
     if s != l {
         let show = |h: Option<(&str, Value)>| h.map_or("nothing".to_string(), |(k, v)| format!("{k} {v}"));
@@ -192,13 +193,13 @@ fn stricter_liveness(o: &Object, name: &str, startup: &Value, liveness: &Value, 
 fn unserved(o: &Object, c: &Value, cl: &CommandLine<'_>, kind: &str, probe: &Value, out: &mut Vec<Finding>) {
     let name = container_name(c);
     let Some(target) = ["httpGet", "tcpSocket", "grpc"].iter().find_map(|k| probe.get(*k)) else { return };
-    let ports = c.get("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
-    let port = target.get("port");
+    let ports = c.field("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let port = target.field("port");
     let served = match port {
-        Some(Value::String(n)) if n.parse::<i64>().is_err() => ports.iter().any(|p| p.get("name") == port),
+        Some(Value::String(n)) if n.parse::<i64>().is_err() => ports.iter().any(|p| p.field("name") == port),
         Some(v) => {
             let number = v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()));
-            let declared = ports.iter().any(|p| p.get("containerPort").and_then(Value::as_i64) == number);
+            let declared = ports.iter().any(|p| p.field("containerPort").and_then(Value::as_i64) == number);
             declared || number == cl.port() || (ports.is_empty() && cl.port().is_none())
         }
         None => true,
@@ -210,10 +211,10 @@ fn unserved(o: &Object, c: &Value, cl: &CommandLine<'_>, kind: &str, probe: &Val
             format!("container \"{name}\": {kind} port {} is not a port the container serves", super::show(port)),
         ));
     }
-    let Some(path) = target.get("path").and_then(Value::as_str) else { return };
+    let Some(path) = target.field("path").and_then(Value::as_str) else { return };
     let bare = path.split('?').next().unwrap_or_default();
     let bare = if bare.len() > 1 { bare.trim_end_matches('/') } else { bare };
-    if probe.get("httpGet").is_some() && cl.is_vllm() && !VLLM_PATHS.contains(&bare) {
+    if probe.field("httpGet").is_some() && cl.is_vllm() && !VLLM_PATHS.contains(&bare) {
         out.push(Finding::new(
             PROBE_NOT_SERVED,
             o,

@@ -232,17 +232,17 @@ fn shared_memory(template: &Value, c: &Value) -> Shm {
     if template.at("/spec/hostIPC").and_then(Value::as_bool) == Some(true) {
         return Shm::Other;
     }
-    let mounts = c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten();
+    let mounts = c.field("volumeMounts").and_then(Value::as_array).into_iter().flatten();
     let Some(volume) = mounts
-        .filter(|m| m.get("mountPath").and_then(Value::as_str).map(|p| p.trim_end_matches('/')) == Some("/dev/shm"))
-        .find_map(|m| m.get("name"))
+        .filter(|m| m.field("mountPath").and_then(Value::as_str).map(|p| p.trim_end_matches('/')) == Some("/dev/shm"))
+        .find_map(|m| m.field("name"))
     else {
         return Shm::Missing;
     };
     let volumes = template.at("/spec/volumes").and_then(Value::as_array).into_iter().flatten();
-    match volumes.filter(|v| v.get("name") == Some(volume)).find_map(|v| v.get("emptyDir")) {
-        Some(e) if e.get("medium").and_then(Value::as_str) == Some("Memory") => {
-            Shm::Memory(e.get("sizeLimit").and_then(quantity))
+    match volumes.filter(|v| v.field("name") == Some(volume)).find_map(|v| v.field("emptyDir")) {
+        Some(e) if e.field("medium").and_then(Value::as_str) == Some("Memory") => {
+            Shm::Memory(e.field("sizeLimit").and_then(quantity))
         }
         _ => Shm::Other,
     }

@@ -189,7 +189,7 @@ fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let triggers = o.value.at("/spec/triggers").and_then(Value::as_array).into_iter().flatten();
     let Some(query) = triggers
-        .filter(|t| t.get("type").and_then(Value::as_str) == Some("prometheus"))
+        .filter(|t| t.field("type").and_then(Value::as_str) == Some("prometheus"))
         .find_map(|t| t.at("/metadata/query").and_then(Value::as_str))
     else {
         return;
@@ -275,22 +275,22 @@ fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let names: Vec<String> = selected.iter().map(|w| w.object.id.name.clone()).collect();
     let at = format!("{pod} {s} ({})", names.join(", "), pod = pods, s = if pods == 1 { "pod" } else { "pods" });
     let spec = &o.value["spec"];
-    if let Some(0) = scaled(spec.get("maxUnavailable"), pods, true) {
+    if let Some(0) = scaled(spec.field("maxUnavailable"), pods, true) {
         out.push(Finding::new(
             PDB_BLOCKS_DISRUPTION,
             o,
             format!(
                 "maxUnavailable {} allows no eviction of the {at} it covers",
-                super::show(spec.get("maxUnavailable"))
+                super::show(spec.field("maxUnavailable"))
             ),
         ));
-    } else if let Some(min) = scaled(spec.get("minAvailable"), pods, true).filter(|m| *m >= pods) {
+    } else if let Some(min) = scaled(spec.field("minAvailable"), pods, true).filter(|m| *m >= pods) {
         out.push(Finding::new(
             PDB_BLOCKS_DISRUPTION,
             o,
             format!(
                 "minAvailable {} keeps all of the {at} it covers at their minimum ({min} of {pods}): no eviction is ever allowed",
-                super::show(spec.get("minAvailable"))
+                super::show(spec.field("minAvailable"))
             ),
         ));
     }
@@ -305,7 +305,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     // and it surges whole groups.
     let lws = o.id.kind == "LeaderWorkerSet";
     let strategy = o.value.at(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
-    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+    if strategy.and_then(|s| s.field("type")).and_then(Value::as_str) == Some("Recreate") {
         return;
     }
     let rolling = strategy.and_then(|s| s.get(if lws { "rollingUpdateConfiguration" } else { "rollingUpdate" }));

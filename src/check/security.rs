@@ -148,27 +148,28 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
     let allowed = |g: &Grant| granted.contains(g);
     let mut push = |rule: Rule, message: String| out.push(Finding::new(rule, o, message));
     let null = Value::Null;
-    let spec = template.get("spec").unwrap_or(&null);
-    let pod_context = spec.get("securityContext").unwrap_or(&null);
+    let spec = template.field("spec").unwrap_or(&null);
+    let pod_context = spec.field("securityContext").unwrap_or(&null);
     for key in ["hostNetwork", "hostPID", "hostIPC"] {
         if spec.get(key) == Some(&Value::Bool(true)) {
             push(HOST_NAMESPACES, format!("the pod sets {key}: true"));
         }
     }
-    for v in spec.get("volumes").and_then(Value::as_array).into_iter().flatten() {
+    for v in spec.field("volumes").and_then(Value::as_array).into_iter().flatten() {
         if let Some(path) = v.at("/hostPath/path") {
-            let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+            let name = v.field("name").and_then(Value::as_str).unwrap_or_default();
             push(HOST_PATH, format!("volume \"{name}\" mounts the node's {}", crate::base::yaml::describe(path)));
         }
     }
-    if !allowed(&Grant::ServiceAccountToken) && spec.get("automountServiceAccountToken") != Some(&Value::Bool(false)) {
+    if !allowed(&Grant::ServiceAccountToken) && spec.field("automountServiceAccountToken") != Some(&Value::Bool(false))
+    {
         push(SERVICE_ACCOUNT_TOKEN, "the pod does not set automountServiceAccountToken: false".to_string());
     }
     let containers =
         ["initContainers", "containers"].into_iter().filter_map(|k| spec.get(k).and_then(Value::as_array)).flatten();
     for c in containers {
-        let name = format!("container \"{}\"", c.get("name").and_then(Value::as_str).unwrap_or_default());
-        let context = c.get("securityContext").unwrap_or(&null);
+        let name = format!("container \"{}\"", c.field("name").and_then(Value::as_str).unwrap_or_default());
+        let context = c.field("securityContext").unwrap_or(&null);
         // A container's own setting wins over the pod's.
         let effective = |key: &str| context.get(key).or_else(|| pod_context.get(key));
         let is = |key: &str, want: bool| context.get(key) == Some(&Value::Bool(want));
@@ -203,7 +204,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
                 push(CAPABILITIES_KEPT, format!("{name} adds capability {cap}, which the platform does not allow"));
             }
         }
-        let seccomp = effective("seccompProfile").and_then(|p| p.get("type")).and_then(Value::as_str);
+        let seccomp = effective("seccompProfile").and_then(|p| p.field("type")).and_then(Value::as_str);
         if !allowed(&Grant::UnconfinedSeccomp) && !matches!(seccomp, Some("RuntimeDefault" | "Localhost")) {
             let what = seccomp.map_or("no seccomp profile".to_string(), |t| format!("seccomp profile {t}"));
             push(NO_SECCOMP_PROFILE, format!("{name} runs with {what}"));
@@ -221,8 +222,8 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         if c.at("/resources/limits/memory").is_none() {
             push(NO_MEMORY_LIMIT, format!("{name} has no memory limit"));
         }
-        for port in c.get("ports").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(p) = port.get("hostPort").filter(|p| p.as_i64() != Some(0)) {
+        for port in c.field("ports").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(p) = port.field("hostPort").filter(|p| p.as_i64() != Some(0)) {
                 push(HOST_NAMESPACES, format!("{name} binds host port {p}"));
             }
         }

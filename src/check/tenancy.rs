@@ -266,7 +266,7 @@ pub(crate) fn quota_field_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<St
 /// Checks one set of requests and limits (a container's, or a pod's sums)
 /// against a LimitRange item; `per` is the item's type.
 fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems: &mut Vec<String>) {
-    for (r, max) in resource_list(item.get("max")) {
+    for (r, max) in resource_list(item.field("max")) {
         match e.limits.get(&r) {
             None => problems.push(format!("{what} sets no {r} limit, but LimitRange {lr} caps it at {max} per {per}")),
             Some(l) if *l > max => problems
@@ -278,7 +278,7 @@ fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems
                 .push(format!("{what}: {r} request {q} is above the maximum of {max} per {per} in LimitRange {lr}"));
         }
     }
-    for (r, min) in resource_list(item.get("min")) {
+    for (r, min) in resource_list(item.field("min")) {
         match e.requests.get(&r) {
             None => {
                 problems.push(format!("{what} sets no {r} request, but LimitRange {lr} needs at least {min} per {per}"))
@@ -288,7 +288,7 @@ fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems
             Some(_) => {}
         }
     }
-    for (r, ratio) in resource_list(item.get("maxLimitRequestRatio")) {
+    for (r, ratio) in resource_list(item.field("maxLimitRequestRatio")) {
         match (e.requests.get(&r), e.limits.get(&r)) {
             (Some(q), Some(l)) if l.nanos() * 1_000_000_000 > ratio.nanos() * q.nanos() => problems.push(format!(
                 "{what}: {r} limit {l} is more than {ratio} times the request {q} (maxLimitRequestRatio in LimitRange {lr})"
@@ -381,7 +381,7 @@ fn prunable(o: &Object, out: &mut Vec<Finding>) {
         missing.push("deleting the Argo CD Application deletes it (no Delete=false)");
     }
     // Flux compares case-insensitively in current releases, exactly in older ones.
-    let flux = o.value.at("/metadata/labels").and_then(|l| l.get("kustomize.toolkit.fluxcd.io/prune"));
+    let flux = o.value.at("/metadata/labels").and_then(|l| l.field("kustomize.toolkit.fluxcd.io/prune"));
     if get("kustomize.toolkit.fluxcd.io/prune") != "disabled" && flux.and_then(Value::as_str) != Some("disabled") {
         missing.push("Flux prunes it (no kustomize.toolkit.fluxcd.io/prune: disabled)");
     }
@@ -401,7 +401,7 @@ fn prunable(o: &Object, out: &mut Vec<Finding>) {
 /// else the pods' PriorityClass, else 0.
 fn kueue_priority(cx: &Context<'_>, w: &Workload<'_>) -> i64 {
     let value = |kind: &str, name: &str| {
-        cx.object(kind, "", name).and_then(|c| c.value.get("value")).and_then(Value::as_i64).unwrap_or(0)
+        cx.object(kind, "", name).and_then(|c| c.value.field("value")).and_then(Value::as_i64).unwrap_or(0)
     };
     let label = w.object.value.at("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
     if let Some(name) = label.and_then(Value::as_str) {

@@ -91,7 +91,7 @@ impl<'a> Context<'a> {
                 "ResourceQuota" => {
                     cx.quota_usage.insert((ns, o.id.name.as_str()), Default::default());
                 }
-                "PriorityClass" if o.value.get("globalDefault").and_then(Value::as_bool) == Some(true) => {
+                "PriorityClass" if o.value.field("globalDefault").and_then(Value::as_bool) == Some(true) => {
                     cx.default_priority_class = Some(o.id.name.as_str());
                 }
                 _ => {}
@@ -115,14 +115,14 @@ impl<'a> Context<'a> {
     }
 
     fn workload(&self, o: &'a Object) -> Option<Workload<'a>> {
-        let spec = o.value.get("spec")?;
+        let spec = o.value.field("spec")?;
         let templates: Vec<(&Value, i64)> = match o.id.kind.as_str() {
-            "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => vec![(spec.get("template")?, 1)],
+            "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => vec![(spec.field("template")?, 1)],
             "LeaderWorkerSet" => {
-                let lwt = spec.get("leaderWorkerTemplate")?;
-                let worker = lwt.get("workerTemplate")?;
-                let size = lwt.get("size").and_then(Value::as_i64).unwrap_or(1);
-                let leader = lwt.get("leaderTemplate").unwrap_or(worker);
+                let lwt = spec.field("leaderWorkerTemplate")?;
+                let worker = lwt.field("workerTemplate")?;
+                let size = lwt.field("size").and_then(Value::as_i64).unwrap_or(1);
+                let leader = lwt.field("leaderTemplate").unwrap_or(worker);
                 vec![(leader, 1), (worker, size - 1)]
             }
             _ => return None,
@@ -246,22 +246,22 @@ pub(crate) fn init_containers(template: &Value) -> impl Iterator<Item = &Value> 
 }
 
 pub(crate) fn container_name(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or_default()
+    c.field("name").and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Whether `labels` satisfy a label selector (`matchLabels` and
 /// `matchExpressions`); a selector with neither matches everything.
 pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
     let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    let match_labels = selector.get("matchLabels").and_then(Value::as_object).into_iter().flatten();
+    let match_labels = selector.field("matchLabels").and_then(Value::as_object).into_iter().flatten();
     if !match_labels.into_iter().all(|(k, v)| get(k) == v.as_str()) {
         return false;
     }
-    selector.get("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+    selector.field("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
+        let key = e.field("key").and_then(Value::as_str).unwrap_or_default();
         let values: Vec<&str> =
-            e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        match e.get("operator").and_then(Value::as_str) {
+            e.field("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+        match e.field("operator").and_then(Value::as_str) {
             Some("In") => get(key).is_some_and(|v| values.contains(&v)),
             Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
             Some("Exists") => get(key).is_some(),

@@ -215,7 +215,7 @@ impl<'a> ShadowMap<'a> {
 
     fn field<V: Serialize + ?Sized>(&mut self, key: &str, value: &V) -> Result<(), Differs> {
         let Some(map) = self.original else { return Ok(()) };
-        match map.get(key) {
+        match crate::base::value::field(map, key) {
             Some(child) => {
                 self.seen += 1;
                 value.serialize(Shadow(Some(child)))

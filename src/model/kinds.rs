@@ -144,7 +144,7 @@ pub fn runs_pods(kind: &str) -> bool {
 
 /// The pod templates of an object, by its kind's row.
 pub fn pod_templates(value: &Value) -> Vec<&Value> {
-    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let kind = value.field("kind").and_then(Value::as_str).unwrap_or_default();
     let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
     paths.iter().filter_map(|p| value.at(p)).collect()
 }
