@@ -999,7 +999,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let changes = match survey.writer {
+    let changes = match &survey.writer {
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
         Some(writer) => writer.write(&tree, &survey.cache)?,
@@ -1019,8 +1019,10 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     status(&rendered_summary(rendered, &args.inputs.paths, &out, tree.len(), &changes));
     // The process ends here; freeing tens of thousands of files one by one
-    // would only delay the exit.
+    // (the tree written, the tree found, the cache's entries) would only
+    // delay the exit. The lock goes with the process.
     std::mem::forget(tree);
+    std::mem::forget(survey);
     Ok(ExitCode::SUCCESS)
 }
 

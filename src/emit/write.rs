@@ -456,7 +456,7 @@ impl Writer {
     /// [`write`]). The lock keeps other renders out, not other programs: a
     /// file added or removed since then where the write will change the
     /// tree means the tree is read again.
-    pub fn write(self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
+    pub fn write(&self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
         if self.same_where_written(planned)? {
             return self.apply(planned, &self.existing);
         }
