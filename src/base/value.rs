@@ -56,7 +56,7 @@ pub fn field<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&
 }
 
 /// The most fields a map may hold for [`field`] to search it in order.
-const SEARCHED: usize = 8;
+const SEARCHED: usize = 16;
 
 /// A list index as a JSON pointer spells it: decimal digits, no sign, no
 /// leading zero (serde_json's `parse_index`).
