@@ -420,7 +420,8 @@ pub fn write(out: &Path, planned: &Tree, cache: &StatCache) -> Result<Changes, D
 /// An output directory locked for writing, and what it holds: what a render
 /// that reads the tree before it writes (to keep the files of namespaces
 /// it does not compile again) holds from its reading to its writing, so no
-/// other render changes the tree between the two.
+/// other render changes the tree between the two. The lock is held until
+/// the writer is dropped.
 pub struct Writer {
     out: PathBuf,
     parent: PathBuf,
@@ -1254,6 +1255,7 @@ mod tests {
         std::fs::remove_file(out.join("b/y.yaml")).unwrap();
         let next = planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]);
         let changes = writer.write(&next, &StatCache::off()).unwrap();
+        drop(writer);
         assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
         assert!(!out.join("b/y.yaml").exists());
         let changes = write(&out, &next).unwrap();
