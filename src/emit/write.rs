@@ -471,7 +471,7 @@ impl Writer {
     /// holds every change, [`swap_changes`]) and the manifest, and an entry
     /// another program adds or removes anywhere else in the meantime is
     /// left as it is, as if it came after the render.
-    fn same_where_written(&self, planned: &Tree) -> Result<bool, Diagnostic> {
+    fn same_where_written(&self, planned: &Tree) -> Result<bool, Diagnostics> {
         let changes = changes(planned, &self.existing);
         if changes.is_empty() {
             return Ok(true);
