@@ -332,6 +332,24 @@ impl Changes {
         self.create.is_empty() && self.update.is_empty() && self.delete.is_empty()
     }
 
+    /// Every path created, updated or deleted.
+    fn paths(&self) -> impl Iterator<Item = &PathBuf> {
+        self.create.iter().chain(&self.update).chain(&self.delete)
+    }
+
+    /// The changes of the tree a swap replaces: all but the manifest's
+    /// ([`write_swap`]).
+    fn without_manifest(&self) -> Changes {
+        let record = Path::new(MANIFEST);
+        let not_record = |v: &Vec<PathBuf>| v.iter().filter(|p| p.as_path() != record).cloned().collect::<Vec<_>>();
+        Changes {
+            create: not_record(&self.create),
+            update: not_record(&self.update),
+            delete: not_record(&self.delete),
+            unchanged: self.unchanged,
+        }
+    }
+
     /// One line: "3 created, 1 updated, 0 deleted, 10 unchanged".
     pub fn summary(&self) -> String {
         format!(
@@ -414,7 +432,7 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// `cache` spares reading the files of the tree it knows unchanged.
 pub fn write(out: &Path, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
     let writer = Writer::open(out, cache)?;
-    writer.apply(planned, &writer.existing)
+    writer.apply(planned, &writer.existing, changes(planned, &writer.existing))
 }
 
 /// An output directory locked for writing, and what it holds: what a render
@@ -458,21 +476,20 @@ impl Writer {
     /// file added or removed since then where the write will change the
     /// tree means the tree is read again.
     pub fn write(&self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
-        if self.same_where_written(planned)? {
-            return self.apply(planned, &self.existing);
+        let found = changes(planned, &self.existing);
+        if self.same_where_written(&found)? {
+            return self.apply(planned, &self.existing, found);
         }
         let existing = scan(&self.out, cache)?;
-        self.apply(planned, &existing)
+        self.apply(planned, &existing, changes(planned, &existing))
     }
 
-    /// Whether the entries of the part of the tree that writing `planned`
+    /// Whether the entries of the part of the tree that writing `changes`
     /// replaces are still those read at [`Writer::open`]. Only that part is
-    /// read again: the swap replaces one directory (the deepest one that
-    /// holds every change, [`swap_changes`]) and the manifest, and an entry
-    /// another program adds or removes anywhere else in the meantime is
-    /// left as it is, as if it came after the render.
-    fn same_where_written(&self, planned: &Tree) -> Result<bool, Diagnostics> {
-        let changes = changes(planned, &self.existing);
+    /// read again: the swap replaces one directory ([`swap_root`]) and the
+    /// manifest, and an entry another program adds or removes anywhere else
+    /// in the meantime is left as it is, as if it came after the render.
+    fn same_where_written(&self, changes: &Changes) -> Result<bool, Diagnostics> {
         if changes.is_empty() {
             return Ok(true);
         }
@@ -480,20 +497,11 @@ impl Writer {
         if std::fs::symlink_metadata(self.out.join(record)).is_ok() != self.existing.entries.contains(record) {
             return Ok(false);
         }
-        let changed: Vec<&PathBuf> = changes
-            .create
-            .iter()
-            .chain(&changes.update)
-            .chain(&changes.delete)
-            .filter(|p| p.as_path() != record)
-            .collect();
-        if changed.is_empty() {
+        let tree = changes.without_manifest();
+        if tree.is_empty() {
             return Ok(true);
         }
-        let mut root = common_parent(&changed);
-        while !root.as_os_str().is_empty() && !is_real_dir(&self.out.join(&root)) {
-            root.pop();
-        }
+        let root = swap_root(&self.out, &tree);
         let now = entries(&self.out.join(&root))?;
         // A path sorts component by component: the entries below `root`
         // follow it, together.
@@ -501,14 +509,14 @@ impl Writer {
         Ok(now.iter().map(PathBuf::as_path).eq(was))
     }
 
-    /// Writes `planned` over `existing`, the tree as it is.
-    fn apply(&self, planned: &Tree, existing: &Existing) -> Result<Changes, Diagnostics> {
+    /// Writes `planned` over `existing`, the tree as it is, which `changes`
+    /// (of the two) turn into the other.
+    fn apply(&self, planned: &Tree, existing: &Existing, changes: Changes) -> Result<Changes, Diagnostics> {
         let out = self.out.as_path();
         let diags = conflicts(planned, existing, out);
         if diags.has_errors() {
             return Err(diags);
         }
-        let changes = changes(planned, existing);
         if changes.is_empty() {
             return Ok(changes);
         }
@@ -633,18 +641,11 @@ fn write_swap(
     // killed in between leaves a manifest that no longer matches the tree,
     // which costs the next `--check` its shortcut and nothing else.
     let record = Path::new(MANIFEST);
-    let not_record = |v: &Vec<PathBuf>| v.iter().filter(|p| p.as_path() != record).cloned().collect::<Vec<_>>();
-    let tree_changes = Changes {
-        create: not_record(&changes.create),
-        update: not_record(&changes.update),
-        delete: not_record(&changes.delete),
-        unchanged: changes.unchanged,
-    };
+    let tree_changes = changes.without_manifest();
     if !tree_changes.is_empty() {
         swap_changes(out, parent, planned, &tree_changes)?;
     }
-    let record_changed = changes.create.iter().chain(&changes.update).chain(&changes.delete).any(|p| p == record);
-    if record_changed {
+    if changes.paths().any(|p| p == record) {
         match planned.get(record) {
             Some(contents) => write_atomic(
                 &out.join(record),
@@ -663,13 +664,7 @@ fn write_swap(
 
 /// The swap of [`write_swap`], for `changes` without the manifest.
 fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Diagnostic> {
-    let changed: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).chain(&changes.delete).collect();
-    let mut root = common_parent(&changed);
-    // A created file's directory may not exist yet: the swapped directory
-    // is one that does.
-    while !root.as_os_str().is_empty() && !is_real_dir(&out.join(&root)) {
-        root.pop();
-    }
+    let mut root = swap_root(out, changes);
     loop {
         match swap_subtree(out, parent, &root, planned, changes) {
             Ok(()) => break,
@@ -679,6 +674,18 @@ fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) ->
         }
     }
     Ok(())
+}
+
+/// The directory below `out` a swap of `changes` (without the manifest)
+/// replaces first: the deepest one holding every change. A created file's
+/// directory may not exist yet: the swapped directory is one that does.
+fn swap_root(out: &Path, changes: &Changes) -> PathBuf {
+    let changed: Vec<&PathBuf> = changes.paths().collect();
+    let mut root = common_parent(&changed);
+    while !root.as_os_str().is_empty() && !is_real_dir(&out.join(&root)) {
+        root.pop();
+    }
+    root
 }
 
 /// The longest directory path that is a parent of every path of `paths`.
@@ -725,13 +732,8 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     let replaced: BTreeSet<PathBuf> = changes.update.iter().chain(&changes.delete).map(below).collect();
     let replaced: BTreeSet<&PathBuf> = replaced.iter().collect();
     // Directories with a change below them; the others are kept.
-    let touched: BTreeSet<PathBuf> = changes
-        .create
-        .iter()
-        .chain(&changes.update)
-        .chain(&changes.delete)
-        .flat_map(|p| below(p).ancestors().skip(1).map(Path::to_path_buf).collect::<Vec<_>>())
-        .collect();
+    let touched: BTreeSet<PathBuf> =
+        changes.paths().flat_map(|p| below(p).ancestors().skip(1).map(Path::to_path_buf).collect::<Vec<_>>()).collect();
     let staging = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent).map_err(|e| fail(parent, e))?;
     let stage = staging.path();
     let mut mirrored: BTreeSet<PathBuf> = BTreeSet::new();
