@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::base::paths::slash;
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Options};
 use crate::emit::manifest::{self, MANIFEST, Manifest, Selection};
@@ -530,7 +531,7 @@ fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
 fn run_settings_and_platform(inputs: &Inputs, base: &Path) -> (Vec<String>, Option<crate::model::platform::Platform>) {
     use crate::load::files::read_regular;
     let base = absolute(base);
-    let label = |p: &Path| slash_path(&relative_to(&absolute(p), &base));
+    let label = |p: &Path| slash(&relative_to(&absolute(p), &base));
     let mut settings = Vec::new();
     let platform = match &inputs.platform {
         None => {
@@ -617,7 +618,7 @@ fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Ve
                 }
             };
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
-            Some(InputFile { label: slash_path(&relative_to(&path, &base)), digest, bytes, path: f.clone() })
+            Some(InputFile { label: slash(&relative_to(&path, &base)), digest, bytes, path: f.clone() })
         })
         .collect()
 }
@@ -715,7 +716,7 @@ impl Survey {
 /// Names the platform file relative to `base`, as output headers show it.
 fn platform_label(inputs: &Inputs, base: &Path) -> Option<String> {
     let base = absolute(base);
-    inputs.platform.as_ref().map(|p| slash_path(&relative_to(&absolute(p), &base)))
+    inputs.platform.as_ref().map(|p| slash(&relative_to(&absolute(p), &base)))
 }
 
 /// Names input files relative to `base`, as output headers show them.
@@ -727,14 +728,8 @@ fn labeller(base: &Path) -> impl Fn(&LoadedService) -> String + Sync + use<> {
         if s.source.name == Path::new(load::STDIN) {
             return "-".to_string();
         }
-        slash_path(&relative_to(&load::files::absolute_in(&cwd, &s.source.name), &base))
+        slash(&relative_to(&load::files::absolute_in(&cwd, &s.source.name), &base))
     }
-}
-
-/// `path`'s components joined with `/` on every system. A `\` inside a
-/// Unix file name stays part of the name (the header escapes it).
-fn slash_path(path: &Path) -> String {
-    path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 /// Loads inputs and compiles them; `base` is the directory the output

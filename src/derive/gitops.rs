@@ -72,7 +72,7 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 /// `_cluster`, and one at each tree's root listing those directories.
 /// `roots` are the trees' directories ("" for a single tree).
 pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[String]) -> Vec<(PathBuf, String)> {
-    use crate::base::paths::{cmp_plain, plain};
+    use crate::base::paths::{cmp_plain, plain, slash};
     // Each path as text, with one `/` between names: a tree has tens of
     // thousands, borrowed where they are plain already (isvc builds them
     // so), and compared as text in the order of paths (`base::paths`).
@@ -127,10 +127,6 @@ fn split_root<'p>(path: &'p str, roots: &'p [String]) -> (&'p str, &'p str) {
         }
     }
     ("", path)
-}
-
-fn slash(p: &Path) -> String {
-    p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 
 fn kustomization(resources: &[&str]) -> String {

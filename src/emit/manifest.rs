@@ -55,11 +55,7 @@ use crate::model::objects::HEADER_PREFIX;
 pub use crate::emit::write::MANIFEST;
 
 pub use crate::base::digest::digest;
-
-/// `path`'s components joined with `/`, as the manifest names files.
-pub fn slash(path: &Path) -> String {
-    path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
-}
+use crate::base::paths::slash;
 
 /// What a render was run from and what it wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
