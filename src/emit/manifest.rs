@@ -34,9 +34,10 @@
 //! ```
 //!
 //! An `input` record holds how many nodes the file's aliases expanded to
-//! and names the namespaces of the services the file declares. A `namespace` record holds the digest of one namespace's
-//! services ([`crate::Compiler::namespace_digests`]) and how many objects
-//! the tree holds of it; a `route` record, a route its services claim
+//! and names the namespaces of the services the file declares. A
+//! `namespace` record holds the digest of one namespace's services
+//! ([`crate::Compiler::namespace_digests`]) and how many objects the tree
+//! holds of it; a `route` record, a route its services claim
 //! (`spec.gateway.route`, as [`crate::model::route::Route`] prints it). A
 //! render whose settings are the recorded ones, over a tree the manifest
 //! describes unedited, compiles only the namespaces whose services changed
