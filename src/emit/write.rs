@@ -1077,6 +1077,17 @@ mod tests {
         super::write(out, planned, &StatCache::off())
     }
 
+    /// A tree of `planned` files rendered into a new directory, opened for
+    /// writing again: the directory (removed when dropped), the tree's path
+    /// and the writer.
+    fn opened(planned: &Tree) -> (tempfile::TempDir, PathBuf, Writer) {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, planned).unwrap();
+        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        (dir, out, writer)
+    }
+
     fn planned(files: &[(&str, &str)]) -> Tree {
         files.iter().map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}")))).collect()
     }
@@ -1203,10 +1214,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_file_added_after_the_tree_was_read_is_seen_before_writing() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        write(&out, &planned(&[("a/x.yaml", "1")])).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        let (_dir, out, writer) = opened(&planned(&[("a/x.yaml", "1")]));
         // Another program writes where isvc is about to, after the read.
         std::fs::create_dir(out.join("b")).unwrap();
         std::fs::write(out.join("b/y.yaml"), "hand written").unwrap();
@@ -1217,10 +1225,7 @@ mod tests {
 
     #[test]
     fn a_file_added_outside_the_swapped_directory_stays_where_it_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")])).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        let (_dir, out, writer) = opened(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")]));
         std::fs::write(out.join("b/notes.txt"), "hand written").unwrap();
         let changes = writer.write(&planned(&[("a/x.yaml", "2"), ("b/y.yaml", "1")]), &StatCache::off()).unwrap();
         assert_eq!(changes.update, vec![PathBuf::from("a/x.yaml")]);
@@ -1230,11 +1235,7 @@ mod tests {
 
     #[test]
     fn an_isvc_file_removed_after_the_tree_was_read_is_written_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        let tree = planned(&[("a/x.yaml", "1"), ("a/z.yaml", "1"), ("b/y.yaml", "1")]);
-        write(&out, &tree).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        let (_dir, out, writer) = opened(&planned(&[("a/x.yaml", "1"), ("a/z.yaml", "1"), ("b/y.yaml", "1")]));
         // In the directory the write replaces: seen, and written again.
         std::fs::remove_file(out.join("a/z.yaml")).unwrap();
         let changes = writer
@@ -1247,11 +1248,7 @@ mod tests {
 
     #[test]
     fn an_isvc_file_removed_elsewhere_after_the_tree_was_read_stays_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        let tree = planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")]);
-        write(&out, &tree).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        let (_dir, out, writer) = opened(&planned(&[("a/x.yaml", "1"), ("b/y.yaml", "1")]));
         // Outside the directory the write replaces, the removal is left as
         // if it came after the render; the next render writes it again.
         std::fs::remove_file(out.join("b/y.yaml")).unwrap();
@@ -1266,10 +1263,7 @@ mod tests {
 
     #[test]
     fn a_manifest_added_after_the_tree_was_read_is_seen_before_writing() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("out");
-        write(&out, &planned(&[("a/x.yaml", "1")])).unwrap();
-        let writer = Writer::open(&out, &StatCache::off()).unwrap();
+        let (_dir, out, writer) = opened(&planned(&[("a/x.yaml", "1")]));
         std::fs::write(out.join(MANIFEST), "hand written").unwrap();
         let err = writer.write(&planned(&[("a/x.yaml", "2"), (MANIFEST, "record")]), &StatCache::off()).unwrap_err();
         assert!(err.render(false).contains("isvc did not write it"), "{}", err.render(false));
