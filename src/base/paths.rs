@@ -13,6 +13,14 @@ use std::path::Path;
 /// UTF-8 taken lossily. A `\` inside a Unix file name stays part of the
 /// name (a header escapes it).
 pub fn slash(path: &Path) -> String {
+    // A plain path's text is already that (on Unix, where `/` is the only
+    // separator): no components to split and join again.
+    if cfg!(unix)
+        && let Some(text) = path.to_str()
+        && plain(text.as_bytes())
+    {
+        return text.to_string();
+    }
     path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }
 

@@ -1,4 +1,6 @@
-//! Reading a JSON value by path.
+//! Reading a JSON value by path, and JSON strings quoted and unquoted
+//! for the line-based files isvc keeps (a tree's manifest, the cache of
+//! file status).
 
 use std::borrow::Cow;
 
@@ -67,6 +69,34 @@ fn index(token: &str) -> Option<usize> {
     token.parse().ok()
 }
 
+/// Appends `text` to `out` as a JSON string, as `serde_json::to_string`
+/// writes it; a text with nothing to escape (most paths and names) is
+/// copied between quotes without the serializer.
+pub fn push_quoted(out: &mut String, text: &str) {
+    if text.bytes().any(needs_escape) {
+        out.push_str(&serde_json::to_string(text).unwrap_or_default());
+    } else {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    }
+}
+
+/// The text of the JSON string `quoted`, `None` if it is not one: borrowed
+/// when nothing in it is escaped.
+pub fn unquote(quoted: &str) -> Option<Cow<'_, str>> {
+    match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(plain) if !plain.bytes().any(needs_escape) => Some(Cow::Borrowed(plain)),
+        _ => serde_json::from_str::<String>(quoted).ok().map(Cow::Owned),
+    }
+}
+
+/// A byte a JSON string escapes (RFC 8259, section 7): a quote, a
+/// backslash or a control character.
+fn needs_escape(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +137,18 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn strings_quote_and_unquote_as_serde_json_does(text in "\\PC{0,12}|[a-z/\"\\\\\u{0}-\u{1f}\u{7f}é]{0,12}") {
+            let mut quoted = String::new();
+            push_quoted(&mut quoted, &text);
+            prop_assert_eq!(&quoted, &serde_json::to_string(&text).unwrap());
+            prop_assert_eq!(unquote(&quoted).map(|t| t.into_owned()), Some(text.clone()));
+            // Not one JSON string: what serde_json refuses, refused.
+            for bad in [format!("{quoted} "), format!("\"{text}"), text.clone()] {
+                prop_assert_eq!(unquote(&bad).map(|t| t.into_owned()), serde_json::from_str::<String>(&bad).ok());
+            }
+        }
+
         #[test]
         fn any_pointer_reads_as_serde_json_reads(
             segments in proptest::collection::vec("[a-z0-9~/+]{0,4}|spec|template|containers|0|1", 0..5),

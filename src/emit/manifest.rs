@@ -47,6 +47,7 @@
 //! ([`Selection`]): by the `input` and `route` records, no service of
 //! theirs can meet a changed one in a check.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,7 @@ pub use crate::emit::write::MANIFEST;
 
 pub use crate::base::digest::digest;
 use crate::base::paths::slash;
+use crate::base::value::{push_quoted, unquote};
 
 /// What a render was run from and what it wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -128,36 +130,54 @@ impl Manifest {
 
     /// The file's text: the header line, then one record a line.
     pub fn to_text(&self) -> String {
-        let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        use std::fmt::Write;
         let mut out = String::with_capacity(64 + (self.inputs.len() + self.outputs.len()) * 96);
         out.push_str(HEADER_PREFIX);
         out.push_str(
             ". Do not edit: digests of what this tree was rendered from and of its files, read by \
              `isvc render --check` and `isvc diff`; commit it with the tree.\n",
         );
-        out.push_str(&format!("isvc {}\n", env!("CARGO_PKG_VERSION")));
+        // (Writing to a String cannot fail.)
+        let _ = writeln!(out, "isvc {}", env!("CARGO_PKG_VERSION"));
         for s in &self.settings {
-            out.push_str(&format!("setting {}\n", quote(s)));
+            out.push_str("setting ");
+            push_quoted(&mut out, s);
+            out.push('\n');
         }
-        out.push_str(&format!("objects {}\n", self.objects));
+        let _ = writeln!(out, "objects {}", self.objects);
         for i in &self.inputs {
-            let namespaces = serde_json::to_string(&i.namespaces).unwrap_or_default();
-            out.push_str(&format!("input {} {} {namespaces} {}\n", i.digest, i.aliases, quote(&i.label)));
+            let _ = write!(out, "input {} {} [", i.digest, i.aliases);
+            for (n, namespace) in i.namespaces.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                push_quoted(&mut out, namespace);
+            }
+            out.push_str("] ");
+            push_quoted(&mut out, &i.label);
+            out.push('\n');
         }
         for (namespace, d, objects) in &self.namespaces {
-            out.push_str(&format!("namespace {d} {objects} {}\n", quote(namespace)));
+            let _ = write!(out, "namespace {d} {objects} ");
+            push_quoted(&mut out, namespace);
+            out.push('\n');
         }
         for (namespace, route) in &self.routes {
-            out.push_str(&format!("route {} {}\n", quote(namespace), quote(route)));
+            out.push_str("route ");
+            push_quoted(&mut out, namespace);
+            out.push(' ');
+            push_quoted(&mut out, route);
+            out.push('\n');
         }
         for (path, d) in &self.outputs {
-            out.push_str(&format!("output {d} {}\n", quote(path)));
+            out.push_str("output ");
+            out.push_str(d);
+            out.push(' ');
+            push_quoted(&mut out, path);
+            out.push('\n');
         }
         out
     }
-
-    /// Reads a manifest written by this version of isvc; `None` for any
-    /// other text (another version's, a damaged one).
     pub fn parse(text: &str) -> Option<Manifest> {
         let mut lines = text.lines();
         if !lines.next()?.starts_with(HEADER_PREFIX) {
@@ -166,8 +186,10 @@ impl Manifest {
         if lines.next()? != format!("isvc {}", env!("CARGO_PKG_VERSION")) {
             return None;
         }
-        let unquote = |s: &str| serde_json::from_str::<String>(s).ok();
+        let unquote = |s: &str| unquote(s).map(Cow::into_owned);
         let mut m = Manifest::default();
+        // Most lines name an output file.
+        m.outputs.reserve(text.bytes().filter(|&b| b == b'\n').count());
         let mut objects = None;
         for line in lines {
             let (word, rest) = line.split_once(' ')?;

@@ -275,12 +275,7 @@ fn line(&(kind, path, e): &Line<'_>, text: &mut String) {
     let s = &e.stat;
     let _ =
         write!(text, "{} {} {} {} {} {} {} ", kind.letter(), e.digest, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
-    let plain = !path.contains(['\\', '"']) && !path.chars().any(char::is_control);
-    if plain {
-        let _ = write!(text, "\"{path}\"");
-    } else {
-        text.push_str(&serde_json::to_string(path).unwrap_or_default());
-    }
+    crate::base::value::push_quoted(text, path);
     text.push('\n');
 }
 
@@ -345,6 +340,11 @@ fn parse(text: &str) -> Option<(ByPath<Found>, usize)> {
     let entries: Vec<(Kind, Box<str>, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
     let count = entries.len();
     let mut by_path = ByPath::default();
+    // Sized up front: growing a map of tens of thousands of entries rehashes
+    // every entry each time it doubles.
+    let inputs = entries.iter().filter(|(kind, ..)| *kind == Kind::Input).count();
+    by_path[Kind::Input as usize].reserve(inputs);
+    by_path[Kind::Output as usize].reserve(count - inputs);
     for (kind, path, found) in entries {
         by_path[kind as usize].insert(path, found);
     }
@@ -369,12 +369,7 @@ fn parse_line(line: &str) -> Option<(Kind, Box<str>, Found)> {
         mtime_ns: f.next()?.parse().ok()?,
         ctime_ns: f.next()?.parse().ok()?,
     };
-    let quoted = f.next()?;
-    // A JSON string; one without escapes is its text between the quotes.
-    let path = match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        Some(plain) if !plain.contains(['\\', '"']) => plain.into(),
-        _ => serde_json::from_str::<String>(quoted).ok()?.into(),
-    };
+    let path = crate::base::value::unquote(f.next()?)?.into();
     let entry = Entry { stat, digest: digest.to_string() };
     Some((kind, path, Found { entry, used: AtomicBool::new(false) }))
 }
