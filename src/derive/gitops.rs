@@ -70,29 +70,53 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 
 /// The kustomization files of a tree: one per namespace directory, one for
 /// `_cluster`, and one at each tree's root listing those directories.
-/// `roots` are the trees' directories ("" for a single tree).
-pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[String]) -> Vec<(PathBuf, String)> {
+/// `roots` are the trees' directories ("" for a single tree). The
+/// directories `kept` (a namespace kept from an earlier render, with its
+/// kustomization) are listed at their tree's root and get no new one; the
+/// files in them need not be among `files`.
+pub fn kustomizations<'a>(
+    files: impl Iterator<Item = &'a PathBuf>,
+    kept: &[&Path],
+    roots: &[String],
+) -> Vec<(PathBuf, String)> {
     use crate::base::paths::{cmp_plain, plain, slash};
     // Each path as text, with one `/` between names: a tree has tens of
     // thousands, borrowed where they are plain already (isvc builds them
     // so), and compared as text in the order of paths (`base::paths`).
-    let texts: Vec<Cow<'_, str>> = files
-        .map(|f| match f.to_string_lossy() {
+    fn text(f: &Path) -> Cow<'_, str> {
+        match f.to_string_lossy() {
             t if plain(t.as_bytes()) => t,
             _ => Cow::Owned(slash(f)),
-        })
-        .collect();
+        }
+    }
+    let kept: Vec<Cow<'_, str>> = kept.iter().map(|d| text(d)).collect();
+    let kept: BTreeSet<(&str, &str)> = kept.iter().map(|d| split_root(d, roots)).collect();
+    let texts: Vec<Cow<'_, str>> = files.map(|f| text(f)).collect();
     // (tree root, directory, file in it relative to the directory). A
     // tree's paths come sorted, and stay so split: each list is then one
     // run of them, found without a map keyed by paths.
     let mut split: Vec<(&str, &str, &str)> = Vec::new();
+    // Whether the directory of the path before was kept: a directory's
+    // paths come one after another.
+    let mut last: Option<((&str, &str), bool)> = None;
     for text in &texts {
         let (root, rest) = split_root(text, roots);
         let (first, below) = rest.split_once('/').unwrap_or((rest, ""));
         if first.is_empty() || first == GITOPS_DIR || rest.rsplit('/').next() == Some(KUSTOMIZATION) {
             continue;
         }
-        split.push((root, first, below));
+        let in_kept = match last {
+            Some((dir, in_kept)) if dir == (root, first) => in_kept,
+            _ => {
+                let in_kept = kept.contains(&(root, first));
+                last = Some(((root, first), in_kept));
+                in_kept
+            }
+        };
+        // A kept directory's files are left to its kustomization.
+        if !in_kept {
+            split.push((root, first, below));
+        }
     }
     let order = |a: &(&str, &str, &str), b: &(&str, &str, &str)| {
         cmp_plain(a.0.as_bytes(), b.0.as_bytes())
@@ -103,18 +127,26 @@ pub fn kustomizations<'a>(files: impl Iterator<Item = &'a PathBuf>, roots: &[Str
         split.sort_unstable_by(order);
     }
     split.dedup();
+    // Each tree's root and its directories, kept or listed.
+    let mut resources: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for &(root, dir) in &kept {
+        resources.entry(root).or_default().push(dir);
+    }
     let mut out = Vec::new();
     for tree in split.chunk_by(|a, b| a.0 == b.0) {
         let root = Path::new(tree[0].0);
-        let mut resources = Vec::new();
+        let listed = resources.entry(tree[0].0).or_default();
         for dir in tree.chunk_by(|a, b| a.1 == b.1) {
-            let listed: Vec<&str> = dir.iter().map(|(_, _, p)| *p).collect();
-            out.push((root.join(dir[0].1).join(KUSTOMIZATION), kustomization(&listed)));
-            resources.push(dir[0].1);
+            let files: Vec<&str> = dir.iter().map(|(_, _, p)| *p).collect();
+            out.push((root.join(dir[0].1).join(KUSTOMIZATION), kustomization(&files)));
+            listed.push(dir[0].1);
         }
+    }
+    for (root, mut dirs) in resources {
         // Prerequisites first, so `kubectl apply -k` creates them first too.
-        resources.sort_by_key(|r| (*r != CLUSTER_DIR, *r));
-        out.push((root.join(KUSTOMIZATION), kustomization(&resources)));
+        dirs.sort_by_key(|r| (*r != CLUSTER_DIR, *r));
+        dirs.dedup();
+        out.push((Path::new(root).join(KUSTOMIZATION), kustomization(&dirs)));
     }
     out
 }
@@ -640,7 +672,7 @@ mod tests {
         .iter()
         .map(PathBuf::from)
         .collect();
-        let k: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[]).into_iter().collect();
+        let k: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
         assert_eq!(k.len(), 3);
         assert!(k[Path::new("kustomization.yaml")].ends_with("resources:\n- _cluster\n- team-a\n"));
         assert!(
@@ -652,8 +684,46 @@ mod tests {
         let mut sorted = files.clone();
         sorted.sort();
         let twice: Vec<PathBuf> = files.iter().chain(&files).cloned().collect();
-        assert_eq!(kustomizations(twice.iter(), &[]), kustomizations(sorted.iter(), &[]));
-        let again: BTreeMap<PathBuf, String> = kustomizations(sorted.iter(), &[]).into_iter().collect();
+        assert_eq!(kustomizations(twice.iter(), &[], &[]), kustomizations(sorted.iter(), &[], &[]));
+        let again: BTreeMap<PathBuf, String> = kustomizations(sorted.iter(), &[], &[]).into_iter().collect();
         assert_eq!(again, k);
+    }
+
+    #[test]
+    fn a_kept_directory_is_listed_at_its_root_and_gets_no_new_kustomization() {
+        let files: Vec<PathBuf> = [
+            "_cluster/customresourcedefinition-x.yaml",
+            "team-a/chat/deployment.yaml",
+            "team-b/code/deployment.yaml",
+            "team-b/code/service.yaml",
+            "team-c/kustomization.yaml",
+            "team-c/code/service.yaml",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let all: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
+        let kept = [Path::new("team-b"), Path::new("team-c")];
+        // Its files given or not: in an incremental render, they are.
+        for given in [
+            files.clone(),
+            files.iter().filter(|f| !f.starts_with("team-b") && !f.starts_with("team-c")).cloned().collect(),
+        ] {
+            let with_kept: BTreeMap<PathBuf, String> = kustomizations(given.iter(), &kept, &[]).into_iter().collect();
+            let mut expected = all.clone();
+            expected.remove(Path::new("team-b/kustomization.yaml"));
+            expected.remove(Path::new("team-c/kustomization.yaml"));
+            assert_eq!(with_kept, expected, "{given:?}");
+        }
+        assert!(all[Path::new("kustomization.yaml")].ends_with("- _cluster\n- team-a\n- team-b\n- team-c\n"));
+        // Each tree of several keeps its own.
+        let trees: Vec<PathBuf> =
+            ["a/team-a/x/deployment.yaml", "b/team-a/x/deployment.yaml"].iter().map(PathBuf::from).collect();
+        let roots = ["a".to_string(), "b".to_string()];
+        let k: BTreeMap<PathBuf, String> =
+            kustomizations(trees.iter(), &[Path::new("b/team-a")], &roots).into_iter().collect();
+        let names: Vec<&str> = k.keys().filter_map(|p| p.to_str()).collect();
+        assert_eq!(names, ["a/kustomization.yaml", "a/team-a/kustomization.yaml", "b/kustomization.yaml"]);
+        assert!(k[Path::new("b/kustomization.yaml")].ends_with("resources:\n- team-a\n"));
     }
 }

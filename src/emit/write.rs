@@ -69,27 +69,33 @@ pub type Tree = BTreeMap<PathBuf, Contents>;
 /// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
     let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), Contents::text(o.to_file()))).collect();
-    with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
+    with_kustomizations(tree, &[], objects.iter().filter_map(|o| o.cluster.clone()).collect())
 }
 
 /// [`tree`] of objects already written to their files' text, with the
-/// `kept` files of an earlier render, known by digest (their
-/// kustomizations made again).
+/// `kept` files of an earlier render, known by digest. A directory kept
+/// with its kustomization keeps that one; the others are made again.
 pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, Contents)>) -> Tree {
     let roots = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
+    let kept_dirs: Vec<PathBuf> = kept
+        .iter()
+        .filter(|(p, _)| p.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
+        .filter_map(|(p, _)| p.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf))
+        .collect();
     let mut files: Vec<(PathBuf, Contents)> =
         objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
     files.extend(kept);
     // Sorted in parallel; the map is then built from a sorted list.
     sort_paths(&mut files, |f| &f.0);
-    with_kustomizations(files.into_iter().collect(), roots)
+    with_kustomizations(files.into_iter().collect(), &kept_dirs, roots)
 }
 
 /// Adds the kustomize entry points of each tree (one per cluster in
-/// `roots`, else one) to `tree`.
-fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
+/// `roots`, else one) to `tree`, but for the directories `kept` with theirs.
+fn with_kustomizations(mut tree: Tree, kept: &[PathBuf], roots: BTreeSet<String>) -> Tree {
     let roots: Vec<String> = roots.into_iter().collect();
-    let extra = crate::derive::gitops::kustomizations(tree.keys(), &roots);
+    let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
+    let extra = crate::derive::gitops::kustomizations(tree.keys(), &kept, &roots);
     tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
     tree
 }
