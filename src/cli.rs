@@ -585,21 +585,37 @@ struct InputFile {
     bytes: u64,
 }
 
-/// Every input file's label (as output headers name it) and digest, read
-/// now; `None` when the inputs include standard input or cannot all be read
-/// (the compile then reports why).
-fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Vec<InputFile>> {
-    use rayon::prelude::*;
+/// The input files found, each with its status, and the directories their
+/// labels are made from: what [`input_digests`] reads.
+struct InputStatus {
+    cwd: PathBuf,
+    base: PathBuf,
+    files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
+}
+
+/// Finds the input files and reads their status; `None` when the inputs
+/// include standard input or cannot all be found (the compile then reports
+/// why).
+fn input_status(paths: &[PathBuf], base: &Path) -> Option<InputStatus> {
     if paths.iter().any(|p| p == Path::new("-")) {
         return None;
     }
     let cwd = std::env::current_dir().ok()?;
     let base = crate::load::files::absolute_in(&cwd, base);
     let files = load::input_files_with_status(paths).ok()?;
+    Some(InputStatus { cwd, base, files })
+}
+
+/// Every input file's label (as output headers name it) and digest, read
+/// now but where `cache` knows the file unchanged; `None` when one cannot
+/// be read (the compile then reports why).
+fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile>> {
+    use rayon::prelude::*;
+    let InputStatus { cwd, base, files } = found;
     files
         .par_iter()
         .map(|(f, meta)| {
-            let path = crate::load::files::absolute_in(&cwd, f);
+            let path = crate::load::files::absolute_in(cwd, f);
             // The status of the file the path leads to, read as the loader
             // reads it (through `f` itself, links followed: `absolute`
             // resolves `..` in the text, which a link can make another
@@ -618,7 +634,7 @@ fn input_digests(paths: &[PathBuf], base: &Path, cache: &StatCache) -> Option<Ve
                 }
             };
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
-            Some(InputFile { label: slash(&relative_to(&path, &base)), digest, bytes, path: f.clone() })
+            Some(InputFile { label: slash(&relative_to(&path, base)), digest, bytes, path: f.clone() })
         })
         .collect()
 }
@@ -675,18 +691,42 @@ fn survey(
     settings: &[String],
     reading: Reading,
 ) -> Result<Survey, Diagnostics> {
-    let (cache, manifest) = rayon::join(|| stat_cache(out), || Manifest::read(out));
-    let reading = if manifest.as_ref().is_some_and(|m| m.settings == settings) { reading } else { Reading::Skip };
+    // The cache of file status is loaded on a thread of its own while the
+    // manifest is read and the inputs and the tree are walked: only what
+    // the walks found is looked up in it.
+    let (cache, manifest, inputs, tree) = std::thread::scope(|scope| {
+        let loading = scope.spawn(|| stat_cache(out));
+        let manifest = Manifest::read(out);
+        let reading = if manifest.as_ref().is_some_and(|m| m.settings == settings) { reading } else { Reading::Skip };
+        let (inputs, tree) = rayon::join(
+            || input_status(paths, base),
+            || match reading {
+                Reading::Skip => Ok(Walk::Skipped),
+                Reading::Scan => Ok(output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned)),
+                Reading::Open => output::Writer::lock_and_walk(out).map(Walk::Opened),
+            },
+        );
+        let cache = loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (cache, manifest, inputs, tree)
+    });
+    let tree = tree?;
     let (inputs, tree) = rayon::join(
-        || input_digests(paths, base, &cache),
-        || match reading {
-            Reading::Skip => Ok((None, None)),
-            Reading::Scan => Ok((None, output::scan(out, &cache).ok())),
-            Reading::Open => output::Writer::open(out, &cache).map(|w| (Some(w), None)),
+        || inputs.and_then(|found| input_digests(&found, &cache)),
+        || match tree {
+            Walk::Skipped => Ok((None, None)),
+            Walk::Scanned(walked) => Ok((None, walked.read(&cache).ok())),
+            Walk::Opened(opening) => opening.read(&cache).map(|w| (Some(w), None)),
         },
     );
     let (writer, scanned) = tree?;
     Ok(Survey { cache, manifest, inputs, writer, scanned })
+}
+
+/// The tree as [`survey`] walks it, before its files are read.
+enum Walk {
+    Skipped,
+    Scanned(output::Walked),
+    Opened(output::Opening),
 }
 
 impl Survey {

@@ -120,18 +120,31 @@ pub struct Existing {
 /// isvc's files: a file `cache` knows unchanged is not read again, and
 /// what is read goes into `cache`.
 pub fn scan(out: &Path, cache: &StatCache) -> Result<Existing, Diagnostic> {
-    scan_with(out, cache, false)
+    walk_tree(out, false)?.read(cache)
 }
 
 /// [`scan`] with the texts of isvc's files, every file read.
 pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
-    scan_with(out, &StatCache::off(), true)
+    walk_tree(out, true)?.read(&StatCache::off())
 }
 
-fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Diagnostic> {
-    let mut existing = Existing::default();
+/// An output directory walked, its files not read yet: [`Walked::read`]
+/// reads them, with a cache of file status that may have been loaded
+/// meanwhile.
+pub struct Walked {
+    out: PathBuf,
+    /// What the walk found, sorted; [`Existing::entries`] filled in.
+    found: Vec<Found>,
+    existing: Existing,
+    texts: bool,
+}
+
+/// Walks the output directory `out` (which may not exist yet) for
+/// [`scan`], or [`scan_texts`] if `texts`.
+pub fn walk_tree(out: &Path, texts: bool) -> Result<Walked, Diagnostic> {
+    let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), existing: Existing::default(), texts };
     match std::fs::symlink_metadata(out) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(existing),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
         Err(e) => {
             return Err(Diagnostic::error(format!("cannot read {}: {e}", out.display())));
         }
@@ -152,56 +165,68 @@ fn scan_with(out: &Path, cache: &StatCache, texts: bool) -> Result<Existing, Dia
     // tens of thousands of inserts).
     let mut found = walk(out, !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     sort_paths(&mut found, |f| &f.rel);
-    existing.entries = found.iter().map(|f| f.rel.clone()).collect();
-    let mut files = Vec::new();
-    for Found { rel, file_type: ft, stat } in found {
-        if ft.is_symlink() {
-            existing.links.insert(rel);
-        } else if ft.is_file() {
-            if rel.file_name().is_some_and(|n| is_temp_name(&n.to_string_lossy())) {
-                existing.temps.push(out.join(rel));
+    walked.existing.entries = found.iter().map(|f| f.rel.clone()).collect();
+    walked.found = found;
+    Ok(walked)
+}
+
+impl Walked {
+    /// The tree's contents: isvc's files read for their digests (their
+    /// texts too if walked for [`scan_texts`]), but those `cache` knows
+    /// unchanged; what is read goes into `cache`.
+    pub fn read(self, cache: &StatCache) -> Result<Existing, Diagnostic> {
+        let Walked { out, found, mut existing, texts } = self;
+        let out = out.as_path();
+        let mut files = Vec::new();
+        for Found { rel, file_type: ft, stat } in found {
+            if ft.is_symlink() {
+                existing.links.insert(rel);
+            } else if ft.is_file() {
+                if rel.file_name().is_some_and(|n| is_temp_name(&n.to_string_lossy())) {
+                    existing.temps.push(out.join(rel));
+                } else {
+                    files.push((rel, stat));
+                }
             } else {
-                files.push((rel, stat));
-            }
-        } else {
-            existing.foreign.insert(rel);
-        }
-    }
-    // Cached under its path in the tree: the cache is the tree's own.
-    let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<Option<Contents>> {
-        if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
-            return Ok(Some(Contents::digest(d)));
-        }
-        // Recorded under the status of the file opened, so the entry is
-        // that of the bytes hashed even if the file was replaced since the
-        // walk.
-        let (read, opened) = read_if_ours(&out.join(rel), texts)?;
-        if let (Some(c), Some(s)) = (&read, opened) {
-            cache.record(Kind::Output, rel, s, &c.digest);
-        }
-        Ok(read)
-    };
-    let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = files
-        .into_par_iter()
-        .map(|(rel, stat)| {
-            let r = read_one(&rel, stat);
-            (rel, r)
-        })
-        .collect();
-    let mut ours = Vec::with_capacity(read.len());
-    for (rel, r) in read {
-        match r {
-            Ok(Some(contents)) => ours.push((rel, contents)),
-            Ok(None) => {
                 existing.foreign.insert(rel);
             }
-            Err(e) => {
-                return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display())));
+        }
+        // Cached under its path in the tree: the cache is the tree's own.
+        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<Option<Contents>> {
+            if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
+                return Ok(Some(Contents::digest(d)));
+            }
+            // Recorded under the status of the file opened, so the entry is
+            // that of the bytes hashed even if the file was replaced since the
+            // walk.
+            let (read, opened) = read_if_ours(&out.join(rel), texts)?;
+            if let (Some(c), Some(s)) = (&read, opened) {
+                cache.record(Kind::Output, rel, s, &c.digest);
+            }
+            Ok(read)
+        };
+        let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = files
+            .into_par_iter()
+            .map(|(rel, stat)| {
+                let r = read_one(&rel, stat);
+                (rel, r)
+            })
+            .collect();
+        let mut ours = Vec::with_capacity(read.len());
+        for (rel, r) in read {
+            match r {
+                Ok(Some(contents)) => ours.push((rel, contents)),
+                Ok(None) => {
+                    existing.foreign.insert(rel);
+                }
+                Err(e) => {
+                    return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display())));
+                }
             }
         }
+        existing.ours = ours.into_iter().collect();
+        Ok(existing)
     }
-    existing.ours = ours.into_iter().collect();
-    Ok(existing)
 }
 
 /// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
@@ -454,10 +479,31 @@ pub struct Writer {
     pub existing: Existing,
 }
 
+/// A tree locked for writing and walked ([`Writer::lock_and_walk`]).
+pub struct Opening {
+    writer: Writer,
+    walked: Walked,
+}
+
+impl Opening {
+    /// The writer, with the tree's files read (see [`Walked::read`]).
+    pub fn read(self, cache: &StatCache) -> Result<Writer, Diagnostics> {
+        let Opening { mut writer, walked } = self;
+        writer.existing = walked.read(cache)?;
+        Ok(writer)
+    }
+}
+
 impl Writer {
     /// Locks `out`'s parent, removes a killed run's leftovers and reads the
     /// tree.
     pub fn open(out: &Path, cache: &StatCache) -> Result<Writer, Diagnostics> {
+        Writer::lock_and_walk(out)?.read(cache)
+    }
+
+    /// [`Writer::open`] but for reading the tree's files: what
+    /// [`Opening::read`] does.
+    pub fn lock_and_walk(out: &Path) -> Result<Opening, Diagnostics> {
         let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) if !parent.is_dir() => {
                 return Err(Diagnostic::error(format!(
@@ -473,8 +519,11 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let existing = scan(out, cache)?;
-        Ok(Writer { out: out.to_path_buf(), parent, _lock: lock, existing })
+        let walked = walk_tree(out, false)?;
+        Ok(Opening {
+            writer: Writer { out: out.to_path_buf(), parent, _lock: lock, existing: Existing::default() },
+            walked,
+        })
     }
 
     /// Writes `planned` over the tree read at [`Writer::open`] (see
