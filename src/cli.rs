@@ -273,8 +273,30 @@ fn verbosity() -> u8 {
     VERBOSITY.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// What a run's memory is spent on, for the allocator's tuning (the
+/// binary's `main`, see [`main_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memory {
+    /// Its peak matters most: a run that may hold the whole fleet's
+    /// objects, as `render --stdout` holds their text until it prints it.
+    Peak,
+    /// A render into a tree: it writes each namespace's files as it goes,
+    /// and its time matters more.
+    Time,
+}
+
 pub fn main() -> ExitCode {
+    main_with(|_| {})
+}
+
+/// [`main`], telling `tune` what the run's memory is spent on once the
+/// arguments are read, before any other thread starts.
+pub fn main_with(tune: impl FnOnce(Memory)) -> ExitCode {
     let cli = Cli::parse();
+    tune(match &cli.command {
+        Command::Render(args) if args.out.is_some() => Memory::Time,
+        _ => Memory::Peak,
+    });
     let level = if cli.quiet {
         0
     } else if cli.verbose {
