@@ -289,14 +289,20 @@ pub fn main() -> ExitCode {
     main_with(|_| {})
 }
 
+/// What `command`'s memory is spent on: only a render into a tree is
+/// known never to hold the whole fleet's objects.
+fn memory(command: &Command) -> Memory {
+    match command {
+        Command::Render(args) if args.out.is_some() => Memory::Time,
+        _ => Memory::Peak,
+    }
+}
+
 /// [`main`], telling `tune` what the run's memory is spent on once the
 /// arguments are read, before any other thread starts.
 pub fn main_with(tune: impl FnOnce(Memory)) -> ExitCode {
     let cli = Cli::parse();
-    tune(match &cli.command {
-        Command::Render(args) if args.out.is_some() => Memory::Time,
-        _ => Memory::Peak,
-    });
+    tune(memory(&cli.command));
     let level = if cli.quiet {
         0
     } else if cli.verbose {
@@ -1521,6 +1527,16 @@ mod tests {
         let mut out = Vec::new();
         write_stream(&Written::hold(objects), &mut out).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), whole);
+    }
+
+    #[test]
+    fn only_a_render_into_a_tree_trades_its_peak_memory_for_time() {
+        let of = |args: &[&str]| memory(&Cli::try_parse_from(args).unwrap().command);
+        assert_eq!(of(&["isvc", "render", "s", "--out", "o"]), Memory::Time);
+        assert_eq!(of(&["isvc", "render", "s", "--out", "o", "--check"]), Memory::Time);
+        assert_eq!(of(&["isvc", "render", "s", "--stdout"]), Memory::Peak);
+        assert_eq!(of(&["isvc", "check", "s"]), Memory::Peak);
+        assert_eq!(of(&["isvc", "diff", "s", "--out", "o"]), Memory::Peak);
     }
 
     #[test]
