@@ -723,7 +723,8 @@ fn survey(
     // manifest is read and the inputs and the tree are walked: only what
     // the walks found is looked up in it.
     let (cache, manifest, inputs, tree) = std::thread::scope(|scope| {
-        let loading = scope.spawn(|| stat_cache(out));
+        // Where no thread can be started, the cache is loaded here, first.
+        let loading = std::thread::Builder::new().spawn_scoped(scope, || stat_cache(out)).map_err(|_| stat_cache(out));
         let manifest = Manifest::read(out);
         let reading = if manifest.as_ref().is_some_and(|m| m.settings == settings) { reading } else { Reading::Skip };
         let (inputs, tree) = rayon::join(
@@ -734,7 +735,10 @@ fn survey(
                 Reading::Open => output::Writer::lock_and_walk(out).map(Walk::Opened),
             },
         );
-        let cache = loading.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let cache = match loading {
+            Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(loaded) => loaded,
+        };
         (cache, manifest, inputs, tree)
     });
     let tree = tree?;
