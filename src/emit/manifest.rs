@@ -178,6 +178,9 @@ impl Manifest {
         }
         out
     }
+
+    /// Reads a manifest written by this version of isvc; `None` for any
+    /// other text (another version's, a damaged one).
     pub fn parse(text: &str) -> Option<Manifest> {
         let mut lines = text.lines();
         if !lines.next()?.starts_with(HEADER_PREFIX) {
