@@ -79,19 +79,13 @@ pub fn kustomizations<'a>(
     kept: &[&Path],
     roots: &[String],
 ) -> Vec<(PathBuf, String)> {
-    use crate::base::paths::{cmp_plain, plain, slash};
+    use crate::base::paths::{cmp_plain, slash_text};
     // Each path as text, with one `/` between names: a tree has tens of
     // thousands, borrowed where they are plain already (isvc builds them
     // so), and compared as text in the order of paths (`base::paths`).
-    fn text(f: &Path) -> Cow<'_, str> {
-        match f.to_string_lossy() {
-            t if plain(t.as_bytes()) => t,
-            _ => Cow::Owned(slash(f)),
-        }
-    }
-    let kept: Vec<Cow<'_, str>> = kept.iter().map(|d| text(d)).collect();
+    let kept: Vec<Cow<'_, str>> = kept.iter().map(|d| slash_text(d)).collect();
     let kept: BTreeSet<(&str, &str)> = kept.iter().map(|d| split_root(d, roots)).collect();
-    let texts: Vec<Cow<'_, str>> = files.map(|f| text(f)).collect();
+    let texts: Vec<Cow<'_, str>> = files.map(|f| slash_text(f)).collect();
     // (tree root, directory, file in it relative to the directory). A
     // tree's paths come sorted, and stay so split: each list is then one
     // run of them, found without a map keyed by paths.
