@@ -136,10 +136,11 @@ pub fn kustomizations<'a>(
             listed.push(dir[0].1);
         }
     }
+    // (A kept directory's files were left out above: the two lists of a
+    // root never share a directory.)
     for (root, mut dirs) in resources {
         // Prerequisites first, so `kubectl apply -k` creates them first too.
         dirs.sort_by_key(|r| (*r != CLUSTER_DIR, *r));
-        dirs.dedup();
         out.push((Path::new(root).join(KUSTOMIZATION), kustomization(&dirs)));
     }
     out
@@ -655,17 +656,18 @@ mod tests {
         );
     }
 
+    fn paths(texts: &[&str]) -> Vec<PathBuf> {
+        texts.iter().map(PathBuf::from).collect()
+    }
+
     #[test]
     fn kustomizations_list_exactly_the_files() {
-        let files: Vec<PathBuf> = [
+        let files = paths(&[
             "_cluster/customresourcedefinition-x.yaml",
             "team-a/chat/deployment.yaml",
             "team-a/_namespace/resourcequota-team-a.yaml",
             "_gitops/application-inference.yaml",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+        ]);
         let k: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
         assert_eq!(k.len(), 3);
         assert!(k[Path::new("kustomization.yaml")].ends_with("resources:\n- _cluster\n- team-a\n"));
@@ -685,17 +687,14 @@ mod tests {
 
     #[test]
     fn a_kept_directory_is_listed_at_its_root_and_gets_no_new_kustomization() {
-        let files: Vec<PathBuf> = [
+        let files = paths(&[
             "_cluster/customresourcedefinition-x.yaml",
             "team-a/chat/deployment.yaml",
             "team-b/code/deployment.yaml",
             "team-b/code/service.yaml",
             "team-c/kustomization.yaml",
             "team-c/code/service.yaml",
-        ]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+        ]);
         let all: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
         let kept = [Path::new("team-b"), Path::new("team-c")];
         // Its files given or not: in an incremental render, they are.
@@ -711,8 +710,7 @@ mod tests {
         }
         assert!(all[Path::new("kustomization.yaml")].ends_with("- _cluster\n- team-a\n- team-b\n- team-c\n"));
         // Each tree of several keeps its own.
-        let trees: Vec<PathBuf> =
-            ["a/team-a/x/deployment.yaml", "b/team-a/x/deployment.yaml"].iter().map(PathBuf::from).collect();
+        let trees = paths(&["a/team-a/x/deployment.yaml", "b/team-a/x/deployment.yaml"]);
         let roots = ["a".to_string(), "b".to_string()];
         let k: BTreeMap<PathBuf, String> =
             kustomizations(trees.iter(), &[Path::new("b/team-a")], &roots).into_iter().collect();
