@@ -133,16 +133,15 @@ pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
 /// meanwhile.
 pub struct Walked {
     out: PathBuf,
-    /// What the walk found, sorted; [`Existing::entries`] filled in.
+    /// What the walk found, sorted.
     found: Vec<Found>,
-    existing: Existing,
     texts: bool,
 }
 
 /// Walks the output directory `out` (which may not exist yet) for
 /// [`scan`], or [`scan_texts`] if `texts`.
 pub fn walk_tree(out: &Path, texts: bool) -> Result<Walked, Diagnostic> {
-    let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), existing: Existing::default(), texts };
+    let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts };
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
         Err(e) => {
@@ -165,7 +164,6 @@ pub fn walk_tree(out: &Path, texts: bool) -> Result<Walked, Diagnostic> {
     // tens of thousands of inserts).
     let mut found = walk(out, !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     sort_paths(&mut found, |f| &f.rel);
-    walked.existing.entries = found.iter().map(|f| f.rel.clone()).collect();
     walked.found = found;
     Ok(walked)
 }
@@ -175,8 +173,9 @@ impl Walked {
     /// texts too if walked for [`scan_texts`]), but those `cache` knows
     /// unchanged; what is read goes into `cache`.
     pub fn read(self, cache: &StatCache) -> Result<Existing, Diagnostic> {
-        let Walked { out, found, mut existing, texts } = self;
+        let Walked { out, found, texts } = self;
         let out = out.as_path();
+        let mut existing = Existing { entries: found.iter().map(|f| f.rel.clone()).collect(), ..Existing::default() };
         let mut files = Vec::new();
         for Found { rel, file_type: ft, stat } in found {
             if ft.is_symlink() {
