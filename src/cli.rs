@@ -17,7 +17,7 @@ use crate::emit::manifest::{self, MANIFEST, Manifest, Selection};
 use crate::emit::stat::{self, StatCache};
 use crate::emit::{diff, migrate, plan, write as output};
 use crate::load::{self, LoadedService};
-use crate::model::objects::{Held, Object, Written};
+use crate::model::objects::{self, Held, Object, Streamed, Written};
 use crate::model::schema;
 use crate::render::Templates;
 use crate::report::{findings as report, sarif};
@@ -377,19 +377,19 @@ fn print_plain(text: &str) {
     record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
-/// Writes `objects` as one multi-document YAML stream (the bytes of
-/// [`crate::model::objects::to_stream`]) to standard output. Stops at the first write
-/// error, which `main` turns into a non-zero exit.
-fn print_stream(objects: Vec<Written>) {
+/// Writes `objects` with `write` as one multi-document YAML stream (the
+/// bytes of [`crate::model::objects::to_stream`]) to standard output.
+/// Stops at the first write error, which `main` turns into a non-zero exit.
+fn print_stream<T>(objects: Vec<T>, write: impl FnOnce(&[T], &mut dyn Write) -> std::io::Result<()>) {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    record_stdout(write_stream(&objects, &mut out).and_then(|()| out.flush()));
+    record_stdout(write(&objects, &mut out).and_then(|()| out.flush()));
     // The process ends after the stream; freeing each text would only
     // delay the exit.
     std::mem::forget(objects);
 }
 
 /// Writes the stream of `objects`: each file's text after a `---` line.
-fn write_stream(objects: &[Written], out: &mut impl Write) -> std::io::Result<()> {
+fn write_stream(objects: &[Written], out: &mut (impl Write + ?Sized)) -> std::io::Result<()> {
     for o in objects {
         out.write_all(b"---\n")?;
         out.write_all(o.text.as_bytes())?;
@@ -933,22 +933,28 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let kinds = kind_filter(&args.kind)?;
     let Some(out) = args.out else {
-        let (compiled, services) = compile_one_cluster::<Written>(&args.inputs, &header_base(), "render --stdout")?;
-        // Every object is rendered and checked: nothing can fail now but
-        // the writing, which `main` turns into a non-zero exit.
+        // Every object is rendered and checked before the stream is
+        // printed: nothing can fail then but the writing, which `main`
+        // turns into a non-zero exit.
+        const WHAT: &str = "render --stdout";
+        if kinds.is_empty() {
+            let (compiled, services) = compile_one_cluster::<Streamed>(&args.inputs, &header_base(), WHAT)?;
+            std::mem::forget(services);
+            print_stream(compiled.objects, |o, out| objects::write_stream(o, out));
+            return Ok(ExitCode::SUCCESS);
+        }
+        let (compiled, services) = compile_one_cluster::<Written>(&args.inputs, &header_base(), WHAT)?;
         std::mem::forget(services);
         let mut objects = compiled.objects;
-        if !kinds.is_empty() {
-            let rendered = objects.len();
-            objects.retain(|o| kinds.contains(&o.object.id.kind.as_str()));
-            if objects.is_empty() {
-                eprint_diagnostics(&Diagnostics::from(Diagnostic::warning(format!(
-                    "--kind {}: none of the {rendered} objects rendered is of that kind",
-                    kinds.join(",")
-                ))));
-            }
+        let rendered = objects.len();
+        objects.retain(|o| kinds.contains(&o.object.id.kind.as_str()));
+        if objects.is_empty() {
+            eprint_diagnostics(&Diagnostics::from(Diagnostic::warning(format!(
+                "--kind {}: none of the {rendered} objects rendered is of that kind",
+                kinds.join(",")
+            ))));
         }
-        print_stream(objects);
+        print_stream(objects, |o, out| write_stream(o, out));
         return Ok(ExitCode::SUCCESS);
     };
     // Read before the inputs are loaded, once for the shortcut and the
