@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::base::diagnostics::{Diagnostic, Location, Source, did_you_mean};
+use crate::base::value::At;
 use crate::base::yaml::{Node, NodeValue, PathSegment, path_string};
 
 /// Checks `node` against `schema` (whose `$defs` hold referenced types).
@@ -33,11 +34,11 @@ impl<'a> Validator<'a> {
     fn resolve(&self, schema: &'a Value) -> &'a Value {
         let mut s = schema;
         for _ in 0..32 {
-            match s.get("$ref").and_then(Value::as_str) {
+            match s.field("$ref").and_then(Value::as_str) {
                 Some(r) => {
                     let name = r.rsplit('/').next().unwrap_or_default();
-                    let defs = self.root.get("$defs").or_else(|| self.root.get("definitions"));
-                    match defs.and_then(|d| d.get(name)) {
+                    let defs = self.root.field("$defs").or_else(|| self.root.field("definitions"));
+                    match defs.and_then(|d| d.field(name)) {
                         Some(target) => s = target,
                         None => return s,
                     }
@@ -55,17 +56,17 @@ impl<'a> Validator<'a> {
 
     fn validate(&mut self, node: &Node, schema: &'a Value, path: &mut Vec<PathSegment>) {
         let schema = self.resolve(schema);
-        if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
+        if let Some(all) = schema.field("allOf").and_then(Value::as_array) {
             for s in all {
                 self.validate(node, s, path);
             }
         }
         for key in ["anyOf", "oneOf"] {
-            if let Some(branches) = schema.get(key).and_then(Value::as_array) {
+            if let Some(branches) = schema.field(key).and_then(Value::as_array) {
                 self.validate_branches(node, branches, path);
             }
         }
-        if let Some(types) = schema.get("type") {
+        if let Some(types) = schema.field("type") {
             if !type_matches(node, types) {
                 let expected = describe_types(types);
                 let found = describe_node(node);
@@ -83,27 +84,27 @@ impl<'a> Validator<'a> {
                 return;
             }
         }
-        if let Some(allowed) = schema.get("const") {
+        if let Some(allowed) = schema.field("const") {
             self.validate_enum(node, std::slice::from_ref(allowed), path);
         }
-        if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
+        if let Some(allowed) = schema.field("enum").and_then(Value::as_array) {
             self.validate_enum(node, allowed, path);
         }
         match &node.value {
             NodeValue::Map(entries) => self.validate_map(node, entries, schema, path),
             NodeValue::Seq(items) => {
                 let field = path_string(path);
-                if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+                if let Some(min) = schema.field("minItems").and_then(Value::as_u64) {
                     if (items.len() as u64) < min {
                         self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
                     }
                 }
-                if let Some(max) = schema.get("maxItems").and_then(Value::as_u64) {
+                if let Some(max) = schema.field("maxItems").and_then(Value::as_u64) {
                     if (items.len() as u64) > max {
                         self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
                     }
                 }
-                if let Some(item_schema) = schema.get("items") {
+                if let Some(item_schema) = schema.field("items") {
                     for (i, item) in items.iter().enumerate() {
                         path.push(PathSegment::Index(i));
                         self.validate(item, item_schema, path);
@@ -174,13 +175,13 @@ impl<'a> Validator<'a> {
         };
         let field = path_string(path);
         let shown = node.to_json().to_string();
-        if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+        if let Some(min) = schema.field("minimum").and_then(Value::as_f64) {
             if v < min {
                 self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
                 return;
             }
         }
-        if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+        if let Some(max) = schema.field("maximum").and_then(Value::as_f64) {
             if v > max {
                 self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
             }
@@ -190,7 +191,7 @@ impl<'a> Validator<'a> {
     fn validate_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[PathSegment]) {
         let field = path_string(path);
         let len = s.chars().count() as u64;
-        if let Some(min) = schema.get("minLength").and_then(Value::as_u64) {
+        if let Some(min) = schema.field("minLength").and_then(Value::as_u64) {
             if len < min {
                 let msg = if min == 1 {
                     format!("\"{field}\" must not be empty")
@@ -200,7 +201,7 @@ impl<'a> Validator<'a> {
                 self.error(node, msg);
             }
         }
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64) {
+        if let Some(max) = schema.field("maxLength").and_then(Value::as_u64) {
             if len > max {
                 self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
             }
@@ -214,13 +215,13 @@ impl<'a> Validator<'a> {
         schema: &'a Value,
         path: &mut Vec<PathSegment>,
     ) {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        let additional = schema.get("additionalProperties");
+        let properties = schema.field("properties").and_then(Value::as_object);
+        let additional = schema.field("additionalProperties");
         let field = path_string(path);
         let place = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
         for (key, value) in entries {
             path.push(PathSegment::Key(key.name.clone()));
-            match properties.and_then(|p| p.get(&key.name)) {
+            match properties.and_then(|p| crate::base::value::field(p, &key.name)) {
                 Some(sub) => self.validate(value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
@@ -244,7 +245,7 @@ impl<'a> Validator<'a> {
             }
             path.pop();
         }
-        if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        if let Some(required) = schema.field("required").and_then(Value::as_array) {
             for name in required.iter().filter_map(Value::as_str) {
                 if !entries.iter().any(|(k, _)| k.name == name) {
                     // An unknown key that looks like this one has already
