@@ -278,10 +278,12 @@ fn verbosity() -> u8 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Memory {
     /// Its peak matters most: a run that may hold the whole fleet's
-    /// objects, as `render --stdout` holds their text until it prints it.
+    /// objects, or the unpacked texts of some kinds (`render --stdout
+    /// --kind`).
     Peak,
-    /// A render into a tree: it writes each namespace's files as it goes,
-    /// and its time matters more.
+    /// A render into a tree, or of every object to standard output with
+    /// the texts packed: it holds one namespace's objects at a time, and
+    /// its time matters more.
     Time,
 }
 
@@ -944,6 +946,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         if kinds.is_empty() {
             let (compiled, services) = compile_one_cluster::<Streamed>(&args.inputs, &header_base(), WHAT)?;
             std::mem::forget(services);
+            if !objects::in_place(&compiled.objects) {
+                return Err(Diagnostic::error("internal error: render --stdout holds objects out of their order")
+                    .help("nothing was printed; please report this, and use `render --out DIR` meanwhile")
+                    .into());
+            }
             print_stream(compiled.objects, |o, out| objects::write_stream(o, out));
             return Ok(ExitCode::SUCCESS);
         }

@@ -321,48 +321,60 @@ impl Held for Streamed {
 
 /// Makes `run`'s texts one compressed part of the stream, on its first object.
 fn pack(run: &mut [Streamed]) {
-    let texts: Vec<String> = run
-        .iter_mut()
-        .map(|s| match std::mem::replace(&mut s.part, Part::InRun) {
-            Part::Text(text) => text,
-            // `Streamed::run` takes texts only.
-            Part::Run { .. } | Part::InRun => unreachable!("a run of unpacked objects"),
-        })
-        .collect();
-    let mut stream = String::with_capacity(texts.iter().map(|t| t.len() + 4).sum());
-    for text in texts {
-        stream.push_str("---\n");
-        stream.push_str(&text);
+    let len = run.iter().map(|s| if let Part::Text(t) = &s.part { t.len() + 4 } else { 0 }).sum();
+    let mut stream = String::with_capacity(len);
+    for s in run.iter_mut() {
+        // Each text is freed once appended.
+        if let Part::Text(text) = std::mem::replace(&mut s.part, Part::InRun) {
+            stream.push_str("---\n");
+            stream.push_str(&text);
+        }
     }
     run[0].part = Part::Run { objects: run.len(), packed: lz4_flex::compress_prepend_size(stream.as_bytes()) };
 }
 
-/// Writes `objects`, in output order as a compile leaves them, as one
-/// multi-document YAML stream: the bytes of [`to_stream`]. An object out
-/// of its run's place (which a compile never leaves) is an error, and
-/// nothing more is written.
-pub fn write_stream(objects: &[Streamed], out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
-    let misplaced = || std::io::Error::other("internal error: an object is out of its place in the stream");
+/// Whether each packed run of `objects` is followed by the rest of its
+/// objects and nothing else, as a compile leaves them (see
+/// [`Streamed::run`]): what [`write_stream`] needs, checked before it
+/// writes a byte.
+pub fn in_place(objects: &[Streamed]) -> bool {
     // Objects of the last run still to come.
     let mut owed = 0usize;
     for s in objects {
+        match (&s.part, owed) {
+            (Part::InRun, 1..) => owed -= 1,
+            (Part::InRun, 0) | (_, 1..) => return false,
+            (Part::Text(_), 0) => {}
+            (Part::Run { objects, .. }, 0) => owed = objects - 1,
+        }
+    }
+    owed == 0
+}
+
+/// Writes `objects`, in output order as a compile leaves them, as one
+/// multi-document YAML stream: the bytes of [`to_stream`]. Objects out of
+/// their runs' places (which a compile never leaves, see [`in_place`])
+/// are an error, before anything is written.
+pub fn write_stream(objects: &[Streamed], out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
+    if !in_place(objects) {
+        return Err(std::io::Error::other("internal error: an object is out of its place in the stream"));
+    }
+    // One buffer for every run unpacked.
+    let mut stream = Vec::new();
+    for s in objects {
         match &s.part {
-            Part::InRun if owed > 0 => owed -= 1,
-            _ if owed > 0 => return Err(misplaced()),
-            Part::InRun => return Err(misplaced()),
+            Part::InRun => {}
             Part::Text(text) => {
                 out.write_all(b"---\n")?;
                 out.write_all(text.as_bytes())?;
             }
-            Part::Run { objects, packed } => {
-                let stream = lz4_flex::decompress_size_prepended(packed).map_err(std::io::Error::other)?;
-                out.write_all(&stream)?;
-                owed = objects - 1;
+            Part::Run { packed, .. } => {
+                let (len, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
+                stream.resize(len, 0);
+                let n = lz4_flex::decompress_into(body, &mut stream).map_err(std::io::Error::other)?;
+                out.write_all(&stream[..n])?;
             }
         }
-    }
-    if owed > 0 {
-        return Err(misplaced());
     }
     Ok(())
 }
@@ -413,7 +425,16 @@ mod tests {
         a.push(object("ResourceQuota", Some("team-a"), "quota", None, false));
         b.push(object("Namespace", None, "team-b", None, false));
         b.push(object("Namespace", None, "team-a", None, false));
-        vec![a, b, vec![object("Application", None, "fleet", None, true)]]
+        // A group of two namespaces (a Kueue cohort's), with a namespace
+        // of another group sorting between them.
+        let mut cohort = Vec::new();
+        let mut between = Vec::new();
+        for i in 0..3 {
+            cohort.push(object("Deployment", Some("team-x"), &format!("m{i}"), None, false));
+            cohort.push(object("Deployment", Some("team-z"), &format!("m{i}"), None, false));
+            between.push(object("Deployment", Some("team-y"), &format!("m{i}"), None, false));
+        }
+        vec![a, b, cohort, between, vec![object("Application", None, "fleet", None, true)]]
     }
 
     /// What a compile does: each group sorted, held and packed, then all
@@ -454,24 +475,52 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(runs, [("ConfigMap", 6), ("Service", 6), ("Deployment", 6), ("Deployment", 6)]);
+        assert_eq!(
+            runs,
+            [
+                ("ConfigMap", 6),
+                ("Service", 6),
+                ("Deployment", 6),
+                ("Deployment", 6),
+                ("Deployment", 3),
+                ("Deployment", 3),
+                ("Deployment", 3)
+            ]
+        );
         let texts = packed.iter().filter(|s| matches!(s.part, Part::Text(_))).count();
         assert_eq!(texts, 4);
     }
 
     #[test]
-    fn an_object_out_of_its_run_is_an_error() {
+    fn an_object_out_of_its_run_is_an_error_before_anything_is_written() {
         let packed = streamed(groups(), true);
         let first = packed.iter().position(|s| matches!(s.part, Part::Run { .. })).unwrap();
+        // Two groups with objects of one namespace and kind, which a
+        // compile never holds: their runs interleave once sorted.
+        let split = vec![
+            vec![
+                object("Deployment", Some("team-a"), "m0", None, false),
+                object("Deployment", Some("team-a"), "m2", None, false),
+            ],
+            vec![
+                object("Deployment", Some("team-a"), "m1", None, false),
+                object("Deployment", Some("team-a"), "m3", None, false),
+            ],
+        ];
         for broken in [
             // A run cut short, or begun in the middle.
             packed[..first + 2].to_vec(),
             packed[first + 1..].to_vec(),
             // Another object inside a run.
             [&packed[..first + 1], &packed[..1], &packed[first + 1..]].concat(),
+            streamed(split, true),
         ] {
-            let e = stream(&broken).unwrap_err();
+            assert!(!in_place(&broken));
+            let mut out = Vec::new();
+            let e = write_stream(&broken, &mut out).unwrap_err();
             assert_eq!(e.to_string(), "internal error: an object is out of its place in the stream");
+            assert!(out.is_empty());
         }
+        assert!(in_place(&packed));
     }
 }

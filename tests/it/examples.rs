@@ -193,3 +193,103 @@ fn readme_documents_every_platform_field() {
         );
     }
 }
+
+/// `render --stdout` packs the texts it holds (`model::objects::Streamed`);
+/// with `--kind` naming every kind it holds them unpacked (`Written`). Both
+/// print the same bytes for every example and cluster: the examples hold
+/// namespaces of several services, Kueue cohorts of several namespaces,
+/// several clusters and GitOps engine objects.
+#[test]
+fn the_packed_stream_is_the_unpacked_one() {
+    let every_kind: Vec<&str> = isvc::model::kinds::KINDS.iter().map(|k| k.kind).collect();
+    let every_kind = every_kind.join(",");
+    for ex in examples() {
+        let inputs = crate::common::example_inputs(&ex, isvc::Templates::builtin());
+        let mut clusters: Vec<Vec<String>> =
+            inputs.platform.clusters.iter().map(|c| vec!["--cluster".to_string(), c.name.clone()]).collect();
+        if clusters.is_empty() {
+            clusters.push(Vec::new());
+        }
+        for cluster in clusters {
+            let run = |extra: &[&str]| {
+                let mut args = example_args(&ex, &["render", "services", "--stdout", "-q"]);
+                args.extend(cluster.iter().cloned());
+                args.extend(extra.iter().map(|a| a.to_string()));
+                let out = Command::cargo_bin("isvc").unwrap().current_dir(&ex).args(&args).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}: isvc {}\n{}",
+                    ex.display(),
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                out.stdout
+            };
+            let packed = run(&[]);
+            assert!(packed.starts_with(b"---\n"), "{}: {cluster:?}", ex.display());
+            assert!(
+                packed == run(&["--kind", &every_kind]),
+                "{}: {cluster:?}: the packed stream differs",
+                ex.display()
+            );
+        }
+    }
+}
+
+/// The same for a fleet where a Kueue cohort compiles two namespaces
+/// together (`assistant` and `search-prod`) and namespaces of other groups
+/// sort between them: each namespace's objects of one kind stay one run.
+#[test]
+fn a_cohort_s_namespaces_keep_their_runs_apart_in_the_packed_stream() {
+    use crate::harness::Test;
+    let platform = "apiVersion: ai.example.com/v1alpha1
+kind: Platform
+priorities:
+  production: {value: 100000, preempt: true}
+kueue:
+  flavor: {name: a100}
+  capacity: {nvidia.com/gpu: 1000, cpu: 100000, memory: 1000Ti}
+tenants:
+  - name: search
+    namespaces: [search-prod]
+    cohort: shared-pool
+    defaultPriority: production
+    quota: {requests.nvidia.com/gpu: 400, requests.cpu: 900000, requests.memory: 9000Ti}
+    queues:
+      - {name: serving, priority: production, nominalQuota: {nvidia.com/gpu: 200, cpu: 20000, memory: 200Ti}}
+  - name: assistant
+    cohort: shared-pool
+    quota: {requests.nvidia.com/gpu: 400, requests.cpu: 900000, requests.memory: 9000Ti}
+    queues:
+      - {name: serving, priority: production, nominalQuota: {nvidia.com/gpu: 200, cpu: 20000, memory: 200Ti}}
+  - name: mid
+    namespaces: [b-team, search-mid]
+    quota: {requests.nvidia.com/gpu: 400, requests.cpu: 900000, requests.memory: 9000Ti}
+";
+    let mut services = String::new();
+    for namespace in ["assistant", "b-team", "search-mid", "search-prod"] {
+        for i in [2, 0, 1] {
+            services.push_str(&format!(
+                "---\napiVersion: ai.example.com/v1alpha1\nkind: InferenceService\nmetadata: {{name: m{i}, namespace: {namespace}}}\nspec: {{model: Qwen/Qwen3-0.6B, replicas: {}}}\n",
+                i + 1
+            ));
+        }
+    }
+    let test = Test::new().service(services).platform(platform);
+    let every_kind: Vec<&str> = isvc::model::kinds::KINDS.iter().map(|k| k.kind).collect();
+    let every_kind = every_kind.join(",");
+    let stream = |extra: &[&str]| {
+        let mut args = vec!["render", "services", "--platform", "platform.yaml", "--stdout", "-q"];
+        args.extend(extra);
+        let run = test.cli(&args);
+        assert_eq!(run.code(), Some(0), "{}", run.stderr());
+        run.output.stdout
+    };
+    let packed = stream(&[]);
+    let text = String::from_utf8_lossy(&packed);
+    // The namespaces of other groups come between the cohort's.
+    let at =
+        |name: &str| text.find(&format!("kind: Deployment\nmetadata:\n  name: m0\n  namespace: {name}\n")).unwrap();
+    assert!(at("assistant") < at("b-team") && at("search-mid") < at("search-prod"));
+    assert!(packed == stream(&["--kind", &every_kind]), "the packed stream differs:\n{text}");
+}
