@@ -23,15 +23,15 @@ mod allocator {
 
     /// A render frees each namespace's objects once written; giving that
     /// memory back at once lowers the peak resident memory at 10,000
-    /// services by 7 to 40 MB, for up to 0.4 s of system time
+    /// services by 7 to 30 MB, for up to 0.4 s of system time
     /// (benches/README.md). That is done where the peak matters most
-    /// ([`isvc::cli::Memory::Peak`]). A render keeps mimalloc's delay: at
-    /// 10,000 services a cold render took 0.84x the time and peaked at
-    /// 163 MB instead of 136 MB, a re-render after one change took 0.89x,
-    /// and `render --stdout`, its texts packed, took 0.84x the time of
-    /// unpacked texts given back at once and peaked at 108 MiB instead of
-    /// 131 MiB. `MIMALLOC_PURGE_DELAY` (or its older name
-    /// `MIMALLOC_RESET_DELAY`) still applies where it is set.
+    /// ([`isvc::cli::Memory::Peak`]). Every render but `--stdout --kind`
+    /// keeps mimalloc's delay: at 10,000 services a cold render took 0.84x
+    /// the time and peaked at 163 MB instead of 136 MB, a re-render after
+    /// one change took 0.89x, and `render --stdout`, its texts packed,
+    /// took 0.84x the time of unpacked texts given back at once and peaked
+    /// at 108 MiB instead of 131 MiB. `MIMALLOC_PURGE_DELAY` (or its older
+    /// name `MIMALLOC_RESET_DELAY`) still applies where it is set.
     pub fn tune(memory: isvc::cli::Memory) {
         let set = |name: &str| std::env::var_os(name).is_some() || std::env::var_os(name.to_lowercase()).is_some();
         if memory == isvc::cli::Memory::Peak && !set("MIMALLOC_PURGE_DELAY") && !set("MIMALLOC_RESET_DELAY") {
