@@ -383,15 +383,14 @@ fn print_plain(text: &str) {
     record_stdout(out.write_all(text.as_bytes()).and_then(|()| out.flush()));
 }
 
-/// Writes `objects` with `write` as one multi-document YAML stream (the
-/// bytes of [`crate::model::objects::to_stream`]) to standard output.
-/// Stops at the first write error, which `main` turns into a non-zero exit.
-fn print_stream<T>(objects: Vec<T>, write: impl FnOnce(&[T], &mut dyn Write) -> std::io::Result<()>) {
+/// Writes one multi-document YAML stream (the bytes of
+/// [`crate::model::objects::to_stream`]) to standard output with `write`.
+/// Stops at the first write error, which `main` turns into a non-zero
+/// exit. The process ends after the stream: callers forget what they held
+/// rather than free each text, which would only delay the exit.
+fn print_stream(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
-    record_stdout(write(&objects, &mut out).and_then(|()| out.flush()));
-    // The process ends after the stream; freeing each text would only
-    // delay the exit.
-    std::mem::forget(objects);
+    record_stdout(write(&mut out).and_then(|()| out.flush()));
 }
 
 /// Writes the stream of `objects`: each file's text after a `---` line.
@@ -946,12 +945,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         if kinds.is_empty() {
             let (compiled, services) = compile_one_cluster::<Streamed>(&args.inputs, &header_base(), WHAT)?;
             std::mem::forget(services);
-            if !objects::in_place(&compiled.objects) {
+            let Some(stream) = objects::Stream::of(&compiled.objects) else {
                 return Err(Diagnostic::error("internal error: render --stdout holds objects out of their order")
                     .help("nothing was printed; please report this, and use `render --out DIR` meanwhile")
                     .into());
-            }
-            print_stream(compiled.objects, |o, out| objects::write_stream(o, out));
+            };
+            print_stream(|out| stream.write(out));
+            std::mem::forget(compiled.objects);
             return Ok(ExitCode::SUCCESS);
         }
         let (compiled, services) = compile_one_cluster::<Written>(&args.inputs, &header_base(), WHAT)?;
@@ -965,7 +965,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
                 kinds.join(",")
             ))));
         }
-        print_stream(objects, |o, out| write_stream(o, out));
+        print_stream(|out| write_stream(&objects, out));
+        std::mem::forget(objects);
         return Ok(ExitCode::SUCCESS);
     };
     // Read before the inputs are loaded, once for the shortcut and the

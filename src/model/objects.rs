@@ -240,10 +240,10 @@ impl Held for Written {
 /// namespace and rank (most often, one kind) follow each other in output
 /// order (see [`sort`]); a run of them is kept as its part of the stream,
 /// compressed with LZ4 on its first object: the files of one kind differ
-/// in few bytes, so at
-/// 10,000 services the texts take 26 times less memory, for about 20 ms of
-/// packing and 10 ms of unpacking (benches/README.md). [`write_stream`]
-/// writes the bytes [`to_stream`] gives.
+/// in few bytes, so at 10,000 services the texts take 26 times less
+/// memory, for about 20 ms of packing and 10 ms of unpacking
+/// (benches/README.md). [`Stream`] writes
+/// the bytes [`to_stream`] gives.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Streamed {
     /// The object's identity, owner, source and place, its value `null`.
@@ -333,50 +333,50 @@ fn pack(run: &mut [Streamed]) {
     run[0].part = Part::Run { objects: run.len(), packed: lz4_flex::compress_prepend_size(stream.as_bytes()) };
 }
 
-/// Whether each packed run of `objects` is followed by the rest of its
-/// objects and nothing else, as a compile leaves them (see
-/// [`Streamed::run`]): what [`write_stream`] needs, checked before it
-/// writes a byte.
-pub fn in_place(objects: &[Streamed]) -> bool {
-    // Objects of the last run still to come.
-    let mut owed = 0usize;
-    for s in objects {
-        match (&s.part, owed) {
-            (Part::InRun, 1..) => owed -= 1,
-            (Part::InRun, 0) | (_, 1..) => return false,
-            (Part::Text(_), 0) => {}
-            (Part::Run { objects, .. }, 0) => owed = objects - 1,
-        }
-    }
-    owed == 0
-}
+/// Objects held for a stream, in output order, whose runs are in place:
+/// each packed run followed by the rest of its objects and nothing else,
+/// as a compile leaves them (see [`Streamed::run`]). [`Stream::of`] checks
+/// that once, before anything is written.
+pub struct Stream<'a>(&'a [Streamed]);
 
-/// Writes `objects`, in output order as a compile leaves them, as one
-/// multi-document YAML stream: the bytes of [`to_stream`]. Objects out of
-/// their runs' places (which a compile never leaves, see [`in_place`])
-/// are an error, before anything is written.
-pub fn write_stream(objects: &[Streamed], out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
-    if !in_place(objects) {
-        return Err(std::io::Error::other("internal error: an object is out of its place in the stream"));
-    }
-    // One buffer for every run unpacked.
-    let mut stream = Vec::new();
-    for s in objects {
-        match &s.part {
-            Part::InRun => {}
-            Part::Text(text) => {
-                out.write_all(b"---\n")?;
-                out.write_all(text.as_bytes())?;
-            }
-            Part::Run { packed, .. } => {
-                let (len, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
-                stream.resize(len, 0);
-                let n = lz4_flex::decompress_into(body, &mut stream).map_err(std::io::Error::other)?;
-                out.write_all(&stream[..n])?;
+impl<'a> Stream<'a> {
+    /// `objects` as a stream, if their runs are in place.
+    pub fn of(objects: &'a [Streamed]) -> Option<Stream<'a>> {
+        // Objects of the last run still to come.
+        let mut owed = 0usize;
+        for s in objects {
+            match (&s.part, owed) {
+                (Part::InRun, 1..) => owed -= 1,
+                (Part::InRun, 0) | (_, 1..) => return None,
+                (Part::Text(_), 0) => {}
+                (Part::Run { objects, .. }, 0) => owed = objects - 1,
             }
         }
+        (owed == 0).then_some(Stream(objects))
     }
-    Ok(())
+
+    /// Writes the objects as one multi-document YAML stream: the bytes of
+    /// [`to_stream`].
+    pub fn write(&self, out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
+        // One buffer for every run unpacked.
+        let mut stream = Vec::new();
+        for s in self.0 {
+            match &s.part {
+                Part::InRun => {}
+                Part::Text(text) => {
+                    out.write_all(b"---\n")?;
+                    out.write_all(text.as_bytes())?;
+                }
+                Part::Run { packed, .. } => {
+                    let (len, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
+                    stream.resize(len, 0);
+                    let n = lz4_flex::decompress_into(body, &mut stream).map_err(std::io::Error::other)?;
+                    out.write_all(&stream[..n])?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {
@@ -453,10 +453,10 @@ mod tests {
         all
     }
 
-    fn stream(objects: &[Streamed]) -> std::io::Result<String> {
+    fn stream(objects: &[Streamed]) -> String {
         let mut out = Vec::new();
-        write_stream(objects, &mut out)?;
-        Ok(String::from_utf8(out).unwrap())
+        Stream::of(objects).expect("runs in place").write(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
@@ -464,8 +464,8 @@ mod tests {
         let mut whole: Vec<Object> = groups().into_iter().flatten().collect();
         sort(&mut whole);
         let packed = streamed(groups(), true);
-        assert_eq!(stream(&packed).unwrap(), to_stream(&whole));
-        assert_eq!(stream(&streamed(groups(), false)).unwrap(), to_stream(&whole));
+        assert_eq!(stream(&packed), to_stream(&whole));
+        assert_eq!(stream(&streamed(groups(), false)), to_stream(&whole));
         // Each namespace's objects of a kind are one run; a lone object
         // and the cluster-scoped ones stay text.
         let runs: Vec<(&str, usize)> = packed
@@ -492,7 +492,7 @@ mod tests {
     }
 
     #[test]
-    fn an_object_out_of_its_run_is_an_error_before_anything_is_written() {
+    fn objects_out_of_their_runs_make_no_stream() {
         let packed = streamed(groups(), true);
         let first = packed.iter().position(|s| matches!(s.part, Part::Run { .. })).unwrap();
         // Two groups with objects of one namespace and kind, which a
@@ -515,12 +515,9 @@ mod tests {
             [&packed[..first + 1], &packed[..1], &packed[first + 1..]].concat(),
             streamed(split, true),
         ] {
-            assert!(!in_place(&broken));
-            let mut out = Vec::new();
-            let e = write_stream(&broken, &mut out).unwrap_err();
-            assert_eq!(e.to_string(), "internal error: an object is out of its place in the stream");
-            assert!(out.is_empty());
+            // No stream to write, so nothing is written.
+            assert!(Stream::of(&broken).is_none());
         }
-        assert!(in_place(&packed));
+        assert!(Stream::of(&packed).is_some());
     }
 }
