@@ -91,9 +91,13 @@ pub fn admit_workloads(
         return diags;
     }
     let file = platform_file.unwrap_or("the platform file");
-    let by_name: HashMap<(&str, &str), &LoadedService> =
-        services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
+    // Indexed only once there is an error: a compile of many namespaces
+    // runs this once for each.
+    let by_name = std::cell::OnceCell::new();
     let at = |w: &Workload<'_>, path: &[&str]| {
+        let by_name: &HashMap<(&str, &str), &LoadedService> = by_name.get_or_init(|| {
+            services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect()
+        });
         let s = by_name.get(&(namespace(w.object), w.object.owner.as_deref().unwrap_or(&w.object.id.name)))?;
         Some(s.location(&path.iter().map(|k| PathSegment::Key(k.to_string())).collect::<Vec<_>>()))
     };
