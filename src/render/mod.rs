@@ -323,10 +323,10 @@ pub fn parse_back(rendered: Arc<Source>, expected: &ObjectId) -> Result<Value, V
 /// Removes mapping entries whose value is null, at every depth.
 pub fn drop_nulls(value: &mut Value) {
     match value {
-        Value::Object(map) => {
-            map.retain(|_, v| !v.is_null());
-            map.values_mut().for_each(drop_nulls);
-        }
+        Value::Object(map) => map.retain(|_, v| {
+            drop_nulls(v);
+            !v.is_null()
+        }),
         Value::Array(items) => items.iter_mut().for_each(drop_nulls),
         _ => {}
     }

@@ -364,6 +364,11 @@ fn document_marker(s: &str) -> bool {
 /// ASCII white space at its ends (the callers check that first), so the
 /// YAML 1.1 boolean test needs no trimming.
 fn ambiguous(s: &str, yaml_12: bool) -> bool {
+    // Most keys and strings: a letter first rules out a number and a
+    // timestamp, and more than five bytes every word.
+    if s.len() > 5 && s.as_bytes()[0].is_ascii_alphabetic() {
+        return false;
+    }
     ambiguous_word(s, yaml_12) || numeric(s, yaml_12) || (!yaml_12 && yaml11_timestamp(s))
 }
 
@@ -815,6 +820,13 @@ mod tests {
         fn any_string_is_quoted_as_serde_saphyr_quotes_it(s in string()) {
             // As the root, a value, a key and a list item.
             check(&Value::String(s.clone()));
+            check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
+        }
+
+        /// The short cut of `ambiguous`: a letter first and more than five
+        /// bytes, quoted only for what else it holds.
+        #[test]
+        fn a_long_string_led_by_a_letter_is_quoted_as_serde_saphyr_quotes_it(s in "[A-Za-z][ -~\\t\u{80}-\u{10FFFF}]{5,16}") {
             check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
         }
     }
