@@ -30,8 +30,10 @@ impl At for Value {
             return Some(self);
         }
         let mut target = self;
-        for token in pointer.strip_prefix('/')?.split('/') {
-            let token: Cow<'_, str> = if token.contains('~') {
+        // Split on the byte: the pointers are short, and a search for a
+        // `char` costs more to set up than these few bytes to scan.
+        for token in pointer.strip_prefix('/')?.split(|c: char| c == '/') {
+            let token: Cow<'_, str> = if token.as_bytes().contains(&b'~') {
                 Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
             } else {
                 Cow::Borrowed(token)

@@ -416,7 +416,7 @@ fn lora_slots(o: &Object, out: &mut Vec<Finding>) {
 /// Seconds a container's startup probe allows.
 fn startup_budget(c: &Value) -> Option<i64> {
     let p = c.field("startupProbe")?;
-    let n = |k: &str, d: i64| p.get(k).and_then(Value::as_i64).unwrap_or(d);
+    let n = |k: &str, d: i64| p.field(k).and_then(Value::as_i64).unwrap_or(d);
     Some(n("periodSeconds", 10) * n("failureThreshold", 3))
 }
 

@@ -105,7 +105,7 @@ fn check_container(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let name = container_name(c);
     let cl = CommandLine::of(c);
     for kind in PROBES {
-        if let Some(p) = c.get(kind) {
+        if let Some(p) = c.field(kind) {
             unserved(o, c, &cl, kind, p, out);
         }
     }
@@ -147,14 +147,15 @@ fn check_container(o: &Object, c: &Value, out: &mut Vec<Finding>) {
 
 /// Seconds a probe lets a container go without a success before acting.
 fn budget(probe: &Value) -> i64 {
-    let field = |k: &str, default: i64| probe.get(k).and_then(Value::as_i64).unwrap_or(default);
+    let field = |k: &str, default: i64| probe.field(k).and_then(Value::as_i64).unwrap_or(default);
     field("initialDelaySeconds", 0) + field("periodSeconds", 10) * field("failureThreshold", 3)
 }
 
 /// The probe's handler without its timings: what it checks, with the API
 /// server's defaults filled in so equal checks compare equal.
 fn handler(probe: &Value) -> Option<(&'static str, Value)> {
-    let (kind, h) = ["httpGet", "tcpSocket", "grpc", "exec"].into_iter().find_map(|k| probe.get(k).map(|h| (k, h)))?;
+    let (kind, h) =
+        ["httpGet", "tcpSocket", "grpc", "exec"].into_iter().find_map(|k| probe.field(k).map(|h| (k, h)))?;
     let mut h = h.clone();
     if let (Some(m), "httpGet") = (h.as_object_mut(), kind) {
         m.entry("path").or_insert_with(|| Value::from("/"));

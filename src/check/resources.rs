@@ -200,8 +200,8 @@ fn gpus(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     let requests = c.at("/resources/requests").and_then(Value::as_object);
     let limits = c.at("/resources/limits").and_then(Value::as_object);
     for key in requests.into_iter().chain(limits).flat_map(|m| m.keys()).filter(|k| is_accelerator(k)) {
-        let r = requests.and_then(|m| m.get(key));
-        let l = limits.and_then(|m| m.get(key));
+        let r = requests.and_then(|m| crate::base::value::field(m, key));
+        let l = limits.and_then(|m| crate::base::value::field(m, key));
         let differ = match (r, l) {
             (Some(r), Some(l)) => quantity(r).zip(quantity(l)).is_none_or(|(r, l)| r != l),
             (_, None) => true,

@@ -314,7 +314,7 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
         (true, "maxSurge") => Value::from(0),
         (true, _) => Value::from(1),
     };
-    let field = |k: &str| rolling.and_then(|r| r.get(k)).cloned().unwrap_or_else(|| default(k));
+    let field = |k: &str| rolling.and_then(|r| r.field(k)).cloned().unwrap_or_else(|| default(k));
     let (surge, unavailable) = (field("maxSurge"), field("maxUnavailable"));
     let zero = |v: &Value| matches!(v.as_i64(), Some(0)) || v.as_str() == Some("0%");
     if zero(&surge) && zero(&unavailable) {

@@ -151,7 +151,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
     let spec = template.field("spec").unwrap_or(&null);
     let pod_context = spec.field("securityContext").unwrap_or(&null);
     for key in ["hostNetwork", "hostPID", "hostIPC"] {
-        if spec.get(key) == Some(&Value::Bool(true)) {
+        if spec.field(key) == Some(&Value::Bool(true)) {
             push(HOST_NAMESPACES, format!("the pod sets {key}: true"));
         }
     }
@@ -166,12 +166,12 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         push(SERVICE_ACCOUNT_TOKEN, "the pod does not set automountServiceAccountToken: false".to_string());
     }
     let containers =
-        ["initContainers", "containers"].into_iter().filter_map(|k| spec.get(k).and_then(Value::as_array)).flatten();
+        ["initContainers", "containers"].into_iter().filter_map(|k| spec.field(k).and_then(Value::as_array)).flatten();
     for c in containers {
         let name = format!("container \"{}\"", c.field("name").and_then(Value::as_str).unwrap_or_default());
         let context = c.field("securityContext").unwrap_or(&null);
         // A container's own setting wins over the pod's.
-        let effective = |key: &str| context.get(key).or_else(|| pod_context.get(key));
+        let effective = |key: &str| context.field(key).or_else(|| pod_context.field(key));
         let is = |key: &str, want: bool| context.get(key) == Some(&Value::Bool(want));
 
         let uid = effective("runAsUser").and_then(Value::as_i64);

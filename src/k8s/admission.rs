@@ -35,7 +35,7 @@ pub(crate) fn items<'a>(lr: &'a Object, kind: &'a str) -> impl Iterator<Item = &
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(move |i| i.get("type").and_then(Value::as_str) == Some(kind))
+        .filter(move |i| i.field("type").and_then(Value::as_str) == Some(kind))
 }
 
 /// A Container item's default limits and requests, as the API server
@@ -43,15 +43,15 @@ pub(crate) fn items<'a>(lr: &'a Object, kind: &'a str) -> impl Iterator<Item = &
 /// default limit without a default request becomes the request, and a min
 /// without a default request becomes the request.
 pub(crate) fn item_defaults(item: &Value) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
-    let mut limits = resource_list(item.get("default"));
-    for (k, v) in resource_list(item.get("max")) {
+    let mut limits = resource_list(item.field("default"));
+    for (k, v) in resource_list(item.field("max")) {
         limits.entry(k).or_insert(v);
     }
-    let mut requests = resource_list(item.get("defaultRequest"));
+    let mut requests = resource_list(item.field("defaultRequest"));
     for (k, v) in &limits {
         requests.entry(k.clone()).or_insert_with(|| v.clone());
     }
-    for (k, v) in resource_list(item.get("min")) {
+    for (k, v) in resource_list(item.field("min")) {
         requests.entry(k).or_insert(v);
     }
     (limits, requests)
@@ -96,7 +96,7 @@ pub(crate) fn add(total: &mut BTreeMap<String, Quantity>, key: &str, q: &Quantit
 pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effective {
     let mut pod = Effective::default();
     let app: Vec<Effective> = containers(template)
-        .chain(init_containers(template).filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always")))
+        .chain(init_containers(template).filter(|c| c.field("restartPolicy").and_then(Value::as_str) == Some("Always")))
         .map(|c| effective(c, limit_ranges))
         .collect();
     for c in &app {
@@ -106,7 +106,8 @@ pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effec
     for k in limited.into_iter().filter(|k| app.iter().all(|c| c.limits.contains_key(*k))) {
         app.iter().for_each(|c| add(&mut pod.limits, k, &c.limits[k]));
     }
-    let inits = init_containers(template).filter(|c| c.get("restartPolicy").and_then(Value::as_str) != Some("Always"));
+    let inits =
+        init_containers(template).filter(|c| c.field("restartPolicy").and_then(Value::as_str) != Some("Always"));
     for init in inits.map(|c| effective(c, limit_ranges)) {
         for (totals, own) in [(&mut pod.requests, &init.requests), (&mut pod.limits, &init.limits)] {
             for (k, q) in own {
@@ -222,7 +223,7 @@ pub(crate) fn scopes_known(quota: &Value) -> bool {
     let scopes = quota.at("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
     let selected = quota.at("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
     scopes
-        .chain(selected.filter_map(|e| e.get("scopeName")))
+        .chain(selected.filter_map(|e| e.field("scopeName")))
         .all(|s| s.as_str().is_some_and(|s| KNOWN_SCOPES.contains(&s)))
 }
 
@@ -257,10 +258,10 @@ pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_
     scopes.filter_map(Value::as_str).all(|s| test(s, "Exists", &[]))
         && expressions.into_iter().all(|e| {
             let values: Vec<&str> =
-                e.get("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                e.field("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
             test(
-                e.get("scopeName").and_then(Value::as_str).unwrap_or_default(),
-                e.get("operator").and_then(Value::as_str).unwrap_or_default(),
+                e.field("scopeName").and_then(Value::as_str).unwrap_or_default(),
+                e.field("operator").and_then(Value::as_str).unwrap_or_default(),
                 &values,
             )
         })
