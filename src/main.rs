@@ -25,8 +25,9 @@ mod allocator {
     /// memory back at once lowers the peak resident memory at 10,000
     /// services by 7 to 30 MB, for up to 0.4 s of system time
     /// (benches/README.md). That is done where the peak matters most
-    /// ([`isvc::cli::Memory::Peak`]). Every render but `--stdout --kind`
-    /// keeps mimalloc's delay: at 10,000 services a cold render took 0.84x
+    /// ([`isvc::cli::Memory::Peak`]). `diff` and every render but
+    /// `--stdout --kind` keep mimalloc's delay (`diff` holds the fleet's
+    /// objects and the tree's texts at its peak, which no delay lowers): at 10,000 services a cold render took 0.84x
     /// the time and peaked at 163 MB instead of 136 MB, a re-render after
     /// one change took 0.89x, and `render --stdout`, its texts packed,
     /// took 0.84x the time of unpacked texts given back at once and peaked
