@@ -27,8 +27,8 @@ mod allocator {
     /// (benches/README.md). That is done where the peak matters most
     /// ([`isvc::cli::Memory::Peak`]). `diff` and every render but
     /// `--stdout --kind` keep mimalloc's delay (`diff` holds the fleet's
-    /// objects and the tree's texts at its peak, which no delay lowers): at 10,000 services a cold render took 0.84x
-    /// the time and peaked at 163 MB instead of 136 MB, a re-render after
+    /// objects and the tree's texts at its peak, which no delay lowers):
+    /// at 10,000 services a cold render took 0.84x the time and peaked at 163 MB instead of 136 MB, a re-render after
     /// one change took 0.89x, and `render --stdout`, its texts packed,
     /// took 0.84x the time of unpacked texts given back at once and peaked
     /// at 108 MiB instead of 131 MiB. `MIMALLOC_PURGE_DELAY` (or its older
@@ -50,10 +50,15 @@ mod allocator {
         // `MIMALLOC_ALLOW_THP`, before `main`, so the process-wide flag it
         // would set is set here (prctl(2), PR_SET_THP_DISABLE: faults of
         // every mapping after the call, existing ones included, take small
-        // pages); an explicit `MIMALLOC_ALLOW_THP` still decides.
+        // pages); an explicit `MIMALLOC_ALLOW_THP` still decides. The
+        // survey of a tree, before any purge, keeps them: it touches tens
+        // of megabytes at once, and at 10,000 services `render --check` of
+        // an up-to-date tree took 0.77x the time with them, at 118 MiB
+        // instead of 98 MiB (benches/README.md). A compile after it runs
+        // without (this is called again, with `Memory::Time`).
         #[cfg(target_os = "linux")]
         if !set("MIMALLOC_ALLOW_THP") {
-            let _ = rustix::thread::disable_transparent_huge_pages(true);
+            let _ = rustix::thread::disable_transparent_huge_pages(memory != isvc::cli::Memory::Survey);
         }
     }
 }
