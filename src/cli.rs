@@ -1313,7 +1313,14 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
             let settings = run_settings(&args.inputs, &header_base());
             let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
             survey.cache.save();
-            survey.describing_tree(&settings).filter(|m| survey.same_inputs(m)).map(|m| m.objects)
+            let objects = survey.describing_tree(&settings).filter(|m| survey.same_inputs(m)).map(|m| m.objects);
+            if objects.is_some() {
+                // The run ends with the report: the tree's listing, the
+                // manifest and the cache go with the process, as in
+                // `render`, not entry by entry.
+                std::mem::forget(survey);
+            }
+            objects
         }
     };
     if let Some(objects) = up_to_date {
