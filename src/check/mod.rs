@@ -452,8 +452,7 @@ fn disabled_by_annotation(objects: &[Object]) -> HashMap<(Option<&str>, &str), H
 /// Points each finding at the definition of its service (the line of its
 /// `metadata.name`), so reports can show the file and line.
 pub fn locate(findings: &mut [Finding], services: &[LoadedService]) {
-    let by_name: HashMap<(&str, &str), &LoadedService> =
-        services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect();
+    let by_name = crate::load::by_name(services);
     for f in findings {
         let (Some(ns), Some(owner)) = (f.id.namespace.as_deref(), f.owner.as_deref()) else { continue };
         if let Some(s) = by_name.get(&(ns, owner)) {

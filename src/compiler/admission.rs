@@ -40,28 +40,21 @@ pub(crate) fn quotas(
     // Where an error points, indexed only once there is an error: a
     // compile of many namespaces runs this once for each.
     let by_name = std::cell::OnceCell::new();
-    let by_name = || -> &HashMap<(&str, &str), &LoadedService> {
-        by_name.get_or_init(|| {
-            services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect()
-        })
-    };
     // A service's other workloads (its endpoint picker) point at the
     // service's gateway section.
     let owners = std::cell::OnceCell::new();
-    let owners = || -> &HashMap<(&str, &str), &str> {
-        owners.get_or_init(|| {
+    let at = |ns: &str, workload: &str| -> Option<Location> {
+        let by_name = by_name.get_or_init(|| crate::load::by_name(services));
+        if let Some(s) = by_name.get(&(ns, workload)) {
+            return Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]));
+        }
+        let owners: &HashMap<(&str, &str), &str> = owners.get_or_init(|| {
             objects
                 .iter()
                 .filter(|o| crate::model::kinds::runs_pods(&o.id.kind))
                 .filter_map(|o| Some(((namespace(o), o.id.name.as_str()), o.owner.as_deref()?)))
                 .collect()
-        })
-    };
-    let at = |ns: &str, workload: &str| -> Option<Location> {
-        let (by_name, owners) = (by_name(), owners());
-        if let Some(s) = by_name.get(&(ns, workload)) {
-            return Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("replicas".into())]));
-        }
+        });
         let s = by_name.get(&(ns, *owners.get(&(ns, workload))?))?;
         Some(s.location(&[PathSegment::Key("spec".into()), PathSegment::Key("gateway".into())]))
     };

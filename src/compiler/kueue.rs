@@ -5,7 +5,7 @@
 //! services.
 
 use crate::base::value::At;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::base::diagnostics::Diagnostic;
 use crate::base::quantity::Quantity;
@@ -95,9 +95,7 @@ pub fn admit_workloads(
     // runs this once for each.
     let by_name = std::cell::OnceCell::new();
     let at = |w: &Workload<'_>, path: &[&str]| {
-        let by_name: &HashMap<(&str, &str), &LoadedService> = by_name.get_or_init(|| {
-            services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect()
-        });
+        let by_name = by_name.get_or_init(|| crate::load::by_name(services));
         let s = by_name.get(&(namespace(w.object), w.object.owner.as_deref().unwrap_or(&w.object.id.name)))?;
         Some(s.location(&path.iter().map(|k| PathSegment::Key(k.to_string())).collect::<Vec<_>>()))
     };

@@ -49,6 +49,12 @@ pub struct LoadedService {
     pub alias_nodes: usize,
 }
 
+/// `services` by namespace and name, to find where a finding or an
+/// admission error about one of them points.
+pub fn by_name(services: &[LoadedService]) -> std::collections::HashMap<(&str, &str), &LoadedService> {
+    services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect()
+}
+
 impl LoadedService {
     /// The route the service claims (`spec.gateway.route`), as
     /// [`crate::model::route::Route`] prints it, if it is one.
