@@ -28,10 +28,11 @@ mod allocator {
     /// ([`isvc::cli::Memory::Peak`]). `diff` and every render but
     /// `--stdout --kind` keep mimalloc's delay (`diff` holds the fleet's
     /// objects and the tree's texts at its peak, which no delay lowers):
-    /// at 10,000 services a cold render took 0.84x the time and peaked at 163 MB instead of 136 MB, a re-render after
-    /// one change took 0.89x, and `render --stdout`, its texts packed,
-    /// took 0.84x the time of unpacked texts given back at once and peaked
-    /// at 108 MiB instead of 131 MiB. `MIMALLOC_PURGE_DELAY` (or its older
+    /// at 10,000 services a cold render took 0.84x the time and peaked at
+    /// 163 MB instead of 136 MB, a re-render after one change took 0.89x,
+    /// and `render --stdout`, its texts packed, took 0.84x the time of
+    /// unpacked texts given back at once and peaked at 108 MiB instead of
+    /// 131 MiB. `MIMALLOC_PURGE_DELAY` (or its older
     /// name `MIMALLOC_RESET_DELAY`) still applies where it is set.
     pub fn tune(memory: isvc::cli::Memory) {
         let set = |name: &str| std::env::var_os(name).is_some() || std::env::var_os(name.to_lowercase()).is_some();
@@ -53,9 +54,10 @@ mod allocator {
         // pages); an explicit `MIMALLOC_ALLOW_THP` still decides. The
         // survey of a tree, before any purge, keeps them: it touches tens
         // of megabytes at once, and at 10,000 services `render --check` of
-        // an up-to-date tree took 0.77x the time with them, at 118 MiB
-        // instead of 98 MiB (benches/README.md). A compile after it runs
-        // without (this is called again, with `Memory::Time`).
+        // an up-to-date tree took 0.91x the time with them, at 100.6 MiB
+        // instead of 78.6 MiB, and a re-render after one change 0.81x
+        // (benches/README.md). A compile after it runs without (this is
+        // called again, with `Memory::Time`).
         #[cfg(target_os = "linux")]
         if !set("MIMALLOC_ALLOW_THP") {
             let _ = rustix::thread::disable_transparent_huge_pages(memory != isvc::cli::Memory::Survey);

@@ -172,7 +172,7 @@ fn check_pod(o: &Object, template: &Value, out: &mut Vec<Finding>) {
         let context = c.field("securityContext").unwrap_or(&null);
         // A container's own setting wins over the pod's.
         let effective = |key: &str| context.field(key).or_else(|| pod_context.field(key));
-        let is = |key: &str, want: bool| context.get(key) == Some(&Value::Bool(want));
+        let is = |key: &str, want: bool| context.field(key) == Some(&Value::Bool(want));
 
         let uid = effective("runAsUser").and_then(Value::as_i64);
         let non_root = effective("runAsNonRoot") == Some(&Value::Bool(true));
