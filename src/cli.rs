@@ -585,13 +585,9 @@ fn template_dir(inputs: &Inputs, platform: Option<&crate::model::platform::Platf
 
 /// What decides a render's output besides the services, as the manifest
 /// records it: the platform file and the templates (by digest), the GitOps
-/// engine and the disabled rules. Read before the inputs are loaded, so a
-/// file changed during the run shows as changed the next time.
-fn run_settings(inputs: &Inputs, base: &Path) -> Vec<String> {
-    run_settings_and_platform(inputs, base).0
-}
-
-/// [`run_settings`], and the platform file as it loaded (if it did).
+/// engine and the disabled rules; and the platform file as it loaded (if it
+/// did). Read before the inputs are loaded, so a file changed during the
+/// run shows as changed the next time.
 fn run_settings_and_platform(inputs: &Inputs, base: &Path) -> (Vec<String>, Option<crate::model::platform::Platform>) {
     use crate::load::files::read_regular;
     let base = absolute(base);
@@ -1058,14 +1054,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     compiling();
     let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
     let (inputs, routes) = declared(files, &services, selection.as_ref());
-    if let (Some(s), true) = (&selection, verbosity() >= 2) {
-        status(&format!(
-            "read {} of {} input files; {} namespaces unchanged",
-            s.read().count(),
-            files.len(),
-            compiled.reused.len()
-        ));
-    }
+    say_read(selection.as_ref(), files, &compiled.reused);
     let (kept, counts) = kept_namespaces(&compiled, existing);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     // Without any service, a render warns.
@@ -1248,16 +1237,13 @@ fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Ex
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut kept = Vec::new();
     if let Some(existing) = existing {
-        let reused = |p: &Path| p.iter().next().is_some_and(|ns| compiled.reused.contains(&*ns.to_string_lossy()));
         kept = existing
             .ours
             .iter()
-            .filter(|(p, _)| reused(p))
+            .filter(|(p, _)| in_namespaces(p, &compiled.reused))
             .map(|(p, c)| (p.clone(), output::Contents::digest(c.digest.clone())))
             .collect();
-        // An object's file is `<namespace>/<dir>/<file>`; the namespace's
-        // kustomization, `<namespace>/kustomization.yaml`, is no object.
-        for (path, _) in kept.iter().filter(|(p, _)| p.components().count() > 2) {
+        for (path, _) in kept.iter().filter(|(p, _)| is_object_file(p)) {
             if let Some(ns) = path.iter().next() {
                 *counts.entry(ns.to_string_lossy().into_owned()).or_default() += 1;
             }
@@ -1269,6 +1255,32 @@ fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Ex
         }
     }
     (kept, counts)
+}
+
+/// Says, with `-v`, how many of the input `files` a compile of the
+/// namespaces a change touches read (`selection`), and how many namespaces
+/// it kept.
+fn say_read(selection: Option<&Selection<'_>>, files: &[InputFile], reused: &BTreeSet<String>) {
+    if let (Some(s), true) = (selection, verbosity() >= 2) {
+        status(&format!(
+            "read {} of {} input files; {} namespaces unchanged",
+            s.read().count(),
+            files.len(),
+            reused.len()
+        ));
+    }
+}
+
+/// Whether the tree's file `path` lies in one of `namespaces`' directories.
+fn in_namespaces(path: &Path, namespaces: &BTreeSet<String>) -> bool {
+    path.iter().next().is_some_and(|ns| namespaces.contains(&*ns.to_string_lossy()))
+}
+
+/// Whether the tree's file `path`, in a namespace's directory, holds an
+/// object: an object's file is `<namespace>/<dir>/<file>`; the namespace's
+/// kustomization, `<namespace>/kustomization.yaml`, is no object.
+fn is_object_file(path: &Path) -> bool {
+    path.components().count() > 2
 }
 
 /// The input paths as the render summary names them: as given, `-` as
@@ -1306,47 +1318,72 @@ fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    // The objects of a tree its manifest shows up to date.
-    let up_to_date = match args.inputs.cluster {
+    let partial = match args.inputs.cluster {
         Some(_) => None,
+        None => diff_over_manifest(&args)?,
+    };
+    let report = match partial {
+        Some(report) => report,
         None => {
-            let settings = run_settings(&args.inputs, &header_base());
-            let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
-            survey.cache.save();
-            let objects = survey.describing_tree(&settings).filter(|m| survey.same_inputs(m)).map(|m| m.objects);
-            if objects.is_some() {
-                // The run ends with the report: the tree's listing, the
-                // manifest and the cache go with the process, as in
-                // `render`, not entry by entry.
-                std::mem::forget(survey);
+            compiling();
+            let (compiled, _) = compile::<Object>(&args.inputs, &header_base())?;
+            let mut existing = output::scan_texts(&args.out)?;
+            if let Some(name) = &args.inputs.cluster {
+                // One cluster's objects against that cluster's tree alone.
+                existing.ours.retain(|path, _| path.starts_with(name));
             }
-            objects
+            diff::diff(&compiled.objects, &existing)
         }
     };
-    if let Some(objects) = up_to_date {
-        let report = diff::Report { objects: Vec::new(), unchanged: objects };
-        print(&match args.format {
-            DiffFormat::Text => crate::report::diff::to_text(&report, true),
-            DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
-            DiffFormat::Json => crate::report::diff::to_json(&report),
-        });
-        return Ok(ExitCode::SUCCESS);
-    }
-    compiling();
-    let (compiled, _) = compile::<Object>(&args.inputs, &header_base())?;
-    let mut existing = output::scan_texts(&args.out)?;
-    if let Some(name) = &args.inputs.cluster {
-        // One cluster's objects against that cluster's tree alone.
-        existing.ours.retain(|path, _| path.starts_with(name));
-    }
-    let report = diff::diff(&compiled.objects, &existing);
-    let text = match args.format {
+    print(&match args.format {
         DiffFormat::Text => crate::report::diff::to_text(&report, true),
         DiffFormat::Markdown => crate::report::diff::to_markdown(&report, args.max_chars),
         DiffFormat::Json => crate::report::diff::to_json(&report),
-    };
-    print(&text);
+    });
     Ok(if report.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `diff`'s report for a tree its manifest describes unedited (with this
+/// run's settings), `None` for any other tree. When the input files are
+/// those recorded, from the manifest alone. Else only the namespaces a
+/// change touches are compiled, and compared with their files, as a render
+/// compiles and writes them: every other namespace's inputs and files are
+/// those recorded, so a full compile would find its objects unchanged, and
+/// they are counted so (`a_partial_diff_reports_what_a_full_diff_reports`
+/// in `tests/it/manifest.rs`). A pull request that changes one service of
+/// thousands compiles and reads one namespace, not the fleet.
+fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnostics> {
+    let (settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
+    let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
+    survey.cache.save();
+    let Some(recorded) = survey.describing_tree(&settings) else { return Ok(None) };
+    let report = if survey.same_inputs(recorded) {
+        diff::Report { objects: Vec::new(), unchanged: recorded.objects }
+    } else {
+        let (Some(files), Some(existing)) = (survey.inputs.as_deref(), survey.scanned.as_ref()) else {
+            return Ok(None);
+        };
+        let current = files.iter().map(|f| (f.label.as_str(), f.digest.as_str()));
+        let mut selection = always_compiled(&args.inputs, platform.as_ref())
+            .and_then(|always| Selection::new(recorded, current, always));
+        let namespaces = match &mut selection {
+            Some(s) => Namespaces::Selected(s, files),
+            None => Namespaces::Recorded(Some(recorded)),
+        };
+        compiling();
+        let (compiled, _, _) = compile_for::<Object>(&args.inputs, &header_base(), None, namespaces)?;
+        say_read(selection.as_ref(), files, &compiled.reused);
+        let kept = |p: &Path| in_namespaces(p, &compiled.reused);
+        let unchanged = existing.ours.keys().filter(|p| kept(p) && is_object_file(p)).count();
+        let mut report = diff::diff(&compiled.objects, &existing.texts_of(&args.out, |p| !kept(p))?);
+        report.unchanged += unchanged;
+        std::mem::forget(compiled);
+        report
+    };
+    // The run ends with the report: the tree's listing, the manifest and
+    // the cache go with the process, as in `render`, not entry by entry.
+    std::mem::forget(survey);
+    Ok(Some(report))
 }
 
 fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {

@@ -228,6 +228,33 @@ impl Walked {
     }
 }
 
+impl Existing {
+    /// isvc's files among those found that `keep` chooses, read again
+    /// (under `out`) for their texts, as [`scan_texts`] reads them: what a
+    /// diff of part of the tree compares with. A file that is no longer
+    /// isvc's is foreign; no other entry is listed.
+    pub fn texts_of(&self, out: &Path, keep: impl Fn(&Path) -> bool + Sync) -> Result<Existing, Diagnostic> {
+        let chosen: Vec<&PathBuf> = self.ours.keys().filter(|p| keep(p)).collect();
+        let read: Vec<(&PathBuf, std::io::Result<Option<Contents>>)> =
+            chosen.into_par_iter().map(|rel| (rel, read_if_ours(&out.join(rel), true).map(|(c, _)| c))).collect();
+        let mut existing = Existing::default();
+        for (rel, r) in read {
+            match r {
+                Ok(Some(contents)) => {
+                    existing.ours.insert(rel.clone(), contents);
+                }
+                Ok(None) => {
+                    existing.foreign.insert(rel.clone());
+                }
+                Err(e) => {
+                    return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(rel).display())));
+                }
+            }
+        }
+        Ok(existing)
+    }
+}
+
 /// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
 /// (component by component), in parallel: by their bytes when they are
 /// all plain, as the paths a walk or a render builds are

@@ -574,6 +574,65 @@ fn a_render_reads_only_the_files_of_the_namespaces_a_change_touches() {
     assert_eq!(code, 0);
 }
 
+/// `diff` of the tree `out` of `dir`, in `format`, with `-v`: exit code,
+/// report, and the line saying how many input files it read, if it says.
+fn diff_verbose(dir: &Path, out: &str, format: &str) -> (i32, String, Option<String>) {
+    let (code, report, err) = run(isvc(dir).args([
+        "diff",
+        "services",
+        "--out",
+        out,
+        "--platform",
+        "platform.yaml",
+        "--format",
+        format,
+        "-v",
+    ]));
+    assert!(code == 0 || code == 1, "{err}");
+    (code, report, err.lines().find(|l| l.starts_with("read ")).map(str::to_string))
+}
+
+#[test]
+fn a_partial_diff_reports_what_a_full_diff_reports() {
+    let dir = rendered_fleet();
+    let dir = dir.path();
+    // b.yaml changes (both.yaml shares team-b, and brings team-c in:
+    // read, unchanged, kept); d.yaml's service moves to team-a; a new file
+    // brings team-e.
+    write(dir, "b.yaml", &doc("search", "team-b", "replicas: 2"));
+    write(dir, "d.yaml", &doc("code", "team-a", "replicas: 1"));
+    write(dir, "e.yaml", &doc("fresh", "team-e", "replicas: 1"));
+    // The same tree without its manifest: `diff` compiles every namespace
+    // and reads every file.
+    crate::common::copy_dir(&dir.join("rendered"), &dir.join("full"));
+    std::fs::remove_file(dir.join("full/.isvc-manifest")).unwrap();
+    for format in ["text", "json", "markdown"] {
+        let (code, partial, read) = diff_verbose(dir, "rendered", format);
+        assert_eq!(read.as_deref(), Some("read 6 of 6 input files; 1 namespaces unchanged"), "{format}");
+        let full = diff_verbose(dir, "full", format);
+        assert_eq!((code, partial.as_str(), None), (full.0, full.1.as_str(), full.2), "{format}");
+    }
+    // One service of one namespace: the others are counted unchanged,
+    // unread, as a full diff counts them.
+    render(dir, &["--platform", "platform.yaml"]);
+    std::fs::remove_dir_all(dir.join("full")).unwrap();
+    crate::common::copy_dir(&dir.join("rendered"), &dir.join("full"));
+    std::fs::remove_file(dir.join("full/.isvc-manifest")).unwrap();
+    write(dir, "e.yaml", &doc("fresh", "team-e", "replicas: 3"));
+    let (code, partial, read) = diff_verbose(dir, "rendered", "text");
+    assert_eq!(read.as_deref(), Some("read 1 of 6 input files; 3 namespaces unchanged"));
+    assert_eq!((code, partial.clone()), (diff_verbose(dir, "full", "text").0, diff_verbose(dir, "full", "text").1));
+    assert!(partial.contains("0 added, 2 changed, 0 removed, "), "{partial}");
+    // A hand edit in an unchanged namespace: the manifest no longer
+    // describes the tree, and the diff compiles everything to show it.
+    let edited = dir.join("rendered/team-b/search/service.yaml");
+    let text = std::fs::read_to_string(&edited).unwrap().replace("port: 8000", "port: 8001");
+    std::fs::write(&edited, text).unwrap();
+    let (_, partial, read) = diff_verbose(dir, "rendered", "text");
+    assert_eq!(read, None);
+    assert!(partial.contains("team-b/search/service.yaml"), "{partial}");
+}
+
 #[test]
 fn a_changed_service_meets_the_unread_ones_claiming_its_route() {
     let dir = rendered_fleet();
