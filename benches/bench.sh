@@ -292,7 +292,7 @@ fi
 # before each run (untimed), then the tree is re-rendered. Only the files of
 # that service, out/<namespace>/<name>/, may change (inode and modification
 # time of every other file compared before and after each run), and they must.
-ONE_CHANGED=unknown ONE_FILES=0
+ONE_CHANGED=unknown ONE_FILES=0 DIFF_ONE=""
 # (sed, not head: head would leave sort writing into a closed pipe.)
 EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p)
 if [[ -d out && -n $EDITED ]]; then
@@ -302,6 +302,12 @@ if [[ -d out && -n $EDITED ]]; then
     for ((round = 1; round <= RUNS; round++)); do
         awk -v r="$round" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
             "$WORK/edited.orig" >"$EDITED"
+        # What a pull request's check runs: diff exits 1 when objects
+        # differ, and must name the service's changed objects.
+        once diffone "" '"$ISVC" diff services --out out >"$WORK/diff-one.txt"; test $? -eq 1'
+        if ! grep -Eq '^0 added, [1-9][0-9]* changed( \([^)]*\))?, 0 removed, [0-9]+ unchanged$' "$WORK/diff-one.txt"; then
+            DIFF_ONE="MISS (report: $(tail -n 1 "$WORK/diff-one.txt" 2>/dev/null || true))"
+        fi
         listing -f out >"$WORK/before.txt"
         sleep 0.05 # so that a rewrite shows as a new modification time
         once onechanged "" "$RENDER_OUT"
@@ -434,6 +440,15 @@ else
         res="$res (only its $ONE_FILES files rewritten)"
     fi
     timed onechanged "$label" "${r:+${r}x cold}" "<= 0.1x cold, its files only" "$res"
+fi
+label="isvc diff (one service changed)"
+if [[ $ONE_CHANGED == unknown ]]; then
+    row "$label" "-" "" "<= 0.1x cold" "- (no tree to compare)"
+else
+    r=$(ratio diffone cold)
+    res=$(verdict "$r" '<=' 0.1)
+    [[ -z $DIFF_ONE ]] || res=$DIFF_ONE
+    timed diffone "$label" "${r:+${r}x cold}" "<= 0.1x cold" "$res"
 fi
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
