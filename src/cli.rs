@@ -1000,16 +1000,15 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // manifest this run writes.
     let (mut settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
     // A render of a tree the manifest shows up to date writes nothing, so it
-    // answers as `--check` does, unless it would print the quota table. A
-    // render of a tree a manifest of these settings describes, unedited,
-    // keeps the files of the namespaces whose services are unchanged; it
-    // reads the tree once, under the lock it writes under.
-    let quota_table = platform.as_ref().is_some_and(|p| p.tenants.iter().any(|t| !t.quota.is_empty()));
+    // answers as `--check` does (and prints the quota table the manifest
+    // records). A render of a tree a manifest of these settings describes,
+    // unedited, keeps the files of the namespaces whose services are
+    // unchanged; it reads the tree once, under the lock it writes under.
     // A render waits here for another render into the same place, as it
     // would to write; not while it reads standard input, which is never up
     // to date.
     let stdin = args.inputs.paths.iter().any(|p| p == Path::new("-"));
-    let reading = match (args.check, quota_table || stdin) {
+    let reading = match (args.check, stdin) {
         (true, _) => Reading::Scan,
         (false, false) => Reading::Open,
         (false, true) => Reading::Skip,
@@ -1024,6 +1023,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         if args.check {
             status(&format!("{} is up to date ({files} files)", out.display()));
         } else {
+            if !recorded.quota.is_empty() {
+                status(crate::report::quota::format_quota_table(&recorded.quota).trim_end());
+            }
             let unchanged = output::Changes { unchanged: files, ..Default::default() };
             status(&rendered_summary(recorded.objects, &args.inputs.paths, &out, files, &unchanged));
         }
@@ -1034,7 +1036,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         std::mem::forget(survey);
         return Ok(ExitCode::SUCCESS);
     }
-    let reusable = described.filter(|_| !quota_table && survey.inputs.is_some());
+    let reusable = described.filter(|_| survey.inputs.is_some());
     let existing = survey.existing();
     // Over a tree the manifest describes, only the input files of the
     // namespaces a change touches are read, where every other namespace's
@@ -1076,7 +1078,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // A run that warns compiles every time, so the warnings are shown.
         settings.push("warnings".to_string());
     }
-    let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree);
+    // The quota table: the compiled namespaces' rows, and the recorded
+    // ones of the namespaces kept.
+    let mut quota = compiled.quota;
+    if let Some(kept) = reusable {
+        quota.extend(kept.quota_of(&compiled.reused).cloned());
+    }
+    let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree).with_quota(quota);
     tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match survey.scanned {
@@ -1120,8 +1128,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             }
         }
     }
-    if !compiled.quota.is_empty() {
-        status(crate::report::quota::format_quota_table(&compiled.quota).trim_end());
+    if !recorded.quota.is_empty() {
+        status(crate::report::quota::format_quota_table(&recorded.quota).trim_end());
     }
     status(&rendered_summary(rendered, &args.inputs.paths, &out, tree.len(), &changes));
     // The process ends here; freeing tens of thousands of files one by one

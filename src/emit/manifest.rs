@@ -24,12 +24,13 @@
 //! The format, one record a line after the header line:
 //!
 //! ```text
-//! isvc 0.1.0
+//! isvc 0.1.0 manifest 2
 //! setting "gitops=argocd"
 //! objects 12
 //! input 0f3a… 0 ["team-a"] "services/chat.yaml"
 //! namespace 5d2e… 3 "team-a"
 //! route "team-a" "chat.example.com/v1"
+//! quota [null,"team-a","tenant-quota","requests.nvidia.com/gpu","3","9","8"]
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
 //!
@@ -45,12 +46,18 @@
 //! they are what a compile of the same services, platform, templates and
 //! version writes. It does not even read the input files of the others
 //! ([`Selection`]): by the `input` and `route` records, no service of
-//! theirs can meet a changed one in a check.
+//! theirs can meet a changed one in a check. A `quota` record is a row of
+//! the quota table the render printed (cluster, namespace, quota, resource,
+//! used at steady state and at the autoscalers' maximum, hard limit): a
+//! ResourceQuota counts the pods of its own namespace alone, so the rows of
+//! a namespace kept are the ones recorded, and a render prints them from
+//! here.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::compiler::admission::QuotaUsage;
 use crate::emit::write::{Existing, Tree};
 use crate::model::objects::HEADER_PREFIX;
 
@@ -78,6 +85,10 @@ pub struct Manifest {
     pub routes: Vec<(String, String)>,
     /// Every file of the tree but the manifest: path and digest, sorted by path.
     pub outputs: Vec<(String, String)>,
+    /// The rows of the quota table the render printed, sorted by cluster,
+    /// namespace and quota ([`Manifest::with_quota`]): a render that keeps
+    /// a namespace, or finds the tree up to date, prints its rows from here.
+    pub quota: Vec<QuotaUsage>,
 }
 
 /// An input file as a manifest records it.
@@ -111,7 +122,20 @@ impl Manifest {
         let mut outputs: Vec<(String, String)> =
             tree.iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
-        Manifest { settings, inputs, objects, namespaces, routes, outputs }
+        Manifest { settings, inputs, objects, namespaces, routes, outputs, quota: Vec::new() }
+    }
+
+    /// The manifest with the quota table's `rows`, sorted by cluster,
+    /// namespace and quota, each quota's rows in their order.
+    pub fn with_quota(mut self, mut rows: Vec<QuotaUsage>) -> Manifest {
+        rows.sort_by(|a, b| (&a.cluster, &a.namespace, &a.quota).cmp(&(&b.cluster, &b.namespace, &b.quota)));
+        self.quota = rows;
+        self
+    }
+
+    /// The recorded rows of the quota table of the namespaces `kept`.
+    pub fn quota_of<'m>(&'m self, kept: &'m BTreeSet<String>) -> impl Iterator<Item = &'m QuotaUsage> + 'm {
+        self.quota.iter().filter(|r| r.cluster.is_none() && kept.contains(&r.namespace))
     }
 
     /// Whether it records exactly these input files (label and digest),
@@ -138,7 +162,7 @@ impl Manifest {
              `isvc render --check` and `isvc diff`; commit it with the tree.\n",
         );
         // (Writing to a String cannot fail.)
-        let _ = writeln!(out, "isvc {}", env!("CARGO_PKG_VERSION"));
+        let _ = writeln!(out, "{}", version_line());
         for s in &self.settings {
             out.push_str("setting ");
             push_quoted(&mut out, s);
@@ -169,6 +193,13 @@ impl Manifest {
             push_quoted(&mut out, route);
             out.push('\n');
         }
+        for r in &self.quota {
+            out.push_str("quota ");
+            let row = (&r.cluster, &r.namespace, &r.quota, &r.key, &r.steady, &r.peak, &r.hard);
+            // (Strings and a null serialise without fail.)
+            out.push_str(&serde_json::to_string(&row).unwrap_or_default());
+            out.push('\n');
+        }
         for (path, d) in &self.outputs {
             out.push_str("output ");
             out.push_str(d);
@@ -186,7 +217,7 @@ impl Manifest {
         if !lines.next()?.starts_with(HEADER_PREFIX) {
             return None;
         }
-        if lines.next()? != format!("isvc {}", env!("CARGO_PKG_VERSION")) {
+        if lines.next()? != version_line() {
             return None;
         }
         let unquote = |s: &str| unquote(s).map(Cow::into_owned);
@@ -216,6 +247,12 @@ impl Manifest {
                     });
                 }
                 "route" => m.routes.push(json_pair::<String, String>(rest)?),
+                "quota" => {
+                    type Row = (Option<String>, String, String, String, String, String, String);
+                    let (cluster, namespace, quota, key, steady, peak, hard) =
+                        serde_json::from_str::<Row>(rest).ok()?;
+                    m.quota.push(QuotaUsage { cluster, namespace, quota, key, steady, peak, hard });
+                }
                 "output" => {
                     let (d, name) = rest.split_once(' ')?;
                     m.outputs.push((unquote(name)?, d.to_string()));
@@ -383,6 +420,16 @@ impl<'a> Selection<'a> {
 }
 
 /// Two JSON values and nothing else but the space between them.
+/// The manifest's second line: the isvc version and the format of the
+/// manifest's records, so that a manifest written by another version, or by
+/// a build of this version with other records, is none (the next render
+/// compiles in full and writes it anew). Format 2 added the `quota` records.
+fn version_line() -> String {
+    format!("isvc {} manifest {MANIFEST_FORMAT}", env!("CARGO_PKG_VERSION"))
+}
+
+const MANIFEST_FORMAT: u32 = 2;
+
 fn json_pair<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(text: &str) -> Option<(A, B)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let a = serde::Deserialize::deserialize(&mut de).ok()?;
@@ -420,6 +467,19 @@ mod tests {
             ],
             &tree,
         )
+        .with_quota(vec![quota_row("team-b", "q", "requests.cpu"), quota_row("team \"a\"", "q\nx", "a b")])
+    }
+
+    fn quota_row(namespace: &str, quota: &str, key: &str) -> QuotaUsage {
+        QuotaUsage {
+            cluster: None,
+            namespace: namespace.to_string(),
+            quota: quota.to_string(),
+            key: key.to_string(),
+            steady: "1".to_string(),
+            peak: "3".to_string(),
+            hard: "4Gi".to_string(),
+        }
     }
 
     #[test]
@@ -427,13 +487,16 @@ mod tests {
         let m = sample();
         let text = m.to_text();
         assert!(text.starts_with(HEADER_PREFIX));
-        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2, "{text}");
+        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
         assert_eq!(m.inputs[0].label, "services/a b.yaml", "inputs are sorted");
         assert_eq!(m.inputs[0].namespaces, ["team \"a\"", "x"]);
         assert_eq!(m.routes.len(), 1, "a route claimed twice in a namespace is recorded once");
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
         assert_eq!(m.namespaces[0].0, "team \"a\"", "namespaces are sorted");
+        assert_eq!(m.quota[0].namespace, "team \"a\"", "quota rows are sorted by namespace");
+        let kept = BTreeSet::from(["team-b".to_string()]);
+        assert_eq!(m.quota_of(&kept).map(|r| r.key.as_str()).collect::<Vec<_>>(), ["requests.cpu"]);
         assert_eq!(m.namespace_records().get("team-b"), Some(&(digest(b"b").as_str(), 1)));
         assert!(m.same_inputs(&[("services/z.yaml", &digest(b"z")), ("services/a b.yaml", &digest(b"a"))]));
         assert!(!m.same_inputs(&[("services/z.yaml", &digest(b"z"))]), "a file gone");
@@ -444,6 +507,10 @@ mod tests {
         assert_eq!(Manifest::parse(&format!("{text}bogus line\n")), None);
         assert_eq!(Manifest::parse(&format!("{text}route \"a\"\n")), None, "a route without its namespace");
         assert_eq!(Manifest::parse(&format!("{text}route \"a\" \"b\" \"c\"\n")), None);
+        assert_eq!(Manifest::parse(&format!("{text}quota [null,\"a\"]\n")), None, "a quota row cut short");
+        // A manifest of this version without the format (before quota rows).
+        let unformatted = text.replacen(" manifest 2\n", "\n", 1);
+        assert_eq!(Manifest::parse(&unformatted), None);
         assert_eq!(Manifest::parse("not ours"), None);
         // An input line without its namespaces (an earlier format) is not read.
         let old = format!("input {} \"services/z.yaml\"\n", digest(b"z"));
