@@ -33,6 +33,8 @@ die() { log "error: $*"; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/isvc-bench.XXXXXX")
 # isvc's cache of file status (docs/output.md) goes with the work directory.
 export ISVC_CACHE_DIR=$WORK/stat-cache
+# (The timed commands run in a shell of their own under hyperfine.)
+export WORK
 if [[ ${KEEP:-} == 1 ]]; then
     trap 'log "kept $WORK"' EXIT
 else
@@ -289,7 +291,9 @@ if [[ -d out ]]; then
 fi
 
 # One service changed: a label of the first service is set to a new value
-# before each run (untimed), then the tree is re-rendered. Only the files of
+# before each run (untimed), `diff` reports it (timed, and it records the
+# edited file in the cache of file status, as a pull request's check before
+# the render would), then the tree is re-rendered. Only the files of
 # that service, out/<namespace>/<name>/, may change (inode and modification
 # time of every other file compared before and after each run), and they must.
 ONE_CHANGED=unknown ONE_FILES=0 DIFF_ONE=""

@@ -871,6 +871,17 @@ enum Namespaces<'m, 's> {
 /// digest (empty unless [`Namespaces::Recorded`]).
 type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, String>);
 
+impl<'m, 's> Namespaces<'m, 's> {
+    /// The files `selection` chooses of `files`, or, without one, every
+    /// file, with the namespaces `recorded` records unchanged kept.
+    fn of(selection: &'s mut Option<Selection<'m>>, files: &'s [InputFile], recorded: Option<&'m Manifest>) -> Self {
+        match selection {
+            Some(s) => Namespaces::Selected(s, files),
+            None => Namespaces::Recorded(recorded),
+        }
+    }
+}
+
 /// [`compile`], with what `namespaces` asks for.
 fn compile_for<T: Held>(
     inputs: &Inputs,
@@ -1043,16 +1054,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // objects can be kept.
     let files = survey.inputs.as_deref().unwrap_or_default();
     // (`reusable` implies the input files are known.)
-    let mut selection = match (reusable, always_compiled(&args.inputs, platform.as_ref())) {
-        (Some(recorded), Some(always)) => {
-            Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
-        }
-        _ => None,
-    };
-    let namespaces = match &mut selection {
-        Some(s) => Namespaces::Selected(s, files),
-        None => Namespaces::Recorded(reusable),
-    };
+    let mut selection = reusable.and_then(|recorded| select(&args.inputs, platform.as_ref(), recorded, files));
+    let namespaces = Namespaces::of(&mut selection, files, reusable);
     compiling();
     let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
     let (inputs, routes) = declared(files, &services, selection.as_ref());
@@ -1265,6 +1268,19 @@ fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Ex
     (kept, counts)
 }
 
+/// The input files of the namespaces a change touches, over the tree the
+/// manifest `recorded` describes, when a compile may read only those
+/// ([`always_compiled`], [`Selection::new`]).
+fn select<'m>(
+    inputs: &Inputs,
+    platform: Option<&crate::model::platform::Platform>,
+    recorded: &'m Manifest,
+    files: &'m [InputFile],
+) -> Option<Selection<'m>> {
+    let always = always_compiled(inputs, platform)?;
+    Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
+}
+
 /// Says, with `-v`, how many of the input `files` a compile of the
 /// namespaces a change touches read (`selection`), and how many namespaces
 /// it kept.
@@ -1352,7 +1368,9 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 /// `diff`'s report for a tree its manifest describes unedited (with this
-/// run's settings), `None` for any other tree. When the input files are
+/// run's settings); `None` for any other tree, and for inputs that are not
+/// all files read (standard input, a file that cannot be read), which a
+/// full compile reports on. When the input files are
 /// those recorded, from the manifest alone. Else only the namespaces a
 /// change touches are compiled, and compared with their files, as a render
 /// compiles and writes them: every other namespace's inputs and files are
@@ -1371,19 +1389,15 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         let (Some(files), Some(existing)) = (survey.inputs.as_deref(), survey.scanned.as_ref()) else {
             return Ok(None);
         };
-        let current = files.iter().map(|f| (f.label.as_str(), f.digest.as_str()));
-        let mut selection = always_compiled(&args.inputs, platform.as_ref())
-            .and_then(|always| Selection::new(recorded, current, always));
-        let namespaces = match &mut selection {
-            Some(s) => Namespaces::Selected(s, files),
-            None => Namespaces::Recorded(Some(recorded)),
-        };
+        let mut selection = select(&args.inputs, platform.as_ref(), recorded, files);
+        let namespaces = Namespaces::of(&mut selection, files, Some(recorded));
         compiling();
         let (compiled, _, _) = compile_for::<Object>(&args.inputs, &header_base(), None, namespaces)?;
         say_read(selection.as_ref(), files, &compiled.reused);
         let kept = |p: &Path| in_namespaces(p, &compiled.reused);
         let unchanged = existing.ours.keys().filter(|p| kept(p) && is_object_file(p)).count();
-        let mut report = diff::diff(&compiled.objects, &existing.texts_of(&args.out, |p| !kept(p))?);
+        let compared = existing.texts_of(&args.out, |p| !kept(p) && diff::compared(p))?;
+        let mut report = diff::diff(&compiled.objects, &compared);
         report.unchanged += unchanged;
         std::mem::forget(compiled);
         report

@@ -139,8 +139,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     let parsed: Vec<(&PathBuf, &str, Option<(ObjectId, Value)>)> = existing
         .ours
         .par_iter()
-        .filter(|(path, _)| !path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
-        .filter(|(path, _)| path.as_os_str() != crate::emit::manifest::MANIFEST)
+        .filter(|(path, _)| compared(path))
         .map(|(path, contents)| {
             let text = contents.text.as_deref().unwrap_or_default();
             (path, text, parse(path, text))
@@ -228,6 +227,13 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         ))
     });
     report
+}
+
+/// Whether [`diff`] compares the tree's file `path`: every file of isvc's
+/// but kustomize entry points and the manifest.
+pub fn compared(path: &std::path::Path) -> bool {
+    path.file_name().is_none_or(|n| n != crate::derive::gitops::KUSTOMIZATION)
+        && path.as_os_str() != crate::emit::manifest::MANIFEST
 }
 
 fn entry(

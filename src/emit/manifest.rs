@@ -251,7 +251,11 @@ impl Manifest {
                     type Row = (Option<String>, String, String, String, String, String, String);
                     let (cluster, namespace, quota, key, steady, peak, hard) =
                         serde_json::from_str::<Row>(rest).ok()?;
-                    m.quota.push(QuotaUsage { cluster, namespace, quota, key, steady, peak, hard });
+                    let row = QuotaUsage { cluster, namespace, quota, key, steady, peak, hard };
+                    if !plausible(&row) {
+                        return None;
+                    }
+                    m.quota.push(row);
                 }
                 "output" => {
                     let (d, name) = rest.split_once(' ')?;
@@ -419,7 +423,20 @@ impl<'a> Selection<'a> {
     }
 }
 
-/// Two JSON values and nothing else but the space between them.
+/// Whether a recorded row of the quota table is one a render could have
+/// written: names that Kubernetes accepts, a resource name and quantities
+/// of printable ASCII without spaces. The rows are printed as recorded, so
+/// a manifest edited to hold anything else (a control character for the
+/// terminal) is none.
+fn plausible(r: &QuotaUsage) -> bool {
+    use crate::base::names::{dns1123_label, dns1123_subdomain};
+    let word = |s: &str| !s.is_empty() && s.len() <= 253 && s.bytes().all(|b| b.is_ascii_graphic());
+    r.cluster.as_deref().is_none_or(|c| dns1123_label(c).is_ok())
+        && dns1123_label(&r.namespace).is_ok()
+        && dns1123_subdomain(&r.quota).is_ok()
+        && [&r.key, &r.steady, &r.peak, &r.hard].iter().all(|s| word(s))
+}
+
 /// The manifest's second line: the isvc version and the format of the
 /// manifest's records, so that a manifest written by another version, or by
 /// a build of this version with other records, is none (the next render
@@ -430,6 +447,7 @@ fn version_line() -> String {
 
 const MANIFEST_FORMAT: u32 = 2;
 
+/// Two JSON values and nothing else but the space between them.
 fn json_pair<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(text: &str) -> Option<(A, B)> {
     let mut de = serde_json::Deserializer::from_str(text);
     let a = serde::Deserialize::deserialize(&mut de).ok()?;
@@ -467,7 +485,7 @@ mod tests {
             ],
             &tree,
         )
-        .with_quota(vec![quota_row("team-b", "q", "requests.cpu"), quota_row("team \"a\"", "q\nx", "a b")])
+        .with_quota(vec![quota_row("team-b", "q", "requests.cpu"), quota_row("team-a", "q.x", "limits.memory")])
     }
 
     fn quota_row(namespace: &str, quota: &str, key: &str) -> QuotaUsage {
@@ -494,7 +512,7 @@ mod tests {
         assert_eq!(m.routes.len(), 1, "a route claimed twice in a namespace is recorded once");
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
         assert_eq!(m.namespaces[0].0, "team \"a\"", "namespaces are sorted");
-        assert_eq!(m.quota[0].namespace, "team \"a\"", "quota rows are sorted by namespace");
+        assert_eq!(m.quota[0].namespace, "team-a", "quota rows are sorted by namespace");
         let kept = BTreeSet::from(["team-b".to_string()]);
         assert_eq!(m.quota_of(&kept).map(|r| r.key.as_str()).collect::<Vec<_>>(), ["requests.cpu"]);
         assert_eq!(m.namespace_records().get("team-b"), Some(&(digest(b"b").as_str(), 1)));
@@ -508,6 +526,10 @@ mod tests {
         assert_eq!(Manifest::parse(&format!("{text}route \"a\"\n")), None, "a route without its namespace");
         assert_eq!(Manifest::parse(&format!("{text}route \"a\" \"b\" \"c\"\n")), None);
         assert_eq!(Manifest::parse(&format!("{text}quota [null,\"a\"]\n")), None, "a quota row cut short");
+        let row = |ns: &str, key: &str| format!("{text}quota [null,\"{ns}\",\"q\",\"{key}\",\"1\",\"2\",\"3\"]\n");
+        assert!(Manifest::parse(&row("team-a", "requests.cpu")).is_some());
+        assert_eq!(Manifest::parse(&row("team-a", "requests.cpu\\u001b[2J")), None, "a control character");
+        assert_eq!(Manifest::parse(&row("Team A", "requests.cpu")), None, "no namespace name");
         // A manifest of this version without the format (before quota rows).
         let unformatted = text.replacen(" manifest 2\n", "\n", 1);
         assert_eq!(Manifest::parse(&unformatted), None);

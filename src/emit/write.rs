@@ -211,46 +211,49 @@ impl Walked {
                 (rel, r)
             })
             .collect();
-        let mut ours = Vec::with_capacity(read.len());
-        for (rel, r) in read {
-            match r {
-                Ok(Some(contents)) => ours.push((rel, contents)),
-                Ok(None) => {
-                    existing.foreign.insert(rel);
-                }
-                Err(e) => {
-                    return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display())));
-                }
-            }
-        }
-        existing.ours = ours.into_iter().collect();
+        existing.ours = sort_read(out, read, &mut existing.foreign)?.into_iter().collect();
         Ok(existing)
     }
+}
+
+/// isvc's files of what was `read` under `out`, in order; the files found
+/// not to be isvc's go into `foreign`; the first error is the result.
+fn sort_read(
+    out: &Path,
+    read: Vec<(PathBuf, std::io::Result<Option<Contents>>)>,
+    foreign: &mut BTreeSet<PathBuf>,
+) -> Result<Vec<(PathBuf, Contents)>, Diagnostic> {
+    let mut ours = Vec::with_capacity(read.len());
+    for (rel, r) in read {
+        match r {
+            Ok(Some(contents)) => ours.push((rel, contents)),
+            Ok(None) => {
+                foreign.insert(rel);
+            }
+            Err(e) => return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(&rel).display()))),
+        }
+    }
+    Ok(ours)
 }
 
 impl Existing {
     /// isvc's files among those found that `keep` chooses, read again
     /// (under `out`) for their texts, as [`scan_texts`] reads them: what a
     /// diff of part of the tree compares with. A file that is no longer
-    /// isvc's is foreign; no other entry is listed.
-    pub fn texts_of(&self, out: &Path, keep: impl Fn(&Path) -> bool + Sync) -> Result<Existing, Diagnostic> {
-        let chosen: Vec<&PathBuf> = self.ours.keys().filter(|p| keep(p)).collect();
-        let read: Vec<(&PathBuf, std::io::Result<Option<Contents>>)> =
-            chosen.into_par_iter().map(|rel| (rel, read_if_ours(&out.join(rel), true).map(|(c, _)| c))).collect();
+    /// isvc's is foreign, one gone since is left out (as a walk now would
+    /// not find it); no other entry is listed.
+    pub fn texts_of(&self, out: &Path, keep: impl Fn(&Path) -> bool) -> Result<Existing, Diagnostic> {
+        let chosen: Vec<PathBuf> = self.ours.keys().filter(|p| keep(p)).cloned().collect();
+        let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = chosen
+            .into_par_iter()
+            .map(|rel| {
+                let r = read_if_ours(&out.join(&rel), true).map(|(c, _)| c);
+                (rel, r)
+            })
+            .filter(|(_, r)| !r.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound))
+            .collect();
         let mut existing = Existing::default();
-        for (rel, r) in read {
-            match r {
-                Ok(Some(contents)) => {
-                    existing.ours.insert(rel.clone(), contents);
-                }
-                Ok(None) => {
-                    existing.foreign.insert(rel.clone());
-                }
-                Err(e) => {
-                    return Err(Diagnostic::error(format!("cannot read {}: {e}", out.join(rel).display())));
-                }
-            }
-        }
+        existing.ours = sort_read(out, read, &mut existing.foreign)?.into_iter().collect();
         Ok(existing)
     }
 }

@@ -637,8 +637,23 @@ fn diff_verbose(dir: &Path, out: &str, format: &str) -> (i32, String, Option<Str
 
 #[test]
 fn a_partial_diff_reports_what_a_full_diff_reports() {
-    let dir = rendered_fleet();
+    let dir = setup("");
     let dir = dir.path();
+    fleet(dir);
+    // Every namespace a tenant's (namespaced policy objects, `_cluster/`
+    // namespaces), team-b's with a quota.
+    let mut platform = std::fs::read_to_string(dir.join("platform.yaml")).unwrap();
+    platform.push_str("tenants:\n");
+    for team in ["a", "b", "c", "d", "e"] {
+        platform.push_str(&format!("  - name: team-{team}\n"));
+        if team == "b" {
+            platform.push_str("    quota: {requests.nvidia.com/gpu: 64}\n");
+        }
+    }
+    std::fs::write(dir.join("platform.yaml"), platform).unwrap();
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
     // b.yaml changes (both.yaml shares team-b, and brings team-c in:
     // read, unchanged, kept); d.yaml's service moves to team-a; a new file
     // brings team-e.
@@ -664,7 +679,8 @@ fn a_partial_diff_reports_what_a_full_diff_reports() {
     write(dir, "e.yaml", &doc("fresh", "team-e", "replicas: 3"));
     let (code, partial, read) = diff_verbose(dir, "rendered", "text");
     assert_eq!(read.as_deref(), Some("read 1 of 6 input files; 3 namespaces unchanged"));
-    assert_eq!((code, partial.clone()), (diff_verbose(dir, "full", "text").0, diff_verbose(dir, "full", "text").1));
+    let full = diff_verbose(dir, "full", "text");
+    assert_eq!((code, partial.clone()), (full.0, full.1));
     assert!(partial.contains("0 added, 2 changed, 0 removed, "), "{partial}");
     // A hand edit in an unchanged namespace: the manifest no longer
     // describes the tree, and the diff compiles everything to show it.
