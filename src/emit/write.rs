@@ -731,7 +731,8 @@ fn write_swap(
     }
     if changes.paths().any(|p| p == record) {
         match planned.get(record) {
-            Some(contents) => write_atomic(
+            Some(contents) => write_beside(
+                parent,
                 &out.join(record),
                 planned_text(record, contents).map_err(|e| fail_write(out, record, e))?,
             )?,
@@ -1119,6 +1120,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// Writes `bytes` to `path` atomically through a temporary file in a
+/// staging directory in `parent` (the tree's parent), so a run killed
+/// before the rename leaves nothing in the tree: the next run removes the
+/// staging directory ([`remove_leftovers`]). Where `parent` is on another
+/// file system than `path` (the tree is a mount point), the temporary file
+/// is written beside `path` ([`write_atomic`]).
+fn write_beside(parent: &Path, path: &Path, bytes: &[u8]) -> Result<(), Diagnostic> {
+    let Ok(staging) = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent) else {
+        return write_atomic(path, bytes);
+    };
+    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
+    let tmp = staging.path().join("file");
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(fail)?;
+    file.write_all(bytes).map_err(fail)?;
+    file.set_permissions(readable()).map_err(fail)?;
+    drop(file);
+    match std::fs::rename(&tmp, path) {
+        Ok(()) => Ok(()),
+        Err(e) if is_cross_device(&e) => write_atomic(path, bytes),
+        Err(e) => Err(fail(e)),
+    }
+}
+
 /// `bytes` in a temporary file beside `path`, ready to be renamed over it
 /// (removed if dropped instead).
 fn stage_file(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, Diagnostic> {
@@ -1243,6 +1267,29 @@ mod tests {
         let existing = scan(dir.path(), &StatCache::off()).unwrap();
         assert_eq!(existing.ours.len(), 1);
         assert_eq!(existing.ours.keys().next().unwrap().components().count(), 1501);
+    }
+
+    #[test]
+    fn a_file_written_beside_the_tree_is_staged_outside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join(MANIFEST), "old").unwrap();
+        write_beside(dir.path(), &out.join(MANIFEST), b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(out.join(MANIFEST)).unwrap(), "new");
+        // Nothing left in the tree or beside it: a killed run's staging
+        // directory would be the next run's to remove.
+        let names = |d: &Path| -> Vec<String> {
+            std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+        };
+        assert_eq!(names(&out), [MANIFEST]);
+        assert_eq!(names(dir.path()), ["out"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(out.join(MANIFEST)).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o644);
+        }
     }
 
     #[test]

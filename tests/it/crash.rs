@@ -2,7 +2,7 @@
 //! mix; two renders into the same directory do not interleave; a re-render
 //! keeps the inode and modification time of every file it does not change.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -46,6 +46,21 @@ fn render(dir: &Path) {
     let status =
         Command::new(bin()).current_dir(dir).args(["render", "services", "--out", "rendered"]).status().unwrap();
     assert!(status.success());
+}
+
+/// The paths where `now` differs from `tree` (the first few).
+fn differences(now: &BTreeMap<PathBuf, Vec<u8>>, tree: &BTreeMap<PathBuf, Vec<u8>>) -> String {
+    let paths: BTreeSet<&PathBuf> = now.keys().chain(tree.keys()).collect();
+    let differ: Vec<String> = paths
+        .into_iter()
+        .filter(|p| now.get(*p) != tree.get(*p))
+        .map(|p| match (now.contains_key(p), tree.contains_key(p)) {
+            (true, false) => format!("{} extra", p.display()),
+            (false, true) => format!("{} missing", p.display()),
+            _ => format!("{} other bytes", p.display()),
+        })
+        .collect();
+    format!("{} paths: {}", differ.len(), differ.iter().take(5).cloned().collect::<Vec<_>>().join(", "))
 }
 
 #[test]
@@ -93,7 +108,12 @@ fn a_killed_render_leaves_the_old_tree_or_the_new_one() {
         } else if now == new_tree {
             saw_new += 1;
         } else {
-            panic!("round {round}: a render killed after {delay:?} left a mixed tree");
+            panic!(
+                "round {round}: a render killed after {delay:?} left a mixed tree; against the old one: {}; \
+                 against the new one: {}",
+                differences(&now, &old_tree),
+                differences(&now, &new_tree)
+            );
         }
         // Bring the tree to a known state for the next round.
         render(d);
