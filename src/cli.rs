@@ -1034,9 +1034,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         if args.check {
             status(&format!("{} is up to date ({files} files)", out.display()));
         } else {
-            if !recorded.quota.is_empty() {
-                status(crate::report::quota::format_quota_table(&recorded.quota).trim_end());
-            }
+            say_quota(&recorded.quota);
             let unchanged = output::Changes { unchanged: files, ..Default::default() };
             status(&rendered_summary(recorded.objects, &args.inputs.paths, &out, files, &unchanged));
         }
@@ -1131,9 +1129,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             }
         }
     }
-    if !recorded.quota.is_empty() {
-        status(crate::report::quota::format_quota_table(&recorded.quota).trim_end());
-    }
+    say_quota(&recorded.quota);
     status(&rendered_summary(rendered, &args.inputs.paths, &out, tree.len(), &changes));
     // The process ends here; freeing tens of thousands of files one by one
     // (the tree written, the tree found, the cache's entries) would only
@@ -1292,6 +1288,13 @@ fn say_read(selection: Option<&Selection<'_>>, files: &[InputFile], reused: &BTr
             files.len(),
             reused.len()
         ));
+    }
+}
+
+/// Prints the quota table of `rows`, if any.
+fn say_quota(rows: &[crate::compiler::admission::QuotaUsage]) {
+    if !rows.is_empty() {
+        status(crate::report::quota::format_quota_table(rows).trim_end());
     }
 }
 

@@ -1130,23 +1130,22 @@ fn write_beside(parent: &Path, path: &Path, bytes: &[u8]) -> Result<(), Diagnost
     let Ok(staging) = tempfile::Builder::new().prefix(STAGE_PREFIX).tempdir_in(parent) else {
         return write_atomic(path, bytes);
     };
-    let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
-    let tmp = staging.path().join("file");
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(fail)?;
-    file.write_all(bytes).map_err(fail)?;
-    file.set_permissions(readable()).map_err(fail)?;
-    drop(file);
-    match std::fs::rename(&tmp, path) {
-        Ok(()) => Ok(()),
-        Err(e) if is_cross_device(&e) => write_atomic(path, bytes),
-        Err(e) => Err(fail(e)),
+    let tmp = stage_file_in(staging.path(), path, bytes)?;
+    match tmp.persist(path) {
+        Ok(_) => Ok(()),
+        Err(e) if is_cross_device(&e.error) => write_atomic(path, bytes),
+        Err(e) => Err(Diagnostic::error(format!("cannot write {}: {}", path.display(), e.error))),
     }
 }
 
 /// `bytes` in a temporary file beside `path`, ready to be renamed over it
 /// (removed if dropped instead).
 fn stage_file(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, Diagnostic> {
-    let dir = path.parent().unwrap_or(Path::new("."));
+    stage_file_in(path.parent().unwrap_or(Path::new(".")), path, bytes)
+}
+
+/// [`stage_file`], the temporary file in `dir`.
+fn stage_file_in(dir: &Path, path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile, Diagnostic> {
     let fail = |e: std::io::Error| Diagnostic::error(format!("cannot write {}: {e}", path.display()));
     let mut tmp =
         tempfile::Builder::new().prefix(TEMP_PREFIX).permissions(readable()).tempfile_in(dir).map_err(fail)?;
