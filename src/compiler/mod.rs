@@ -512,6 +512,7 @@ impl Stage<'_> {
         let whole = groups.len() == 1;
         // The namespaces of the groups compiled.
         let mut compiled = BTreeSet::new();
+        let mut todo = Vec::new();
         for (namespace, group) in groups {
             if self.reuse.contains(&namespace) {
                 out.reused.insert(namespace);
@@ -519,12 +520,41 @@ impl Stage<'_> {
             }
             compiled.extend(group.services.iter().map(|s| s.service.namespace_or_default().to_string()));
             compiled.extend(group.objects.iter().filter_map(|o| o.id.namespace.clone()));
-            let mut objects = self.render(&group.services, platform, &mut out.diags);
+            todo.push(group);
+        }
+        // A group is rendered while the one before it is checked (where
+        // `T` allows it: [`Held::OVERLAP`]): sorting, indexing, admission
+        // and most rules run on one thread, and the next group's derive and
+        // render fill the other cores meanwhile (benches/README.md). At
+        // most two groups' objects are alive at once. The errors of a
+        // group's render join `diags` before its own check, as one group
+        // after another would have them.
+        let render = |group: Group<'_>| {
+            let mut diags = Diagnostics::new();
+            let mut objects = self.render(&group.services, platform, &mut diags);
             objects.extend(group.objects);
+            (objects, diags)
+        };
+        let mut todo = todo.into_iter();
+        let mut next = todo.next().map(render);
+        while let Some((mut objects, diags)) = next.take() {
+            out.diags.extend(diags);
             if whole {
                 objects.append(&mut shared);
             }
-            self.check_group(&shared, objects, services, platform, &mut out);
+            let following = todo.next();
+            if T::OVERLAP {
+                let out = &mut out;
+                let shared = &shared;
+                next = rayon::join(
+                    || self.check_group(shared, objects, services, platform, out),
+                    || following.map(render),
+                )
+                .1;
+            } else {
+                self.check_group(&shared, objects, services, platform, &mut out);
+                next = following.map(render);
+            }
         }
         // A namespace to keep of which nothing was read (its services' files
         // left unread, see `Options::reuse`) is left out as well.

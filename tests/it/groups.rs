@@ -243,3 +243,37 @@ fn a_queue_is_admitted_over_every_namespace_of_its_tenant() {
     assert!(both.contains("queue \"serving\" of tenant \"search\" can admit at most nvidia.com/gpu=4"), "{both}");
     assert!(Test::new().service(services[0].clone()).platform(platform).compile().is_ok());
 }
+
+#[test]
+fn errors_of_several_namespaces_are_the_same_whether_groups_overlap_or_not() {
+    // A render renders one namespace while it checks the one before it
+    // (`Held::OVERLAP`), `render --stdout` one after the other: both
+    // report every namespace's errors, in one order.
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  \
+                    - {name: a, quota: {requests.nvidia.com/gpu: 1}}\n  \
+                    - {name: b, quota: {requests.nvidia.com/gpu: 8}}\n  \
+                    - {name: c, quota: {requests.nvidia.com/gpu: 1}}\n";
+    let services = [
+        service("x", "a", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
+        service("y", "b", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
+        service("z", "c", "baseModel: Qwen/Qwen3-8B, replicas: 3, gpusPerReplica: 2"),
+        service("w", "d", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
+    ]
+    .concat();
+    let inputs = Test::new().file("services/fleet.yaml", services).platform(platform).inputs().unwrap();
+    let errors = |overlapped: bool| {
+        let compiler = Compiler::new(&inputs, Options::default());
+        let result = if overlapped {
+            compiler.compile_held::<Written>().map(|_| ())
+        } else {
+            compiler.compile_held::<isvc::model::objects::Streamed>().map(|_| ())
+        };
+        result.expect_err("quotas of two tenants are exceeded").render(false)
+    };
+    let (overlapped, one_by_one) = (errors(true), errors(false));
+    assert_eq!(overlapped, one_by_one);
+    for ns in ["namespace a", "namespace c"] {
+        assert!(overlapped.contains(ns), "{ns} in: {overlapped}");
+    }
+    assert!(!overlapped.contains("namespace b"), "{overlapped}");
+}
