@@ -4,7 +4,6 @@
 //! Admission and the rules read it.
 
 use crate::base::value::At;
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -12,6 +11,11 @@ use serde_json::{Map, Value};
 use crate::base::quantity::Quantity;
 use crate::k8s::admission;
 use crate::model::objects::Object;
+
+/// The index's maps: keyed by names of the objects, hashed with foldhash
+/// (seeded per process) rather than SipHash; the index is built for every
+/// group a compile checks.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Lookups the rules share, built once per run.
 pub(crate) struct Context<'a> {
@@ -64,13 +68,13 @@ impl<'a> Context<'a> {
         I: IntoIterator<Item = &'a Object> + Clone,
     {
         let mut cx = Context {
-            pods_by_label: HashMap::new(),
-            ids: HashMap::new(),
-            autoscalers: HashMap::new(),
-            workloads: HashMap::new(),
-            workload_at: HashMap::new(),
-            quota_usage: HashMap::new(),
-            by_kind: HashMap::new(),
+            pods_by_label: HashMap::default(),
+            ids: HashMap::default(),
+            autoscalers: HashMap::default(),
+            workloads: HashMap::default(),
+            workload_at: HashMap::default(),
+            quota_usage: HashMap::default(),
+            by_kind: HashMap::default(),
             default_priority_class: None,
         };
         for o in objects.clone() {
