@@ -282,8 +282,9 @@ pub enum Memory {
     /// --kind`).
     Peak,
     /// A render into a tree, or of every object to standard output with
-    /// the texts packed: it holds one namespace's objects at a time, and
-    /// its time matters more. And `diff`, whose peak is the fleet's
+    /// the texts packed: it holds the objects of one namespace at a time
+    /// (two, in a render into a tree: the next one renders while one is
+    /// checked), and its time matters more. And `diff`, whose peak is the fleet's
     /// objects and the tree's texts, all alive at once, which no delay
     /// changes.
     Time,

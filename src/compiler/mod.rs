@@ -163,7 +163,8 @@ impl<'a> Compiler<'a> {
 
     /// [`Compiler::compile`], keeping each object as `T` once its checks
     /// have run: [`Written`](crate::model::objects::Written) keeps only its
-    /// file's text, so a render holds one namespace's objects at a time.
+    /// file's text, so a render holds the objects of at most two
+    /// namespaces at a time (see [`Held::OVERLAP`]).
     pub fn compile_held<T: Held>(&self) -> Result<Compilation<T>, Diagnostics> {
         self.references()?;
         let platform = self.platform()?;
@@ -475,8 +476,10 @@ impl Stage<'_> {
 
     /// Renders, admits and checks one cluster's objects a [`Group`] at a
     /// time, keeping each group's objects as `T` once checked: a render
-    /// never holds more than one group's objects. An error before the
-    /// rules stops it, once every group has reported its errors.
+    /// never holds the objects of more than two groups, the one checked
+    /// and the next, rendered meanwhile ([`Held::OVERLAP`]; one, for
+    /// `render --stdout`). An error before the rules stops it, once every
+    /// group has reported its errors.
     fn checked<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked<T>, Diagnostics> {
         let mut out = Checked {
             objects: Vec::new(),
