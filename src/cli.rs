@@ -279,7 +279,8 @@ fn verbosity() -> u8 {
 pub enum Memory {
     /// Its peak matters most: a run that may hold the whole fleet's
     /// objects, or the unpacked texts of some kinds (`render --stdout
-    /// --kind`).
+    /// --kind`, which also holds the objects of two namespaces as a render
+    /// into a tree does).
     Peak,
     /// A render into a tree, or of every object to standard output with
     /// the texts packed: it holds the objects of one namespace at a time
@@ -311,8 +312,9 @@ pub fn main() -> ExitCode {
     main_with(|_| {})
 }
 
-/// What `command`'s memory is spent on: a render into a tree holds one
-/// namespace's objects at a time, and a render of every object to
+/// What `command`'s memory is spent on: a render into a tree holds the
+/// objects of two namespaces at a time (one checked, the next rendered
+/// meanwhile: `Held::OVERLAP`), and a render of every object to
 /// standard output holds their texts packed (`Streamed`, 108 MiB at
 /// 10,000 services with the allocator's default delay, against 131 MiB
 /// for the unpacked texts with none). Other runs may hold the objects, or

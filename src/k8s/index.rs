@@ -13,8 +13,9 @@ use crate::k8s::admission;
 use crate::model::objects::Object;
 
 /// The index's maps: keyed by names of the objects, hashed with foldhash
-/// (seeded per process) rather than SipHash; the index is built for every
-/// group a compile checks.
+/// (randomly seeded, as std's SipHash is) rather than SipHash; the index is
+/// built for every group a compile checks. Nothing reads them in their
+/// order without sorting.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Lookups the rules share, built once per run.

@@ -191,8 +191,10 @@ pub trait Held: Send + Sized {
 
     /// Whether a compile may render a group while it checks the one
     /// before it, holding the objects of two groups at once
-    /// (`compiler::Stage::checked`): yes, but for what `render --stdout`
-    /// holds, whose peak memory is the one a fleet's size bounds.
+    /// (`compiler::Stage::checked`): yes (a render into a tree or of some
+    /// kinds, `diff`, `plan`, `check`), but for what `render --stdout` of
+    /// every object holds ([`Streamed`]), whose peak memory is the one a
+    /// fleet's size bounds.
     const OVERLAP: bool = true;
 }
 

@@ -244,36 +244,63 @@ fn a_queue_is_admitted_over_every_namespace_of_its_tenant() {
     assert!(Test::new().service(services[0].clone()).platform(platform).compile().is_ok());
 }
 
+/// A platform of three tenants with GPU quotas, and a CPU limit per GPU.
+const QUOTAS: &str = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n\
+                      defaults:\n  resources: {cpuLimitPerGpu: 8}\ntenants:\n  \
+                      - {name: a, quota: {requests.nvidia.com/gpu: 1}}\n  \
+                      - {name: b, quota: {requests.nvidia.com/gpu: 8}}\n  \
+                      - {name: c, quota: {requests.nvidia.com/gpu: 1}}\n";
+
+/// `compile_held::<T>()`'s errors, rendered.
+fn errors_of<T: isvc::model::objects::Held>(inputs: &Inputs) -> String {
+    match Compiler::new(inputs, Options::default()).compile_held::<T>() {
+        Ok(_) => panic!("the inputs were meant to fail"),
+        Err(d) => d.render(false),
+    }
+}
+
 #[test]
 fn errors_of_several_namespaces_are_the_same_whether_groups_overlap_or_not() {
     // A render renders one namespace while it checks the one before it
     // (`Held::OVERLAP`), `render --stdout` one after the other: both
-    // report every namespace's errors, in one order.
-    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ntenants:\n  \
-                    - {name: a, quota: {requests.nvidia.com/gpu: 1}}\n  \
-                    - {name: b, quota: {requests.nvidia.com/gpu: 8}}\n  \
-                    - {name: c, quota: {requests.nvidia.com/gpu: 1}}\n";
+    // report every namespace's errors, in one order: those of the render
+    // (a service that cannot be derived, in a namespace after others) and
+    // those of the check (quotas).
     let services = [
         service("x", "a", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
         service("y", "b", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
         service("z", "c", "baseModel: Qwen/Qwen3-8B, replicas: 3, gpusPerReplica: 2"),
-        service("w", "d", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
+        service("w", "d", "baseModel: Qwen/Qwen3-8B, replicas: 1, gpusPerReplica: 2, resources: {cpu: 32}"),
+        service("v", "e", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
     ]
     .concat();
-    let inputs = Test::new().file("services/fleet.yaml", services).platform(platform).inputs().unwrap();
-    let errors = |overlapped: bool| {
-        let compiler = Compiler::new(&inputs, Options::default());
-        let result = if overlapped {
-            compiler.compile_held::<Written>().map(|_| ())
-        } else {
-            compiler.compile_held::<isvc::model::objects::Streamed>().map(|_| ())
-        };
-        result.expect_err("quotas of two tenants are exceeded").render(false)
-    };
-    let (overlapped, one_by_one) = (errors(true), errors(false));
-    assert_eq!(overlapped, one_by_one);
-    for ns in ["namespace a", "namespace c"] {
-        assert!(overlapped.contains(ns), "{ns} in: {overlapped}");
+    let inputs = Test::new().file("services/fleet.yaml", services).platform(QUOTAS).inputs().unwrap();
+    let overlapped = errors_of::<Written>(&inputs);
+    assert_eq!(overlapped, errors_of::<isvc::model::objects::Streamed>(&inputs));
+    for part in ["namespace a", "namespace c", "cannot derive w"] {
+        assert!(overlapped.contains(part), "{part} in: {overlapped}");
     }
     assert!(!overlapped.contains("namespace b"), "{overlapped}");
+}
+
+#[test]
+fn a_fleet_renders_the_same_stream_and_quota_rows_whether_groups_overlap_or_not() {
+    use isvc::model::objects::{Stream, Streamed};
+    let services: String = (0..12)
+        .map(|i| {
+            let ns = ["a", "b", "c", "d"][i % 4];
+            service(&format!("s{i}"), ns, &format!("baseModel: Qwen/Qwen3-0.6B, replicas: {}", i % 3))
+        })
+        .collect();
+    let platform = QUOTAS.replace("gpu: 1}", "gpu: 64}").replace("gpu: 8}", "gpu: 64}");
+    let inputs = Test::new().file("services/fleet.yaml", services).platform(&platform).inputs().unwrap();
+    let compiler = Compiler::new(&inputs, Options::default());
+    let written = compiler.compile_held::<Written>().unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let streamed = compiler.compile_held::<Streamed>().unwrap();
+    let mut one_by_one = Vec::new();
+    Stream::of(&streamed.objects).unwrap().write(&mut one_by_one).unwrap();
+    let overlapped: String = written.objects.iter().map(|w| format!("---\n{}", w.text)).collect();
+    assert_eq!(overlapped, String::from_utf8(one_by_one).unwrap());
+    assert!(!written.quota.is_empty());
+    assert_eq!(written.quota, streamed.quota);
 }
