@@ -554,6 +554,9 @@ impl Stage<'_> {
                     || following.map(render),
                 )
                 .1;
+                if let Some(checked) = out.held.last_mut() {
+                    T::compact(checked);
+                }
             } else {
                 self.check_group(&shared, objects, services, platform, &mut out);
                 next = following.map(render);
@@ -566,6 +569,11 @@ impl Stage<'_> {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
             self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut out);
+            if T::OVERLAP
+                && let Some(checked) = out.held.last_mut()
+            {
+                T::compact(checked);
+            }
         }
         if out.diags.has_errors() {
             out.diags.sort();
@@ -611,7 +619,13 @@ impl Stage<'_> {
             gitops::annotate(&mut objects, engine);
         }
         let mut held = T::hold(objects);
-        T::compact(&mut held);
+        // Where the next group renders meanwhile (`Held::OVERLAP`), what is
+        // held is compacted once that render is done (`Stage::checked`):
+        // copies made beside the next group's allocations would share their
+        // pages, which stay in use once this group's are freed.
+        if !T::OVERLAP {
+            T::compact(&mut held);
+        }
         out.held.push(held);
     }
 

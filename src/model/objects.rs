@@ -186,7 +186,8 @@ pub trait Held: Send + Sized {
     fn object(&self) -> &Object;
     fn object_mut(&mut self) -> &mut Object;
     /// Moves what is held into fresh memory, called once the rest of its
-    /// group is freed (by default, nothing).
+    /// group is freed and, where groups overlap, the next one rendered (by
+    /// default, nothing).
     fn compact(_held: &mut [Self]) {}
 
     /// Whether a compile may render a group while it checks the one
