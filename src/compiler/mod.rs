@@ -347,6 +347,18 @@ struct Checked<T> {
     reused: BTreeSet<String>,
 }
 
+impl<T: Held> Checked<T> {
+    /// Keeps a group's `held` objects, compacted ([`Held::compact`]). Where
+    /// the next group renders while this one is checked
+    /// ([`Held::OVERLAP`]), this runs once that render is done: copies
+    /// made beside the next group's allocations would share their pages,
+    /// which stay in use once this group's are freed.
+    fn keep(&mut self, mut held: Vec<T>) {
+        T::compact(&mut held);
+        self.held.push(held);
+    }
+}
+
 /// What every cluster's compile shares: the templates, how headers name
 /// input files, the platform file's name, the rules and the GitOps engine
 /// whose annotations the objects get.
@@ -547,18 +559,15 @@ impl Stage<'_> {
             }
             let following = todo.next();
             if T::OVERLAP {
-                let out = &mut out;
-                let shared = &shared;
-                next = rayon::join(
-                    || self.check_group(shared, objects, services, platform, out),
-                    || following.map(render),
-                )
-                .1;
-                if let Some(checked) = out.held.last_mut() {
-                    T::compact(checked);
-                }
+                let (held, rendered) = {
+                    let (out, shared) = (&mut out, &shared);
+                    rayon::join(|| self.check_group(shared, objects, services, platform, out), || following.map(render))
+                };
+                out.keep(held);
+                next = rendered;
             } else {
-                self.check_group(&shared, objects, services, platform, &mut out);
+                let held = self.check_group(&shared, objects, services, platform, &mut out);
+                out.keep(held);
                 next = following.map(render);
             }
         }
@@ -568,12 +577,8 @@ impl Stage<'_> {
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
-            self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut out);
-            if T::OVERLAP
-                && let Some(checked) = out.held.last_mut()
-            {
-                T::compact(checked);
-            }
+            let held = self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut out);
+            out.keep(held);
         }
         if out.diags.has_errors() {
             out.diags.sort();
@@ -592,8 +597,9 @@ impl Stage<'_> {
 
     /// Indexes a group's `objects` with the `shared` cluster-scoped ones,
     /// admits them (quotas and Kueue's queues), runs every rule over them
-    /// unless an error was found, annotates them for the GitOps engine and
-    /// keeps them as `T`, its errors in `out.diags`.
+    /// unless an error was found and annotates them for the GitOps engine,
+    /// its errors in `out.diags`: the group's objects as `T`, for
+    /// [`Checked::keep`].
     fn check_group<T: Held>(
         &self,
         shared: &[Object],
@@ -601,7 +607,7 @@ impl Stage<'_> {
         services: &[LoadedService],
         platform: &Platform,
         out: &mut Checked<T>,
-    ) {
+    ) -> Vec<T> {
         let diags = &mut out.diags;
         objects::sort(&mut objects);
         diags.extend(adapters::unmounted(&objects));
@@ -618,15 +624,7 @@ impl Stage<'_> {
         if let Some(engine) = self.engine {
             gitops::annotate(&mut objects, engine);
         }
-        let mut held = T::hold(objects);
-        // Where the next group renders meanwhile (`Held::OVERLAP`), what is
-        // held is compacted once that render is done (`Stage::checked`):
-        // copies made beside the next group's allocations would share their
-        // pages, which stay in use once this group's are freed.
-        if !T::OVERLAP {
-            T::compact(&mut held);
-        }
-        out.held.push(held);
+        T::hold(objects)
     }
 
     /// The objects of `services` that rendered; the errors of those that
