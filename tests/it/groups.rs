@@ -82,6 +82,11 @@ fn service(name: &str, ns: &str, spec: &str) -> String {
     )
 }
 
+/// The inputs of one file holding `services` ([`service`]), with `platform`.
+fn fleet(services: impl AsRef<[String]>, platform: &str) -> Inputs {
+    Test::new().file("services/fleet.yaml", services.as_ref().concat()).platform(platform).inputs().unwrap()
+}
+
 #[test]
 fn namespaces_of_several_tenants_checked_apart_have_the_findings_of_one_index() {
     let services = [
@@ -90,9 +95,8 @@ fn namespaces_of_several_tenants_checked_apart_have_the_findings_of_one_index() 
         service("canary", "search-dev", "baseModel: Qwen/Qwen3-Reranker-8B, replicas: 1, gpusPerReplica: 2"),
         service("assistant", "chat", "baseModel: Qwen/Qwen3-8B, autoscaling: {min: 1, max: 4, targetQueueLength: 8}"),
         service("stray", "lab", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
-    ]
-    .concat();
-    let inputs = Test::new().file("services/fleet.yaml", services).platform(PLATFORM).inputs().unwrap();
+    ];
+    let inputs = fleet(services, PLATFORM);
     let findings = assert_grouped_equals_whole(&inputs, "three tenants");
     assert!(findings > 0, "the inputs were meant to have findings");
 }
@@ -214,9 +218,8 @@ fn kueue_cohorts_checked_apart_have_the_findings_of_one_index() {
         service("nightly", "eval", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
         service("assistant", "chat", "baseModel: Qwen/Qwen3-8B, replicas: 2"),
         service("notebook", "lab", "baseModel: Qwen/Qwen3-0.6B, replicas: 1"),
-    ]
-    .concat();
-    let inputs = Test::new().file("services/fleet.yaml", services).platform(COHORTS).inputs().unwrap();
+    ];
+    let inputs = fleet(services, COHORTS);
     assert_grouped_equals_whole(&inputs, "two cohorts");
     // The namespace of the tenant without queues is compiled on its own,
     // and can be kept; the cohorts' namespaces cannot.
@@ -272,9 +275,8 @@ fn errors_of_several_namespaces_are_the_same_whether_groups_overlap_or_not() {
         service("z", "c", "baseModel: Qwen/Qwen3-8B, replicas: 3, gpusPerReplica: 2"),
         service("w", "d", "baseModel: Qwen/Qwen3-8B, replicas: 1, gpusPerReplica: 2, resources: {cpu: 32}"),
         service("v", "e", "baseModel: Qwen/Qwen3-8B, replicas: 1"),
-    ]
-    .concat();
-    let inputs = Test::new().file("services/fleet.yaml", services).platform(QUOTAS).inputs().unwrap();
+    ];
+    let inputs = fleet(services, QUOTAS);
     let overlapped = errors_of::<Written>(&inputs);
     assert_eq!(overlapped, errors_of::<isvc::model::objects::Streamed>(&inputs));
     for part in ["namespace a", "namespace c", "cannot derive w"] {
@@ -286,14 +288,14 @@ fn errors_of_several_namespaces_are_the_same_whether_groups_overlap_or_not() {
 #[test]
 fn a_fleet_renders_the_same_stream_and_quota_rows_whether_groups_overlap_or_not() {
     use isvc::model::objects::{Stream, Streamed};
-    let services: String = (0..12)
+    let services: Vec<String> = (0..12)
         .map(|i| {
             let ns = ["a", "b", "c", "d"][i % 4];
             service(&format!("s{i}"), ns, &format!("baseModel: Qwen/Qwen3-0.6B, replicas: {}", i % 3))
         })
         .collect();
     let platform = QUOTAS.replace("gpu: 1}", "gpu: 64}").replace("gpu: 8}", "gpu: 64}");
-    let inputs = Test::new().file("services/fleet.yaml", services).platform(&platform).inputs().unwrap();
+    let inputs = fleet(services, &platform);
     let compiler = Compiler::new(&inputs, Options::default());
     let written = compiler.compile_held::<Written>().unwrap_or_else(|d| panic!("{}", d.render(false)));
     let streamed = compiler.compile_held::<Streamed>().unwrap();
