@@ -11,8 +11,8 @@
 FROM rust:1-bookworm AS build
 WORKDIR /build
 COPY . .
-RUN cargo build --locked --release \
- && install -D -m 0755 target/release/isvc /out/isvc
+RUN cargo build --locked --profile dist \
+ && install -D -m 0755 target/dist/isvc /out/isvc
 
 FROM debian:bookworm-slim
 COPY --from=build /out/isvc /usr/local/bin/isvc

@@ -43,9 +43,9 @@ fi
 
 # ---------------------------------------------------------------- tools
 
-log "building isvc (release)"
-(cd "$ROOT" && cargo build --release --quiet) || die "cargo build --release failed"
-ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/release/isvc
+log "building isvc (--profile dist, as released: several minutes)"
+(cd "$ROOT" && cargo build --profile dist --quiet) || die "cargo build --profile dist failed"
+ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/dist/isvc
 [[ -x $ISVC ]] || die "no binary at $ISVC"
 export ISVC
 
