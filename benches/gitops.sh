@@ -36,9 +36,9 @@ command -v kubectl >/dev/null || die "no kubectl on PATH"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/isvc-gitops.XXXXXX")
 if [[ ${KEEP:-} == 1 ]]; then trap 'log "kept $WORK"' EXIT; else trap 'rm -rf "$WORK"' EXIT; fi
 
-log "building isvc (--profile dist, as released: several minutes)"
-(cd "$ROOT" && cargo build --profile dist --quiet) || die "cargo build --profile dist failed"
-ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/dist/isvc
+log "building isvc (release)"
+(cd "$ROOT" && cargo build --release --quiet) || die "cargo build --release failed"
+ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/release/isvc
 
 # shellcheck source=benches/gen.sh
 source "$BENCH_DIR/gen.sh"
