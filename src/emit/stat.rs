@@ -31,6 +31,10 @@
 //! `ISVC_CACHE_DIR=` (empty) turns the cache off (docs/output.md).
 
 use std::collections::HashMap;
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -118,18 +122,9 @@ struct Entry {
     digest: String,
 }
 
-/// An entry of the cache as found, and whether this run used it.
-#[derive(Debug)]
-struct Found {
-    entry: Entry,
-    used: AtomicBool,
-}
-
 /// Entries by path, one map for each [`Kind`] (indexed by `kind as
-/// usize`). A path is kept as its text: a path that is not UTF-8 is never
-/// recorded (the file is read each time). The hasher is foldhash's: the
-/// keys are the user's own paths, read by the user's own runs, and a
-/// collision costs time, never a wrong answer.
+/// usize`): those a run learned. A path is kept as its text: a path that
+/// is not UTF-8 is never recorded (the file is read each time).
 type ByPath<V> = [HashMap<Box<str>, V, foldhash::fast::RandomState>; 2];
 
 /// The digests of files read by earlier runs (see the module's comment).
@@ -141,17 +136,154 @@ pub struct StatCache {
     file: Option<PathBuf>,
     /// When this run began, in nanoseconds since the epoch.
     start_ns: i128,
-    old: ByPath<Found>,
-    /// The entry lines of the file read, of the same file or not.
-    lines: usize,
+    /// The file read, of the same file or not.
+    old: Old,
     /// Entries this run read the file for.
     new: Mutex<ByPath<Entry>>,
+}
+
+/// Where an entry's line and its path lie in [`Old`]'s text, and the hash
+/// of its path.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    hash: u64,
+    /// The status it records.
+    stat: Stat,
+    /// The line, without its newline: `start..end` of the text. Its
+    /// digest is the line's bytes 2 to 34 ([`parse_line`]).
+    line: (u32, u32),
+    /// Its path: `start..end` of the text, or of the unquoted paths where
+    /// the path has escapes.
+    path: (u32, u32),
+    escaped: bool,
+}
+
+/// The cache file as read: its text, and its entries indexed by kind and
+/// path (where a file has several lines, the last one). Each line is
+/// parsed when the file is read, and nothing is held for it but its status
+/// and where it lies: reading a cache of tens of thousands of lines
+/// allocates little more than its text (a map of owned paths and digests
+/// took several times the file's size, most of the memory of a tree's
+/// survey).
+#[derive(Debug, Default)]
+struct Old {
+    /// The entry lines.
+    text: String,
+    /// The paths written with escapes, unquoted.
+    unquoted: String,
+    slots: Vec<Slot>,
+    /// Whether this run used each slot's entry.
+    used: Vec<AtomicBool>,
+    /// Slots by path, one table for each [`Kind`] (indexed by `kind as
+    /// usize`). The hasher is foldhash's: the keys are the user's own
+    /// paths, read by the user's own runs, and a collision costs time,
+    /// never a wrong answer.
+    index: [HashTable<u32>; 2],
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Old {
+    /// The cache file's `text`, its first line checked and left out;
+    /// `None` for anything but a cache file, or one with a damaged line.
+    /// The lines are checked in parallel (a tree of 30,000 files has as
+    /// many).
+    fn parse(text: String) -> Option<Old> {
+        use hashbrown::hash_table::Entry;
+        use rayon::prelude::*;
+        use std::borrow::Cow;
+        let rest = text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?;
+        let mut lines: Vec<(usize, &str)> = Vec::new();
+        let mut at = text.len() - rest.len();
+        for line in rest.split_inclusive('\n') {
+            lines.push((at, line));
+            at += line.len();
+        }
+        let hasher = foldhash::fast::RandomState::default();
+        let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
+        // Each line's kind and slot, and its path where it is unquoted.
+        let parsed: Vec<(Kind, Slot, Option<String>)> = lines
+            .par_iter()
+            .map(|&(at, line)| {
+                // Every line ends with its newline: a run killed while it
+                // appended may leave a last line cut anywhere.
+                let line = line.strip_suffix('\n')?;
+                let (kind, stat, path) = parse_line(line)?;
+                let hash = hasher.hash_one(&*path);
+                let line_at = span(at, at + line.len())?;
+                Some(match path {
+                    Cow::Borrowed(p) => {
+                        // A slice of the line: where it lies in the text.
+                        let start = at + (p.as_ptr() as usize - line.as_ptr() as usize);
+                        let path = span(start, start + p.len())?;
+                        (kind, Slot { hash, stat, line: line_at, path, escaped: false }, None)
+                    }
+                    Cow::Owned(p) => (kind, Slot { hash, stat, line: line_at, path: (0, 0), escaped: true }, Some(p)),
+                })
+            })
+            .collect::<Option<_>>()?;
+        drop(lines);
+        let mut old = Old { text, hasher, ..Old::default() };
+        old.slots.reserve_exact(parsed.len());
+        old.used = parsed.iter().map(|_| AtomicBool::new(false)).collect();
+        for (kind, mut slot, unquoted) in parsed {
+            if let Some(p) = unquoted {
+                let start = old.unquoted.len();
+                old.unquoted.push_str(&p);
+                slot.path = span(start, old.unquoted.len())?;
+            }
+            let i = u32::try_from(old.slots.len()).ok()?;
+            old.slots.push(slot);
+            let Old { text, unquoted, slots, index, .. } = &mut old;
+            let path = |j: u32| path_of(text, unquoted, &slots[j as usize]);
+            // A later line of the same file replaces an earlier one.
+            match index[kind as usize].entry(slot.hash, |&j| path(j) == path(i), |&j| slots[j as usize].hash) {
+                Entry::Occupied(mut e) => *e.get_mut() = i,
+                Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+            }
+        }
+        Some(old)
+    }
+
+    /// The number of entry lines.
+    fn lines(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn path(&self, i: u32) -> &str {
+        path_of(&self.text, &self.unquoted, &self.slots[i as usize])
+    }
+
+    fn line(&self, i: u32) -> &str {
+        &self.text[range(self.slots[i as usize].line)]
+    }
+
+    /// The slot of the entry of `path`, if any.
+    fn find(&self, kind: Kind, path: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(path);
+        self.index[kind as usize].find(hash, |&j| self.path(j) == path).copied()
+    }
+
+    /// The entries in use, one for each file: each slot's kind and index.
+    fn live(&self) -> impl Iterator<Item = (Kind, u32)> + '_ {
+        Kind::ALL.into_iter().flat_map(move |kind| self.index[kind as usize].iter().map(move |&i| (kind, i)))
+    }
+}
+
+/// The path of `slot`, in `text` or `unquoted`.
+fn path_of<'a>(text: &'a str, unquoted: &'a str, slot: &Slot) -> &'a str {
+    if slot.escaped { &unquoted[range(slot.path)] } else { &text[range(slot.path)] }
+}
+
+fn range((start, end): (u32, u32)) -> std::ops::Range<usize> {
+    start as usize..end as usize
 }
 
 impl StatCache {
     /// No cache: every file is read.
     pub fn off() -> StatCache {
-        StatCache { file: None, start_ns: 0, old: ByPath::default(), lines: 0, new: Mutex::default() }
+        StatCache { file: None, start_ns: 0, old: Old::default(), new: Mutex::default() }
     }
 
     /// The cache of the output tree `out`, kept in the directory `dir`
@@ -170,11 +302,11 @@ impl StatCache {
     pub fn at(file: PathBuf) -> StatCache {
         let start_ns =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
-        let (old, lines) = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
+        let old = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
             .ok()
-            .and_then(|bytes| parse(std::str::from_utf8(&bytes).ok()?))
+            .and_then(|bytes| Old::parse(String::from_utf8(bytes).ok()?))
             .unwrap_or_default();
-        StatCache { file: Some(file), start_ns, old, lines, new: Mutex::default() }
+        StatCache { file: Some(file), start_ns, old, new: Mutex::default() }
     }
 
     /// The cache kept in `file`, for a run that began long after every
@@ -190,9 +322,12 @@ impl StatCache {
     /// its status is the one recorded.
     pub fn lookup(&self, kind: Kind, path: &Path, stat: Stat) -> Option<String> {
         self.file.as_ref()?;
-        let found = self.old[kind as usize].get(path.to_str()?).filter(|f| f.entry.stat == stat)?;
-        found.used.store(true, Ordering::Relaxed);
-        Some(found.entry.digest.clone())
+        let i = self.old.find(kind, path.to_str()?)?;
+        if self.old.slots[i as usize].stat != stat {
+            return None;
+        }
+        self.old.used[i as usize].store(true, Ordering::Relaxed);
+        Some(self.old.line(i)[2..34].to_string())
     }
 
     /// Records `digest`, read from the file at `path` whose status was
@@ -221,15 +356,17 @@ impl StatCache {
         if new.iter().all(HashMap::is_empty) {
             return;
         }
-        let used = |f: &Found| f.used.load(Ordering::Relaxed);
+        let old = &self.old;
         let mut kept: Vec<Line<'_>> = Vec::new();
         let mut learned: Vec<Line<'_>> = Vec::new();
+        for (kind, i) in old.live() {
+            let path = old.path(i);
+            if old.used[i as usize].load(Ordering::Relaxed) && !new[kind as usize].contains_key(path) {
+                kept.push((kind, path, Record::Kept(old.line(i))));
+            }
+        }
         for kind in Kind::ALL {
-            let (old, new) = (&self.old[kind as usize], &new[kind as usize]);
-            kept.extend(
-                old.iter().filter(|(k, f)| used(f) && !new.contains_key(*k)).map(|(k, f)| (kind, &**k, &f.entry)),
-            );
-            learned.extend(new.iter().map(|(k, e)| (kind, &**k, e)));
+            learned.extend(new[kind as usize].iter().map(|(k, e)| (kind, &**k, Record::Learned(e))));
         }
         // By path (as a path sorts: component by component), then kind.
         let order =
@@ -238,10 +375,12 @@ impl StatCache {
         // A few new entries are appended (a later line wins over an earlier
         // one of the same file), so a run that read a handful of files
         // writes a handful of lines. The file is written anew, with only
-        // what this run saw, once its stale lines outnumber its live ones
-        // by more than [`APPEND_SLACK`].
+        // what this run saw, once its stale lines (of files gone, changed
+        // or recorded again) outnumber an eighth of its live ones by more
+        // than [`APPEND_SLACK`]: every run reads every line.
         let live = kept.len() + learned.len();
-        if self.lines > 0 && self.lines + learned.len() <= 2 * live + APPEND_SLACK {
+        let stale = (old.lines() + learned.len()).saturating_sub(live);
+        if old.lines() > 0 && stale <= live / 8 + APPEND_SLACK {
             let mut text = String::with_capacity(learned.len() * 160);
             for l in &learned {
                 line(l, &mut text);
@@ -266,16 +405,28 @@ impl StatCache {
     }
 }
 
+/// What an entry to write records: a line of the file read, kept as it
+/// was, or what this run learned.
+enum Record<'a> {
+    Kept(&'a str),
+    Learned(&'a Entry),
+}
+
 /// An entry to write: its kind, its path and what it records.
-type Line<'a> = (Kind, &'a str, &'a Entry);
+type Line<'a> = (Kind, &'a str, Record<'a>);
 
 /// One entry of the cache file, as a line.
-fn line(&(kind, path, e): &Line<'_>, text: &mut String) {
+fn line((kind, path, record): &Line<'_>, text: &mut String) {
     use std::fmt::Write;
-    let s = &e.stat;
-    let _ =
-        write!(text, "{} {} {} {} {} {} {} ", kind.letter(), e.digest, s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
-    crate::base::value::push_quoted(text, path);
+    match record {
+        Record::Kept(line) => text.push_str(line),
+        Record::Learned(e) => {
+            let s = &e.stat;
+            let (letter, digest) = (kind.letter(), &e.digest);
+            let _ = write!(text, "{letter} {digest} {} {} {} {} {} ", s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
+            crate::base::value::push_quoted(text, path);
+        }
+    }
     text.push('\n');
 }
 
@@ -327,51 +478,40 @@ fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The entries of a cache file (where a file has several lines, the last
-/// one) and the number of lines; `None` for anything else. The lines are
-/// read in parallel (a tree of 30,000 files has as many).
-fn parse(text: &str) -> Option<(ByPath<Found>, usize)> {
-    use rayon::prelude::*;
-    let (first, rest) = text.split_once('\n')?;
-    if first != FIRST_LINE {
-        return None;
-    }
-    let lines: Vec<&str> = rest.lines().collect();
-    let entries: Vec<(Kind, Box<str>, Found)> = lines.par_iter().map(|line| parse_line(line)).collect::<Option<_>>()?;
-    let count = entries.len();
-    let mut by_path = ByPath::default();
-    // Sized up front: growing a map of tens of thousands of entries rehashes
-    // every entry each time it doubles.
-    let inputs = entries.iter().filter(|(kind, ..)| *kind == Kind::Input).count();
-    by_path[Kind::Input as usize].reserve(inputs);
-    by_path[Kind::Output as usize].reserve(count - inputs);
-    for (kind, path, found) in entries {
-        by_path[kind as usize].insert(path, found);
-    }
-    Some((by_path, count))
-}
-
-fn parse_line(line: &str) -> Option<(Kind, Box<str>, Found)> {
-    let mut f = line.splitn(8, ' ');
-    let kind = match f.next()? {
+/// A line of the cache file: the entry's kind, the status it records and
+/// its path; `None` for anything else. The digest is the line's bytes 2 to
+/// 34.
+fn parse_line(line: &str) -> Option<(Kind, Stat, std::borrow::Cow<'_, str>)> {
+    // Seven fields, each followed by one space, then the path, quoted (it
+    // may hold spaces).
+    let mut rest = line;
+    let mut field = || {
+        let end = rest.bytes().position(|b| b == b' ')?;
+        let (field, after) = (&rest[..end], &rest[end + 1..]);
+        rest = after;
+        Some(field)
+    };
+    let kind = match field()? {
         "i" => Kind::Input,
         "o" => Kind::Output,
         _ => return None,
     };
-    let digest = f.next()?;
+    let digest = field()?;
     if digest.len() != 32 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
+    // Times in nanoseconds fit 64 bits until the year 2262; a later one is
+    // read as the 128-bit number it is.
+    let time = |t: &str| t.parse::<i64>().map(i128::from).or_else(|_| t.parse()).ok();
     let stat = Stat {
-        dev: f.next()?.parse().ok()?,
-        ino: f.next()?.parse().ok()?,
-        size: f.next()?.parse().ok()?,
-        mtime_ns: f.next()?.parse().ok()?,
-        ctime_ns: f.next()?.parse().ok()?,
+        dev: field()?.parse().ok()?,
+        ino: field()?.parse().ok()?,
+        size: field()?.parse().ok()?,
+        mtime_ns: time(field()?)?,
+        ctime_ns: time(field()?)?,
     };
-    let path = crate::base::value::unquote(f.next()?)?.into();
-    let entry = Entry { stat, digest: digest.to_string() };
-    Some((kind, path, Found { entry, used: AtomicBool::new(false) }))
+    let path = crate::base::value::unquote(rest)?;
+    Some((kind, stat, path))
 }
 
 #[cfg(all(test, unix))]
@@ -442,7 +582,7 @@ mod tests {
         let file = dir.path().join("tree-x");
         for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}"] {
             std::fs::write(&file, text).unwrap();
-            assert!(StatCache::at(file.clone()).old.iter().all(HashMap::is_empty), "{text:?}");
+            assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{text:?}");
         }
         let (f, meta) = record_one(dir.path(), &file);
         let written = std::fs::symlink_metadata(&file).unwrap();
@@ -510,7 +650,7 @@ mod tests {
         c.save();
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 1), Some(digest(7)));
-        assert_eq!(c.lines, 3);
+        assert_eq!(c.old.lines(), 3);
 
         // A file with many stale lines (here past the slack) is written
         // anew with the entries this run used and learned.
@@ -525,8 +665,45 @@ mod tests {
         record(&c, 2);
         c.save();
         let c = StatCache::settled(file.clone());
-        assert_eq!(c.lines, 2, "{:?}", std::fs::read_to_string(&file));
+        assert_eq!(c.old.lines(), 2, "{:?}", std::fs::read_to_string(&file));
         assert_eq!((found(&c, 0), found(&c, 1), found(&c, 2)), (Some(digest(0)), None, Some(digest(2))));
+    }
+
+    #[test]
+    fn paths_with_escapes_and_lines_kept_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree-x");
+        // A quote, a backslash, a newline and a space in a file name.
+        let odd = dir.path().join("a \"b\\c\nd.yaml");
+        let plain = dir.path().join("e.yaml");
+        for f in [&odd, &plain] {
+            std::fs::write(f, "a").unwrap();
+        }
+        let meta = |f: &Path| stat(&std::fs::symlink_metadata(f).unwrap());
+        let c = StatCache::settled(file.clone());
+        c.record(Kind::Output, &odd, meta(&odd), &format!("{:032x}", 1));
+        c.save();
+        let c = StatCache::settled(file.clone());
+        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(format!("{:032x}", 1)));
+        assert_eq!(c.lookup(Kind::Input, &odd, meta(&odd)), None);
+        let odd_line = std::fs::read_to_string(&file).unwrap().lines().nth(1).unwrap().to_string();
+        // Written anew (stale lines past the slack): the entry used is kept
+        // as it was, with the one learned.
+        let mut text = std::fs::read_to_string(&file).unwrap();
+        for i in 0..=APPEND_SLACK {
+            text.push_str(&format!("i {:032x} 1 {i} 1 1 1 \"{}\"\n", i, dir.path().join("gone.yaml").display()));
+        }
+        std::fs::write(&file, text).unwrap();
+        let c = StatCache::settled(file.clone());
+        assert!(c.lookup(Kind::Output, &odd, meta(&odd)).is_some());
+        c.record(Kind::Input, &plain, meta(&plain), &format!("{:032x}", 2));
+        c.save();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.lines().any(|l| l == odd_line), "{text}");
+        let c = StatCache::settled(file);
+        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(format!("{:032x}", 1)));
+        assert_eq!(c.lookup(Kind::Input, &plain, meta(&plain)), Some(format!("{:032x}", 2)));
     }
 
     #[test]
