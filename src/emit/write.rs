@@ -444,8 +444,16 @@ pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
 /// Errors that make writing `planned` unsafe: a planned file that isvc did
 /// not write, or a path through a symbolic link or a foreign file.
 pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics {
+    // Only a planned path that is, or lies below, a link or a foreign file
+    // can conflict: those few entries are looked up in the plan (a path
+    // sorts component by component, so the paths below one follow it),
+    // rather than every planned path's ancestors in theirs.
+    let mut suspects: BTreeSet<&PathBuf> = BTreeSet::new();
+    for entry in existing.foreign.iter().chain(&existing.links) {
+        suspects.extend(planned.range(entry.clone()..).map(|(p, _)| p).take_while(|p| p.starts_with(entry)));
+    }
     let mut diags = Diagnostics::new();
-    for path in planned.keys() {
+    for path in suspects {
         if existing.foreign.contains(path) {
             diags.push(
                 Diagnostic::error(format!("refusing to overwrite {}: isvc did not write it", out.join(path).display()))
@@ -1197,6 +1205,33 @@ mod tests {
 
     fn planned(files: &[(&str, &str)]) -> Tree {
         files.iter().map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}")))).collect()
+    }
+
+    #[test]
+    fn conflicts_are_the_planned_paths_at_or_below_a_link_or_a_foreign_file() {
+        let set = |paths: &[&str]| paths.iter().map(PathBuf::from).collect::<BTreeSet<_>>();
+        let existing =
+            Existing { foreign: set(&["a", "f.yaml"]), links: set(&["b", "c/d.yaml"]), ..Existing::default() };
+        let plan = planned(&[
+            ("a/x.yaml", ""),
+            ("ab/z.yaml", ""),
+            ("b/c/y.yaml", ""),
+            ("c/d.yaml", ""),
+            ("c/e.yaml", ""),
+            ("f.yaml", ""),
+            ("g.yaml", ""),
+        ]);
+        let diags = conflicts(&plan, &existing, Path::new("out"));
+        let messages: Vec<String> = diags.iter().map(|d| d.message.clone()).collect();
+        assert_eq!(
+            messages,
+            [
+                "refusing to write out/a/x.yaml: out/a is a symbolic link or a file",
+                "refusing to write out/b/c/y.yaml: out/b is a symbolic link or a file",
+                "refusing to write through symbolic link out/c/d.yaml",
+                "refusing to overwrite out/f.yaml: isvc did not write it",
+            ]
+        );
     }
 
     #[test]
