@@ -450,7 +450,8 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
     // rather than every planned path's ancestors in theirs.
     let mut suspects: BTreeSet<&PathBuf> = BTreeSet::new();
     for entry in existing.foreign.iter().chain(&existing.links) {
-        suspects.extend(planned.range(entry.clone()..).map(|(p, _)| p).take_while(|p| p.starts_with(entry)));
+        let from = (std::ops::Bound::Included(entry.as_path()), std::ops::Bound::Unbounded);
+        suspects.extend(planned.range::<Path, _>(from).map(|(p, _)| p).take_while(|p| p.starts_with(entry)));
     }
     let mut diags = Diagnostics::new();
     for path in suspects {
@@ -1210,8 +1211,13 @@ mod tests {
     #[test]
     fn conflicts_are_the_planned_paths_at_or_below_a_link_or_a_foreign_file() {
         let set = |paths: &[&str]| paths.iter().map(PathBuf::from).collect::<BTreeSet<_>>();
-        let existing =
-            Existing { foreign: set(&["a", "f.yaml"]), links: set(&["b", "c/d.yaml"]), ..Existing::default() };
+        // `h` is foreign, a planned file and the directory of another;
+        // `i` is both a link and foreign.
+        let existing = Existing {
+            foreign: set(&["a", "f.yaml", "h", "i"]),
+            links: set(&["b", "c/d.yaml", "i"]),
+            ..Existing::default()
+        };
         let plan = planned(&[
             ("a/x.yaml", ""),
             ("ab/z.yaml", ""),
@@ -1220,6 +1226,9 @@ mod tests {
             ("c/e.yaml", ""),
             ("f.yaml", ""),
             ("g.yaml", ""),
+            ("h", ""),
+            ("h/j.yaml", ""),
+            ("i/k.yaml", ""),
         ]);
         let diags = conflicts(&plan, &existing, Path::new("out"));
         let messages: Vec<String> = diags.iter().map(|d| d.message.clone()).collect();
@@ -1230,6 +1239,9 @@ mod tests {
                 "refusing to write out/b/c/y.yaml: out/b is a symbolic link or a file",
                 "refusing to write through symbolic link out/c/d.yaml",
                 "refusing to overwrite out/f.yaml: isvc did not write it",
+                "refusing to overwrite out/h: isvc did not write it",
+                "refusing to write out/h/j.yaml: out/h is a symbolic link or a file",
+                "refusing to write out/i/k.yaml: out/i is a symbolic link or a file",
             ]
         );
     }
