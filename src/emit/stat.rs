@@ -35,9 +35,9 @@ use std::fs::Metadata;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashbrown::HashTable;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long before the start of a run a file must have last changed to be
 /// recorded: at least the granularity of any file system's time stamps
