@@ -373,12 +373,10 @@ impl StatCache {
         // A few new entries are appended (a later line wins over an earlier
         // one of the same file), so a run that read a handful of files
         // writes a handful of lines. The file is written anew, with only
-        // what this run saw, once its stale lines (of files gone, changed
-        // or recorded again) outnumber an eighth of its live ones by more
-        // than [`APPEND_SLACK`]: every run reads every line.
+        // what this run saw, once its stale lines (those not kept: of files
+        // gone, changed or recorded again) outnumber an eighth of its live
+        // ones by more than [`APPEND_SLACK`]: every run reads every line.
         let live = kept.len() + learned.len();
-        // The lines of the file not kept: those of files gone, changed or
-        // learned again (a file's kept line is its last).
         let stale = old.lines() - kept.len();
         if old.lines() > 0 && stale <= live / 8 + APPEND_SLACK {
             let mut text = String::with_capacity(learned.len() * 160);
