@@ -113,6 +113,23 @@ impl Stat {
             None
         }
     }
+
+    /// The status of a regular file as fstatat(2) gives it (`None` for
+    /// anything else): the same values as [`Stat::of`] takes from the
+    /// standard library's, so an entry recorded from either is found by
+    /// the other (a test says so).
+    #[cfg(unix)]
+    pub fn of_raw(st: &rustix::fs::Stat) -> Option<Stat> {
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
+        (rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::RegularFile).then(|| Stat {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            size: st.st_size as u64,
+            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -355,14 +372,8 @@ impl StatCache {
             return;
         }
         let old = &self.old;
-        let mut kept: Vec<Line<'_>> = Vec::new();
+        let used = |i: u32| old.used[i as usize].load(Ordering::Relaxed);
         let mut learned: Vec<Line<'_>> = Vec::new();
-        for (kind, i) in old.live() {
-            let path = old.path(i);
-            if old.used[i as usize].load(Ordering::Relaxed) && !new[kind as usize].contains_key(path) {
-                kept.push((kind, path, Record::Kept(old.line(i))));
-            }
-        }
         for kind in Kind::ALL {
             learned.extend(new[kind as usize].iter().map(|(k, e)| (kind, &**k, Record::Learned(e))));
         }
@@ -370,14 +381,19 @@ impl StatCache {
         let order =
             |a: &Line<'_>, b: &Line<'_>| Path::new(a.1).cmp(Path::new(b.1)).then(a.0.letter().cmp(&b.0.letter()));
         learned.sort_by(order);
+        // The lines kept: the entries in use that this run did not record
+        // again. Counted from the few it recorded, so that a run appending
+        // a handful of lines does not list the tens of thousands it keeps.
+        let recorded_again = learned.iter().filter(|(kind, path, _)| old.find(*kind, path).is_some_and(used)).count();
+        let kept_count = old.live().filter(|&(_, i)| used(i)).count() - recorded_again;
         // A few new entries are appended (a later line wins over an earlier
         // one of the same file), so a run that read a handful of files
         // writes a handful of lines. The file is written anew, with only
         // what this run saw, once its stale lines (those not kept: of files
         // gone, changed or recorded again) outnumber an eighth of its live
         // ones by more than [`APPEND_SLACK`]: every run reads every line.
-        let live = kept.len() + learned.len();
-        let stale = old.lines() - kept.len();
+        let live = kept_count + learned.len();
+        let stale = old.lines() - kept_count;
         if old.lines() > 0 && stale <= live / 8 + APPEND_SLACK {
             let mut text = String::with_capacity(learned.len() * 160);
             for l in &learned {
@@ -389,7 +405,11 @@ impl StatCache {
             }
         }
         let mut entries = learned;
-        entries.extend(kept);
+        entries.extend(
+            old.live()
+                .filter(|&(kind, i)| used(i) && !new[kind as usize].contains_key(old.path(i)))
+                .map(|(kind, i)| (kind, old.path(i), Record::Kept(old.line(i)))),
+        );
         entries.sort_by(order);
         let mut text = String::with_capacity(32 + entries.len() * 160);
         text.push_str(FIRST_LINE);
@@ -538,6 +558,19 @@ mod tests {
         c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
         c.save();
         (f, meta)
+    }
+
+    #[test]
+    fn a_status_from_fstatat_is_the_one_from_the_standard_library() {
+        // The walk of a tree takes each file's status with fstatat(2), the
+        // file read with the standard library's: an entry recorded from
+        // the one must be found by the other.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a: 1\n").unwrap();
+        let raw = rustix::fs::statat(rustix::fs::CWD, &f, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+        assert_eq!(Stat::of_raw(&raw), Some(stat(&std::fs::symlink_metadata(&f).unwrap())));
+        assert_eq!(Stat::of_raw(&rustix::fs::stat(dir.path()).unwrap()), None, "a directory has no entry");
     }
 
     #[test]

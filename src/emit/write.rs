@@ -177,17 +177,18 @@ impl Walked {
         let out = out.as_path();
         let mut existing = Existing { entries: found.iter().map(|f| f.rel.clone()).collect(), ..Existing::default() };
         let mut files = Vec::new();
-        for Found { rel, file_type: ft, stat } in found {
-            if ft.is_symlink() {
-                existing.links.insert(rel);
-            } else if ft.is_file() {
-                if rel.file_name().is_some_and(|n| is_temp_name(&n.to_string_lossy())) {
-                    existing.temps.push(out.join(rel));
-                } else {
-                    files.push((rel, stat));
+        for Found { rel, kind, stat } in found {
+            match kind {
+                EntryKind::Link => {
+                    existing.links.insert(rel);
                 }
-            } else {
-                existing.foreign.insert(rel);
+                EntryKind::File if rel.file_name().is_some_and(|n| is_temp_name(&n.to_string_lossy())) => {
+                    existing.temps.push(out.join(rel));
+                }
+                EntryKind::File => files.push((rel, stat)),
+                EntryKind::Other => {
+                    existing.foreign.insert(rel);
+                }
             }
         }
         // Cached under its path in the tree: the cache is the tree's own.
@@ -287,22 +288,31 @@ fn entries(out: &Path) -> Result<BTreeSet<PathBuf>, Diagnostic> {
 struct Found {
     /// Its path below the tree's root.
     rel: PathBuf,
-    file_type: std::fs::FileType,
+    kind: EntryKind,
     /// A regular file's status, when asked for.
     stat: Option<Stat>,
 }
 
+/// What an entry of a tree is, as far as [`Walked::read`] cares.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EntryKind {
+    File,
+    Link,
+    /// Anything else: a FIFO, a socket, a device.
+    Other,
+}
+
 /// Every entry below `root` but directories, without following symbolic
-/// links; with `stat`, each regular file's status, taken from its directory
-/// (fstatat(2), no walk down the whole path). The directories of one level
-/// are read in parallel, level after level (no recursion, so no depth of
-/// directories exhausts the stack).
+/// links; with `stat`, each regular file's status. The directories of one
+/// level are read in parallel, level after level (no recursion, so no
+/// depth of directories exhausts the stack).
 fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
+    let dirs = Dirs::open(root)?;
     let mut found = Vec::new();
     let mut level = vec![PathBuf::new()];
     while !level.is_empty() {
         let read: Vec<(Vec<Found>, Vec<PathBuf>)> =
-            level.par_iter().map(|dir| read_level(root, dir, stat)).collect::<std::io::Result<_>>()?;
+            level.par_iter().map(|dir| dirs.read(dir, stat)).collect::<std::io::Result<_>>()?;
         level = Vec::new();
         for (files, dirs) in read {
             found.extend(files);
@@ -312,26 +322,125 @@ fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
     Ok(found)
 }
 
-/// The entries of `root.join(rel)`: what [`walk`] keeps, and the
-/// directories to read next.
-fn read_level(root: &Path, rel: &Path, stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
-    let dir = root.join(rel);
-    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", dir.display()));
-    let mut found = Vec::new();
-    let mut dirs = Vec::new();
-    for entry in std::fs::read_dir(&dir).map_err(named)? {
-        let entry = entry.map_err(named)?;
-        let file_type = entry.file_type().map_err(named)?;
-        let path = rel.join(entry.file_name());
-        if file_type.is_dir() {
-            dirs.push(path);
-        } else {
-            let stat =
-                (stat && file_type.is_file()).then(|| entry.metadata().ok().and_then(|m| Stat::of(&m))).flatten();
-            found.push(Found { rel: path, file_type, stat });
-        }
+/// The directories of a tree, each opened from the tree's root (openat(2)
+/// with the root's descriptor: a directory's path is looked up from the
+/// root, not from the working directory, and no component of it is
+/// followed if it is a symbolic link), and each entry's status taken from
+/// its directory (fstatat(2)). No more than one descriptor per thread is
+/// open below the root's, however large a level.
+#[cfg(unix)]
+struct Dirs {
+    root: PathBuf,
+    fd: rustix::fd::OwnedFd,
+}
+
+#[cfg(unix)]
+impl Dirs {
+    fn open(root: &Path) -> std::io::Result<Dirs> {
+        use rustix::fs::{Mode, OFlags};
+        let fd = rustix::fs::open(root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| named(root, e.into()))?;
+        Ok(Dirs { root: root.to_path_buf(), fd })
     }
-    Ok((found, dirs))
+
+    /// The entries of the directory `rel`: what [`walk`] keeps, and the
+    /// directories to read next.
+    fn read(&self, rel: &Path, stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        use std::os::unix::ffi::OsStrExt;
+        let failed = |e: rustix::io::Errno| named(&self.root.join(rel), e.into());
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = if rel.as_os_str().is_empty() {
+            rustix::fs::openat(&self.fd, c".", flags, Mode::empty())
+        } else {
+            rustix::fs::openat(&self.fd, rel, flags, Mode::empty())
+        }
+        .map_err(failed)?;
+        let mut dir = rustix::fs::Dir::new(fd).map_err(failed)?;
+        let mut found = Vec::new();
+        let mut dirs = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(failed)?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let name_os = std::ffi::OsStr::from_bytes(name.to_bytes());
+            let status = |dir: &rustix::fs::Dir| {
+                rustix::fs::statat(dir.fd().map_err(failed)?, name, AtFlags::SYMLINK_NOFOLLOW).map_err(failed)
+            };
+            // A file system that does not say what an entry is (`DT_UNKNOWN`)
+            // is asked for its status.
+            let mut taken = None;
+            let file_type = match entry.file_type() {
+                FileType::Unknown => {
+                    let st = status(&dir)?;
+                    let t = FileType::from_raw_mode(st.st_mode as _);
+                    taken = Some(st);
+                    t
+                }
+                t => t,
+            };
+            let path = rel.join(name_os);
+            let kind = match file_type {
+                FileType::Directory => {
+                    dirs.push(path);
+                    continue;
+                }
+                FileType::RegularFile => EntryKind::File,
+                FileType::Symlink => EntryKind::Link,
+                _ => EntryKind::Other,
+            };
+            let stat = match (stat && kind == EntryKind::File, taken) {
+                (false, _) => None,
+                (true, Some(st)) => Stat::of_raw(&st),
+                // A file gone since its directory was read has no status.
+                (true, None) => status(&dir).ok().as_ref().and_then(Stat::of_raw),
+            };
+            found.push(Found { rel: path, kind, stat });
+        }
+        Ok((found, dirs))
+    }
+}
+
+/// The directories of a tree, each read by its whole path.
+#[cfg(not(unix))]
+struct Dirs {
+    root: PathBuf,
+}
+
+#[cfg(not(unix))]
+impl Dirs {
+    fn open(root: &Path) -> std::io::Result<Dirs> {
+        Ok(Dirs { root: root.to_path_buf() })
+    }
+
+    fn read(&self, rel: &Path, _stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
+        let dir = self.root.join(rel);
+        let mut found = Vec::new();
+        let mut dirs = Vec::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| named(&dir, e))? {
+            let entry = entry.map_err(|e| named(&dir, e))?;
+            let file_type = entry.file_type().map_err(|e| named(&dir, e))?;
+            let path = rel.join(entry.file_name());
+            let kind = match () {
+                _ if file_type.is_dir() => {
+                    dirs.push(path);
+                    continue;
+                }
+                _ if file_type.is_file() => EntryKind::File,
+                _ if file_type.is_symlink() => EntryKind::Link,
+                _ => EntryKind::Other,
+            };
+            found.push(Found { rel: path, kind, stat: None });
+        }
+        Ok((found, dirs))
+    }
+}
+
+/// `e`, with the path it is about.
+fn named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// A temporary file of [`write_atomic`]: the prefix and six random letters
