@@ -675,7 +675,10 @@ fn input_status(paths: &[PathBuf], base: &Path) -> Option<InputStatus> {
 fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile>> {
     use rayon::prelude::*;
     let InputStatus { cwd, base, files } = found;
-    files
+    // Gathered as a list of a known length and checked after: rayon
+    // gathers an `Option` of a list in pieces grown one item at a time,
+    // each step on fresh memory.
+    let read: Vec<Option<InputFile>> = files
         .par_iter()
         .map(|(f, meta)| {
             let path = crate::load::files::absolute_in(cwd, f);
@@ -699,7 +702,12 @@ fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
             Some(InputFile { label: slash(&relative_to(&path, base)), digest, bytes, path: f.clone() })
         })
-        .collect()
+        .collect();
+    let mut digests = Vec::with_capacity(read.len());
+    for file in read {
+        digests.push(file?);
+    }
+    Some(digests)
 }
 
 /// Where the cache of file status lives (`emit::stat`): `$ISVC_CACHE_DIR`

@@ -207,7 +207,11 @@ impl Old {
         use rayon::prelude::*;
         use std::borrow::Cow;
         let rest = text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?;
-        let mut lines: Vec<(usize, &str)> = Vec::new();
+        // Lists sized up front, here and below: a list grown by doubling
+        // takes fresh memory at each step, and a fresh page costs the
+        // system its zeroing (at 10,000 services, half of the page-zeroing
+        // samples of a tree's survey were lists growing).
+        let mut lines: Vec<(usize, &str)> = Vec::with_capacity(rest.bytes().filter(|&b| b == b'\n').count() + 1);
         let mut at = text.len() - rest.len();
         for line in rest.split_inclusive('\n') {
             lines.push((at, line));
@@ -215,8 +219,11 @@ impl Old {
         }
         let hasher = foldhash::fast::RandomState::default();
         let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
-        // Each line's kind and slot, and its path where it is unquoted.
-        let parsed: Vec<(Kind, Slot, Option<String>)> = lines
+        // Each line's kind and slot, and its path where it is unquoted;
+        // `None` for a damaged line. (Collected as a list of `Option`s, of
+        // a known length, rather than into an `Option` of a list, which
+        // rayon gathers in pieces grown one item at a time.)
+        let parsed: Vec<Option<(Kind, Slot, Option<String>)>> = lines
             .par_iter()
             .map(|&(at, line)| {
                 // Every line ends with its newline: a run killed while it
@@ -235,12 +242,13 @@ impl Old {
                     Cow::Owned(p) => (kind, Slot { hash, stat, line: line_at, path: (0, 0), escaped: true }, Some(p)),
                 })
             })
-            .collect::<Option<_>>()?;
+            .collect();
         drop(lines);
         let mut old = Old { text, hasher, ..Old::default() };
         old.slots.reserve_exact(parsed.len());
         old.used = parsed.iter().map(|_| AtomicBool::new(false)).collect();
-        for (kind, mut slot, unquoted) in parsed {
+        for parsed in parsed {
+            let (kind, mut slot, unquoted) = parsed?;
             if let Some(p) = unquoted {
                 let start = old.unquoted.len();
                 old.unquoted.push_str(&p);

@@ -176,7 +176,7 @@ impl Walked {
         let Walked { out, found, texts } = self;
         let out = out.as_path();
         let mut existing = Existing { entries: found.iter().map(|f| f.rel.clone()).collect(), ..Existing::default() };
-        let mut files = Vec::new();
+        let mut files = Vec::with_capacity(found.len());
         for Found { rel, kind, stat } in found {
             match kind {
                 EntryKind::Link => {
@@ -308,18 +308,25 @@ enum EntryKind {
 /// depth of directories exhausts the stack).
 fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
     let dirs = Dirs::open(root)?;
-    let mut found = Vec::new();
+    // Each directory's entries, gathered into one list of their total
+    // length at the end (not grown by doubling: see `StatCache`'s parse).
+    let mut found: Vec<Vec<Found>> = Vec::new();
     let mut level = vec![PathBuf::new()];
     while !level.is_empty() {
-        let read: Vec<(Vec<Found>, Vec<PathBuf>)> =
-            level.par_iter().map(|dir| dirs.read(dir, stat)).collect::<std::io::Result<_>>()?;
+        let read: Vec<std::io::Result<(Vec<Found>, Vec<PathBuf>)>> =
+            level.par_iter().map(|dir| dirs.read(dir, stat)).collect();
         level = Vec::new();
-        for (files, dirs) in read {
-            found.extend(files);
+        for r in read {
+            let (files, dirs) = r?;
+            found.push(files);
             level.extend(dirs);
         }
     }
-    Ok(found)
+    let mut all = Vec::with_capacity(found.iter().map(Vec::len).sum());
+    for files in found {
+        all.extend(files);
+    }
+    Ok(all)
 }
 
 /// The directories of a tree, each opened from the tree's root (openat(2)
