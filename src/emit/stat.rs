@@ -119,9 +119,9 @@ impl Stat {
     /// standard library's, so an entry recorded from either is found by
     /// the other (a test says so).
     #[cfg(unix)]
+    #[allow(clippy::unnecessary_cast)] // The fields' types differ between systems.
     pub fn of_raw(st: &rustix::fs::Stat) -> Option<Stat> {
         let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-        #[allow(clippy::useless_conversion, clippy::unnecessary_cast)]
         (rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::RegularFile).then(|| Stat {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,

@@ -331,10 +331,10 @@ fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
 
 /// The directories of a tree, each opened from the tree's root (openat(2)
 /// with the root's descriptor: a directory's path is looked up from the
-/// root, not from the working directory, and no component of it is
-/// followed if it is a symbolic link), and each entry's status taken from
-/// its directory (fstatat(2)). No more than one descriptor per thread is
-/// open below the root's, however large a level.
+/// root, not from the working directory, and not followed if it has
+/// become a symbolic link since it was listed), and each entry's status
+/// taken from its directory (fstatat(2)). No more than one descriptor per
+/// thread is open below the root's, however large a level.
 #[cfg(unix)]
 struct Dirs {
     root: PathBuf,
