@@ -675,9 +675,9 @@ fn input_status(paths: &[PathBuf], base: &Path) -> Option<InputStatus> {
 fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile>> {
     use rayon::prelude::*;
     let InputStatus { cwd, base, files } = found;
-    // Gathered as a list of a known length and checked after: rayon
-    // gathers an `Option` of a list in pieces grown one item at a time,
-    // each step on fresh memory.
+    // Gathered as a list of a known length and checked after (in place):
+    // rayon gathers an `Option` of a list in pieces grown one item at a
+    // time, each step on fresh memory.
     let read: Vec<Option<InputFile>> = files
         .par_iter()
         .map(|(f, meta)| {
@@ -703,11 +703,7 @@ fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile
             Some(InputFile { label: slash(&relative_to(&path, base)), digest, bytes, path: f.clone() })
         })
         .collect();
-    let mut digests = Vec::with_capacity(read.len());
-    for file in read {
-        digests.push(file?);
-    }
-    Some(digests)
+    read.into_iter().collect()
 }
 
 /// Where the cache of file status lives (`emit::stat`): `$ISVC_CACHE_DIR`

@@ -309,7 +309,7 @@ enum EntryKind {
 fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
     let dirs = Dirs::open(root)?;
     // Each directory's entries, gathered into one list of their total
-    // length at the end (not grown by doubling: see `StatCache`'s parse).
+    // length at the end (not grown by doubling: see `Old::parse` in `stat`).
     let mut found: Vec<Vec<Found>> = Vec::new();
     let mut level = vec![PathBuf::new()];
     while !level.is_empty() {
@@ -331,9 +331,10 @@ fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
 
 /// The directories of a tree, each opened from the tree's root (openat(2)
 /// with the root's descriptor: a directory's path is looked up from the
-/// root, not from the working directory, and not followed if it has
-/// become a symbolic link since it was listed), and each entry's status
-/// taken from its directory (fstatat(2)). No more than one descriptor per
+/// root, not from the working directory, and the directory itself, not
+/// its parents, is not followed if it has become a symbolic link since it
+/// was listed), and each entry's status taken from its directory
+/// (fstatat(2)). No more than one descriptor per
 /// thread is open below the root's, however large a level.
 #[cfg(unix)]
 struct Dirs {
