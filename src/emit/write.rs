@@ -334,8 +334,8 @@ fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
 /// root, not from the working directory, and the directory itself, not
 /// its parents, is not followed if it has become a symbolic link since it
 /// was listed), and each entry's status taken from its directory
-/// (fstatat(2)). No more than one descriptor per
-/// thread is open below the root's, however large a level.
+/// (fstatat(2)). No more than one descriptor per thread is open below the
+/// root's, however large a level.
 #[cfg(unix)]
 struct Dirs {
     root: PathBuf,
@@ -379,15 +379,12 @@ impl Dirs {
             };
             // A file system that does not say what an entry is (`DT_UNKNOWN`)
             // is asked for its status.
-            let mut taken = None;
-            let file_type = match entry.file_type() {
+            let (file_type, taken) = match entry.file_type() {
                 FileType::Unknown => {
                     let st = status(&dir)?;
-                    let t = FileType::from_raw_mode(st.st_mode as _);
-                    taken = Some(st);
-                    t
+                    (FileType::from_raw_mode(st.st_mode as _), Some(st))
                 }
-                t => t,
+                t => (t, None),
             };
             let path = rel.join(name_os);
             let kind = match file_type {
