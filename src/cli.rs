@@ -759,15 +759,18 @@ fn survey(
     reading: Reading,
 ) -> Result<Survey, Diagnostics> {
     // The cache of file status is loaded on a thread of its own while the
-    // manifest is read and the inputs and the tree are walked: only what
-    // the walks found is looked up in it.
+    // manifest is parsed and the inputs and the tree are walked: only what
+    // the walks found is looked up in it. The settings the manifest
+    // records, on its first lines, decide whether the tree is walked: the
+    // walk does not wait for the rest of it to be parsed.
     let (cache, manifest, inputs, tree) = std::thread::scope(|scope| {
         // Where no thread can be started, the cache is loaded here, first.
         let loading = std::thread::Builder::new().spawn_scoped(scope, || stat_cache(out)).map_err(|_| stat_cache(out));
-        let manifest = Manifest::read(out);
-        let reading = if manifest.as_ref().is_some_and(|m| m.settings == settings) { reading } else { Reading::Skip };
-        let (inputs, tree) = rayon::join(
-            || input_status(paths, base),
+        let text = Manifest::read_text(out);
+        let recorded = text.as_deref().and_then(Manifest::settings_in);
+        let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
+        let ((manifest, inputs), tree) = rayon::join(
+            || rayon::join(|| text.as_deref().and_then(Manifest::parse), || input_status(paths, base)),
             || match reading {
                 Reading::Skip => Ok(Walk::Skipped),
                 Reading::Scan => Ok(output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned)),

@@ -213,13 +213,7 @@ impl Manifest {
     /// Reads a manifest written by this version of isvc; `None` for any
     /// other text (another version's, a damaged one).
     pub fn parse(text: &str) -> Option<Manifest> {
-        let mut lines = text.lines();
-        if !lines.next()?.starts_with(HEADER_PREFIX) {
-            return None;
-        }
-        if lines.next()? != version_line() {
-            return None;
-        }
+        let lines = records(text)?;
         let unquote = |s: &str| unquote(s).map(Cow::into_owned);
         let mut m = Manifest::default();
         // Most lines name an output file.
@@ -271,8 +265,25 @@ impl Manifest {
     /// The manifest in the output directory `out`, if there is one this
     /// version of isvc can read.
     pub fn read(out: &Path) -> Option<Manifest> {
+        Manifest::parse(&Manifest::read_text(out)?)
+    }
+
+    /// The text of the manifest in the output directory `out`, if there is
+    /// one, for [`Manifest::settings_in`] and [`Manifest::parse`].
+    pub fn read_text(out: &Path) -> Option<String> {
         let bytes = crate::load::files::read_regular(&out.join(MANIFEST), 1 << 30, false).ok()?;
-        Manifest::parse(std::str::from_utf8(&bytes).ok()?)
+        String::from_utf8(bytes).ok()
+    }
+
+    /// The settings a manifest's text records, read from its first lines
+    /// alone (where [`Manifest::to_text`] writes them), without parsing the
+    /// rest: what decides, before the whole text is parsed, whether a run
+    /// reads the tree. `None` for a text [`Manifest::parse`] rejects by its
+    /// first lines; a text it rejects further down, or one with settings
+    /// after other records, may give settings here and `None` there.
+    pub fn settings_in(text: &str) -> Option<Vec<String>> {
+        let settings = records(text)?.map_while(|line| line.strip_prefix("setting "));
+        settings.map(|s| unquote(s).map(Cow::into_owned)).collect()
     }
 
     /// Whether the files isvc owns in the tree `existing` describes are the
@@ -441,6 +452,16 @@ fn plausible(r: &QuotaUsage) -> bool {
 /// manifest's records, so that a manifest written by another version, or by
 /// a build of this version with other records, is none (the next render
 /// compiles in full and writes it anew). Format 2 added the `quota` records.
+/// The lines after the header line and the version line of a manifest
+/// this version of isvc writes; `None` for any other text.
+fn records(text: &str) -> Option<std::str::Lines<'_>> {
+    let mut lines = text.lines();
+    if !lines.next()?.starts_with(HEADER_PREFIX) || lines.next()? != version_line() {
+        return None;
+    }
+    Some(lines)
+}
+
 fn version_line() -> String {
     format!("isvc {} manifest {MANIFEST_FORMAT}", env!("CARGO_PKG_VERSION"))
 }
@@ -507,6 +528,9 @@ mod tests {
         assert!(text.starts_with(HEADER_PREFIX));
         assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
+        assert!(!m.settings.is_empty());
+        assert_eq!(Manifest::settings_in(&text), Some(m.settings.clone()), "the settings, from the first lines");
+        assert_eq!(Manifest::settings_in(&text.replacen("\nisvc ", "\nisvc 9", 1)), None, "another version's");
         assert_eq!(m.inputs[0].label, "services/a b.yaml", "inputs are sorted");
         assert_eq!(m.inputs[0].namespaces, ["team \"a\"", "x"]);
         assert_eq!(m.routes.len(), 1, "a route claimed twice in a namespace is recorded once");
