@@ -112,8 +112,26 @@ pub struct Existing {
     pub links: BTreeSet<PathBuf>,
     /// Leftover temporary files of an interrupted run.
     pub temps: Vec<PathBuf>,
-    /// Every entry but directories, relative: what [`entries`] lists.
-    pub entries: BTreeSet<PathBuf>,
+    /// Every entry but directories, relative: what [`entries`] lists, in
+    /// the order of paths (a list, not a set: the walk sorted it already,
+    /// and a set built from it would compare every path with the next
+    /// twice).
+    pub entries: Vec<PathBuf>,
+}
+
+impl Existing {
+    /// Whether the walk found the entry `path`.
+    fn found(&self, path: &Path) -> bool {
+        self.entries.binary_search_by(|e| e.as_path().cmp(path)).is_ok()
+    }
+
+    /// The entries found below `root`, relative to it, in order.
+    fn found_below<'a>(&'a self, root: &'a Path) -> impl Iterator<Item = &'a Path> + 'a {
+        // A path sorts component by component: the entries below `root`
+        // follow it, together.
+        let start = self.entries.partition_point(|e| e.as_path() < root);
+        self.entries[start..].iter().map_while(move |p| p.strip_prefix(root).ok())
+    }
 }
 
 /// Reads the output directory (which may not exist yet) for the digests of
@@ -701,7 +719,7 @@ impl Writer {
             return Ok(true);
         }
         let record = Path::new(MANIFEST);
-        if std::fs::symlink_metadata(self.out.join(record)).is_ok() != self.existing.entries.contains(record) {
+        if std::fs::symlink_metadata(self.out.join(record)).is_ok() != self.existing.found(record) {
             return Ok(false);
         }
         let tree = changes.without_manifest();
@@ -710,10 +728,7 @@ impl Writer {
         }
         let root = swap_root(&self.out, &tree);
         let now = entries(&self.out.join(&root))?;
-        // A path sorts component by component: the entries below `root`
-        // follow it, together.
-        let was = self.existing.entries.range(root.clone()..).map_while(|p| p.strip_prefix(&root).ok());
-        Ok(now.iter().map(PathBuf::as_path).eq(was))
+        Ok(now.iter().map(PathBuf::as_path).eq(self.existing.found_below(&root)))
     }
 
     /// Writes `planned` over `existing`, the tree as it is, which `changes`
@@ -1489,6 +1504,19 @@ mod tests {
             sort_paths(&mut paths, |p| p);
             proptest::prop_assert!(paths.is_sorted(), "{:?}", paths);
         }
+    }
+
+    #[test]
+    fn the_entries_found_are_looked_up_and_listed_below_a_directory_in_their_order() {
+        let mut entries: Vec<PathBuf> = ["b", "a-b/x", "a/c/d", "a", "a/b", "ab"].map(PathBuf::from).to_vec();
+        sort_paths(&mut entries, |p| p);
+        let existing = Existing { entries, ..Existing::default() };
+        assert!(existing.found(Path::new("a/b")) && existing.found(Path::new("a-b/x")));
+        assert!(!existing.found(Path::new("a/x")) && !existing.found(Path::new("a-b")));
+        let below = |root: &str| existing.found_below(Path::new(root)).map(Path::to_path_buf).collect::<Vec<_>>();
+        assert_eq!(below("a"), ["", "b", "c/d"].map(PathBuf::from), "`a` itself, then its files, not `a-b` or `ab`");
+        assert_eq!(below("a/c"), ["d"].map(PathBuf::from));
+        assert!(below("c").is_empty());
     }
 
     #[test]
