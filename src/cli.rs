@@ -769,8 +769,10 @@ fn survey(
         let text = Manifest::read_text(out);
         let recorded = text.as_deref().and_then(Manifest::settings_in);
         let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
+        // (The text goes once parsed.)
+        let parse = move || text.as_deref().and_then(Manifest::parse);
         let ((manifest, inputs), tree) = rayon::join(
-            || rayon::join(|| text.as_deref().and_then(Manifest::parse), || input_status(paths, base)),
+            || rayon::join(parse, || input_status(paths, base)),
             || match reading {
                 Reading::Skip => Ok(Walk::Skipped),
                 Reading::Scan => Ok(output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned)),
