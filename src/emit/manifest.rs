@@ -448,10 +448,6 @@ fn plausible(r: &QuotaUsage) -> bool {
         && [&r.key, &r.steady, &r.peak, &r.hard].iter().all(|s| word(s))
 }
 
-/// The manifest's second line: the isvc version and the format of the
-/// manifest's records, so that a manifest written by another version, or by
-/// a build of this version with other records, is none (the next render
-/// compiles in full and writes it anew). Format 2 added the `quota` records.
 /// The lines after the header line and the version line of a manifest
 /// this version of isvc writes; `None` for any other text.
 fn records(text: &str) -> Option<std::str::Lines<'_>> {
@@ -462,6 +458,10 @@ fn records(text: &str) -> Option<std::str::Lines<'_>> {
     Some(lines)
 }
 
+/// The manifest's second line: the isvc version and the format of the
+/// manifest's records, so that a manifest written by another version, or by
+/// a build of this version with other records, is none (the next render
+/// compiles in full and writes it anew). Format 2 added the `quota` records.
 fn version_line() -> String {
     format!("isvc {} manifest {MANIFEST_FORMAT}", env!("CARGO_PKG_VERSION"))
 }
