@@ -262,12 +262,6 @@ impl Manifest {
         Some(m)
     }
 
-    /// The manifest in the output directory `out`, if there is one this
-    /// version of isvc can read.
-    pub fn read(out: &Path) -> Option<Manifest> {
-        Manifest::parse(&Manifest::read_text(out)?)
-    }
-
     /// The text of the manifest in the output directory `out`, if there is
     /// one, for [`Manifest::settings_in`] and [`Manifest::parse`].
     pub fn read_text(out: &Path) -> Option<String> {
