@@ -98,13 +98,12 @@ impl Stat {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
-            let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
             meta.is_file().then(|| Stat {
                 dev: meta.dev(),
                 ino: meta.ino(),
                 size: meta.size(),
-                mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-                ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+                mtime_ns: nanos(meta.mtime(), meta.mtime_nsec()),
+                ctime_ns: nanos(meta.ctime(), meta.ctime_nsec()),
             })
         }
         #[cfg(not(unix))]
@@ -121,15 +120,20 @@ impl Stat {
     #[cfg(unix)]
     #[allow(clippy::unnecessary_cast)] // The fields' types differ between systems.
     pub fn of_raw(st: &rustix::fs::Stat) -> Option<Stat> {
-        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
         (rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::RegularFile).then(|| Stat {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,
             size: st.st_size as u64,
-            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
-            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+            mtime_ns: nanos(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime_ns: nanos(st.st_ctime as i64, st.st_ctime_nsec as i64),
         })
     }
+}
+
+/// A time in seconds and nanoseconds, in nanoseconds.
+#[cfg(unix)]
+fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
+    i128::from(seconds) * 1_000_000_000 + i128::from(nanoseconds)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -413,11 +417,10 @@ impl StatCache {
             }
         }
         let mut entries = learned;
-        entries.extend(
-            old.live()
-                .filter(|&(kind, i)| used(i) && !new[kind as usize].contains_key(old.path(i)))
-                .map(|(kind, i)| (kind, old.path(i), Record::Kept(old.line(i)))),
-        );
+        entries.extend(old.live().filter_map(|(kind, i)| {
+            let path = old.path(i);
+            (used(i) && !new[kind as usize].contains_key(path)).then(|| (kind, path, Record::Kept(old.line(i))))
+        }));
         entries.sort_by(order);
         let mut text = String::with_capacity(32 + entries.len() * 160);
         text.push_str(FIRST_LINE);
