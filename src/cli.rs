@@ -1065,12 +1065,24 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let files = survey.inputs.as_deref().unwrap_or_default();
     // (`reusable` implies the input files are known.)
     let mut selection = reusable.and_then(|recorded| select(&args.inputs, platform.as_ref(), recorded, files));
+    // The files of the namespaces whose input files are unchanged are
+    // gathered while the others are compiled, on the cores the compile
+    // leaves idle (its checks of a namespace run on one); again after it,
+    // from the namespaces it kept, should they differ.
+    let unchanged: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
     let namespaces = Namespaces::of(&mut selection, files, reusable);
     compiling();
-    let (compiled, services, digests) = compile_for::<Written>(&args.inputs, &header_base(), None, namespaces)?;
-    // Two passes over the fleet, each on one core.
-    let ((inputs, routes), (kept, counts)) =
-        rayon::join(|| declared(files, &services, selection.as_ref()), || kept_namespaces(&compiled, existing));
+    let (compiled, early) = rayon::join(
+        || compile_for::<Written>(&args.inputs, &header_base(), None, namespaces),
+        || existing.filter(|_| !unchanged.is_empty()).map(|e| e.kept(unchanged)),
+    );
+    let (compiled, services, digests) = compiled?;
+    let kept = match early {
+        Some(kept) if kept.namespaces == compiled.reused => kept,
+        _ => existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default(),
+    };
+    let (inputs, routes) = declared(files, &services, selection.as_ref());
+    let counts = object_counts(&compiled, &kept);
     say_read(selection.as_ref(), files, &compiled.reused);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     // Without any service, a render warns.
@@ -1249,32 +1261,16 @@ fn declared(
     (inputs, routes)
 }
 
-/// The files of the namespaces `compiled` kept from the tree `existing`
-/// ([`Compilation::reused`]), and how many objects each namespace holds,
-/// kept (counted in the tree, not taken from the manifest) or compiled.
-type Kept = (Vec<(PathBuf, output::Contents)>, BTreeMap<String, usize>);
-fn kept_namespaces(compiled: &Compilation<Written>, existing: Option<&output::Existing>) -> Kept {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut kept = Vec::new();
-    if let Some(existing) = existing {
-        kept = existing
-            .ours
-            .iter()
-            .filter(|(p, _)| in_namespaces(p, &compiled.reused))
-            .map(|(p, c)| (p.clone(), output::Contents::digest(c.digest.clone())))
-            .collect();
-        for (path, _) in kept.iter().filter(|(p, _)| is_object_file(p)) {
-            if let Some(ns) = path.iter().next() {
-                *counts.entry(ns.to_string_lossy().into_owned()).or_default() += 1;
-            }
-        }
-    }
+/// How many objects each namespace holds, kept (counted in the tree, not
+/// taken from the manifest) or compiled.
+fn object_counts(compiled: &Compilation<Written>, kept: &output::Kept) -> BTreeMap<String, usize> {
+    let mut counts = kept.objects.clone();
     for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
         if let Some(ns) = &o.object.id.namespace {
             *counts.entry(ns.clone()).or_default() += 1;
         }
     }
-    (kept, counts)
+    counts
 }
 
 /// The input files of the namespaces a change touches, over the tree the

@@ -69,33 +69,102 @@ pub type Tree = BTreeMap<PathBuf, Contents>;
 /// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
     let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), Contents::text(o.to_file()))).collect();
-    with_kustomizations(tree, &[], objects.iter().filter_map(|o| o.cluster.clone()).collect())
+    with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
 }
 
 /// [`tree`] of objects already written to their files' text, with the
-/// `kept` files of an earlier render, known by digest. A directory kept
-/// with its kustomization keeps that one; the others are made again.
-pub fn written_tree(objects: Vec<Written>, kept: Vec<(PathBuf, Contents)>) -> Tree {
-    let roots = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
-    let kept_dirs: Vec<PathBuf> = kept
-        .iter()
-        .filter(|(p, _)| p.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
-        .filter_map(|(p, _)| p.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf))
-        .collect();
-    let mut files: Vec<(PathBuf, Contents)> =
+/// files of the namespaces `kept` from an earlier render, known by digest.
+/// A directory kept with its kustomization keeps that one; the others are
+/// made again.
+pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
+    let roots: BTreeSet<String> = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
+    let Kept { files: mut tree, dirs, unlisted, .. } = kept;
+    let made: Vec<(PathBuf, Contents)> =
         objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
-    files.extend(kept);
-    // Sorted in parallel; the map is then built from a sorted list.
-    sort_paths(&mut files, |f| &f.0);
-    with_kustomizations(files.into_iter().collect(), &kept_dirs, roots)
+    let roots: Vec<String> = roots.into_iter().collect();
+    let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+    // The kustomizations are made from the files outside the directories
+    // kept with theirs: those the compile made, and the kept files of a
+    // namespace without a kustomization of its own ([`Existing::kept`]).
+    // A tree of several clusters' roots has every file looked at, as a
+    // root's name may be a namespace's.
+    let made_paths = made.iter().map(|(p, _)| p);
+    let extra = if roots.is_empty() {
+        crate::derive::gitops::kustomizations(made_paths.chain(&unlisted), &dirs, &roots)
+    } else {
+        crate::derive::gitops::kustomizations(made_paths.chain(tree.keys()), &dirs, &roots)
+    };
+    tree.extend(made);
+    tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
+    tree
+}
+
+/// The files of some namespaces' directories of a tree found, which a
+/// render keeps as they are: [`Existing::kept`], for [`written_tree`].
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The namespaces whose files these are.
+    pub namespaces: BTreeSet<String>,
+    /// Their files, known by digest.
+    files: Tree,
+    /// How many objects each holds: its files in directories below its own
+    /// (not its kustomization), for those that hold any.
+    pub objects: BTreeMap<String, usize>,
+    /// The directories of the kustomizations kept.
+    dirs: Vec<PathBuf>,
+    /// The files of the namespaces kept without a kustomization in their
+    /// own directory (none, in a tree isvc wrote): [`written_tree`] makes
+    /// theirs again.
+    unlisted: Vec<PathBuf>,
+}
+
+impl Existing {
+    /// The files of the directories of `namespaces` (named by their first
+    /// component), each found as one run of the sorted files, with what
+    /// [`written_tree`] needs to know of them.
+    pub fn kept(&self, namespaces: BTreeSet<String>) -> Kept {
+        use std::ops::Bound;
+        let mut kept = Kept::default();
+        let mut files = Vec::new();
+        for ns in &namespaces {
+            let dir = Path::new(ns);
+            let start = files.len();
+            let (mut objects, mut own) = (0, false);
+            let run = self.ours.range::<Path, _>((Bound::Included(dir), Bound::Unbounded));
+            for (path, contents) in run.take_while(|(p, _)| p.starts_with(dir)) {
+                let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
+                match parent {
+                    Some(d) if path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION) => {
+                        own |= d == dir;
+                        kept.dirs.push(d.to_path_buf());
+                    }
+                    _ => {}
+                }
+                if path.components().nth(2).is_some() {
+                    objects += 1;
+                }
+                files.push((path.clone(), Contents::digest(contents.digest.clone())));
+            }
+            if objects > 0 {
+                kept.objects.insert(ns.clone(), objects);
+            }
+            if !own {
+                kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.clone()));
+            }
+        }
+        // (In order already: the namespaces' directories sort as their
+        // names, and each run in order.)
+        kept.files = files.into_iter().collect();
+        kept.namespaces = namespaces;
+        kept
+    }
 }
 
 /// Adds the kustomize entry points of each tree (one per cluster in
-/// `roots`, else one) to `tree`, but for the directories `kept` with theirs.
-fn with_kustomizations(mut tree: Tree, kept: &[PathBuf], roots: BTreeSet<String>) -> Tree {
+/// `roots`, else one) to `tree`.
+fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
     let roots: Vec<String> = roots.into_iter().collect();
-    let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
-    let extra = crate::derive::gitops::kustomizations(tree.keys(), &kept, &roots);
+    let extra = crate::derive::gitops::kustomizations(tree.keys(), &[], &roots);
     tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
     tree
 }
@@ -1517,6 +1586,39 @@ mod tests {
         assert_eq!(below("a"), ["", "b", "c/d"].map(PathBuf::from), "`a` itself, then its files, not `a-b` or `ab`");
         assert_eq!(below("a/c"), ["d"].map(PathBuf::from));
         assert!(below("c").is_empty());
+    }
+
+    #[test]
+    fn the_files_kept_of_some_namespaces_are_their_directories_and_plan_the_kustomizations_all_files_would() {
+        let files = [
+            "a/kustomization.yaml",
+            "a/s/deployment.yaml",
+            "a/s/service.yaml",
+            "a-b/s/x.yaml",
+            "ab/kustomization.yaml",
+            "b/s/y.yaml",
+            "kustomization.yaml",
+        ];
+        let ours = files.iter().map(|p| (PathBuf::from(p), Contents::digest(format!("d-{p}")))).collect();
+        let existing = Existing { ours, ..Existing::default() };
+        let kept = existing.kept(["a", "b"].map(String::from).into());
+        let names =
+            |paths: &mut dyn Iterator<Item = &PathBuf>| paths.map(|p| crate::base::paths::slash(p)).collect::<Vec<_>>();
+        let held = ["a/kustomization.yaml", "a/s/deployment.yaml", "a/s/service.yaml", "b/s/y.yaml"];
+        assert_eq!(names(&mut kept.files.keys()), held, "not `a-b` or `ab`, which sort between");
+        assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, "d-b/s/y.yaml");
+        assert_eq!(kept.objects, [("a".to_string(), 2), ("b".to_string(), 1)].into());
+        assert_eq!(kept.dirs, [PathBuf::from("a")]);
+        assert_eq!(names(&mut kept.unlisted.iter()), ["b/s/y.yaml"], "`b` has no kustomization of its own");
+        // What the kustomizations over every file kept would be.
+        let all: Vec<PathBuf> = kept.files.keys().cloned().collect();
+        let expected = crate::derive::gitops::kustomizations(all.iter(), &[Path::new("a")], &[]);
+        assert_eq!(names(&mut expected.iter().map(|(p, _)| p)), ["b/kustomization.yaml", "kustomization.yaml"]);
+        let tree = written_tree(Vec::new(), kept);
+        for (path, text) in expected {
+            assert_eq!(tree[&path], Contents::text(text), "{}", path.display());
+        }
+        assert_eq!(tree.len(), held.len() + 2);
     }
 
     #[test]
