@@ -1076,12 +1076,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         || compile_for::<Written>(&args.inputs, &header_base(), None, namespaces),
         || existing.filter(|_| !unchanged.is_empty()).map(|e| e.kept(unchanged)),
     );
-    let (compiled, services, digests) = compiled?;
+    let (mut compiled, services, digests) = compiled?;
     let kept = match early {
         Some(kept) if kept.namespaces == compiled.reused => kept,
         _ => existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default(),
     };
-    let (inputs, routes) = declared(files, &services, selection.as_ref());
     let counts = object_counts(&compiled, &kept);
     say_read(selection.as_ref(), files, &compiled.reused);
     let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
@@ -1094,7 +1093,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             (ns, d, objects)
         })
         .collect();
-    let mut tree = output::written_tree(compiled.objects, kept);
+    // What the input files declare, for the manifest, while the tree is
+    // planned.
+    let objects = std::mem::take(&mut compiled.objects);
+    let ((inputs, routes), mut tree) =
+        rayon::join(|| declared(files, &services, selection.as_ref()), || output::written_tree(objects, kept));
     if survey.inputs.is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
