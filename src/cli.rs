@@ -1192,7 +1192,9 @@ fn read_selected(
     files: &[InputFile],
     run: &crate::base::yaml::RunBudget,
 ) -> Result<Vec<LoadedService>, Diagnostics> {
-    let by_label: BTreeMap<&str, &InputFile> = files.iter().map(|f| (f.label.as_str(), f)).collect();
+    // By hash, as `Selection::new` looks labels up.
+    let mut by_label: std::collections::HashMap<&str, &InputFile, foldhash::fast::RandomState> = Default::default();
+    by_label.extend(files.iter().map(|f| (f.label.as_str(), f)));
     // What every unchanged file took of the budgets when it was read,
     // charged up front (they fit, with the same platform file, when the
     // tree was rendered): those read give theirs back before they are read.
@@ -1200,8 +1202,10 @@ fn read_selected(
         let recorded = selection.recorded(label)?;
         Some((by_label.get(label)?.bytes, recorded.aliases))
     };
-    let (bytes, aliases) =
-        files.iter().filter_map(|f| share(selection, &f.label)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    let (bytes, aliases) = selection
+        .unchanged()
+        .filter_map(|(label, recorded)| Some((by_label.get(label)?.bytes, recorded.aliases)))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     // Within the budgets: see above.
     let _ = (run.take_bytes(bytes), run.take_alias_nodes(aliases));
     let mut services = Vec::new();

@@ -339,20 +339,32 @@ impl<'a> Selection<'a> {
         current: impl IntoIterator<Item = (&'a str, &'a str)>,
         always: impl IntoIterator<Item = String>,
     ) -> Option<Selection<'a>> {
-        let recorded: BTreeMap<&str, &Input> = manifest.inputs.iter().map(|i| (i.label.as_str(), i)).collect();
+        // Looked up by hash: tens of thousands of labels that share their
+        // first dozens of bytes (`services/<namespace>/`) compare slowly.
+        type Labels<V> = std::collections::HashMap<V, usize, foldhash::fast::RandomState>;
+        let mut recorded: Labels<&str> = Labels::default();
+        recorded.extend(manifest.inputs.iter().enumerate().map(|(n, i)| (i.label.as_str(), n)));
+        // The recorded inputs of the files unchanged, by their place.
+        let mut same = vec![false; manifest.inputs.len()];
         let mut files = 0;
         let current: BTreeMap<&str, (Option<&Input>, bool)> = current
             .into_iter()
             .inspect(|_| files += 1)
-            .map(|(label, digest)| (label, (recorded.get(label).copied().filter(|i| i.digest == digest), false)))
+            .map(|(label, digest)| {
+                let n = recorded.get(label).copied().filter(|&n| manifest.inputs[n].digest == digest);
+                if let Some(n) = n {
+                    same[n] = true;
+                }
+                (label, (n.map(|n| &manifest.inputs[n]), false))
+            })
             .collect();
         if recorded.len() != manifest.inputs.len() || current.len() != files {
             return None;
         }
         let mut dirty: BTreeSet<String> = always.into_iter().collect();
-        for input in &manifest.inputs {
+        for (input, same) in manifest.inputs.iter().zip(same) {
             // Changed or gone: what it declared is touched.
-            if current.get(input.label.as_str()).is_none_or(|(same, _)| same.is_none()) {
+            if !same {
                 dirty.extend(input.namespaces.iter().cloned());
             }
         }
@@ -367,6 +379,11 @@ impl<'a> Selection<'a> {
     /// The recorded input of an unchanged file, read or not.
     pub fn recorded(&self, label: &str) -> Option<&'a Input> {
         self.current.get(label).and_then(|(same, _)| *same)
+    }
+
+    /// The unchanged files, by label, with their recorded inputs.
+    pub fn unchanged(&self) -> impl Iterator<Item = (&'a str, &'a Input)> + '_ {
+        self.current.iter().filter_map(|(label, (same, _))| same.map(|i| (*label, i)))
     }
 
     /// The labels of the files to read now, each returned once: the new and
@@ -677,6 +694,11 @@ mod tests {
         let s = Selection::new(&m, changed(&m, 0), []).unwrap();
         assert_eq!(s.recorded("a.yaml"), None, "changed");
         assert_eq!(s.recorded("b.yaml").map(|i| i.aliases), Some(6));
+        let unchanged: Vec<&str> = s
+            .unchanged()
+            .map(|(label, i)| std::ptr::eq(i, s.recorded(label).unwrap()).then_some(label).unwrap())
+            .collect();
+        assert_eq!(unchanged, ["b.yaml", "both.yaml", "c.yaml", "d.yaml"], "all but a.yaml, with their records");
         assert!(std::ptr::eq(s.manifest(), &m));
     }
 
