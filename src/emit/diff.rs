@@ -134,28 +134,43 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         (clustered && first != crate::model::objects::GITOPS_DIR).then_some(first)
     };
     type Key = (Option<String>, ObjectId);
+    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
+    // A file that holds, byte for byte, what its object would be written
+    // as is that object unchanged, without being parsed back: after a
+    // change to one service, nearly every file compared.
+    let paths: std::collections::HashMap<PathBuf, usize, foldhash::fast::RandomState> =
+        objects.iter().enumerate().map(|(n, o)| (o.relative_path(), n)).collect();
+    let same_file = |path: &PathBuf, text: &str| {
+        let n = *paths.get(path)?;
+        (texts[n] == text && cluster_of(path) == objects[n].cluster).then_some(n)
+    };
     let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    let parsed: Vec<(&PathBuf, &str, Option<(ObjectId, Value)>)> = existing
+    let mut unchanged = vec![false; objects.len()];
+    let read: Vec<(&PathBuf, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| compared(path))
         .map(|(path, contents)| {
             let text = contents.text.as_deref().unwrap_or_default();
-            (path, text, parse(path, text))
+            (path, text, same_file(path, text).ok_or_else(|| parse(path, text)))
         })
         .collect();
-    for (path, text, parsed) in parsed {
-        match parsed {
-            Some((id, value)) => {
+    for (path, text, read) in read {
+        match read {
+            Ok(n) => unchanged[n] = true,
+            Err(Some((id, value))) => {
                 current.insert((cluster_of(path), id), (path.clone(), text, value));
             }
-            None => unparsable.push((path.clone(), text)),
+            Err(None) => unparsable.push((path.clone(), text)),
         }
     }
-    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
     let mut report = Report::default();
-    for (o, new_text) in objects.iter().zip(texts) {
+    for ((o, new_text), unchanged) in objects.iter().zip(texts).zip(unchanged) {
+        if unchanged {
+            report.unchanged += 1;
+            continue;
+        }
         let cluster = o.cluster.clone();
         match current.remove(&(cluster.clone(), o.id.clone())) {
             None => {
@@ -350,5 +365,63 @@ impl ObjectDiff {
             Change::Removed => "Removed",
             Change::Changed => "Changed",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::emit::write::Contents;
+    use serde_json::json;
+
+    fn config_map(name: &str, data: &str, source: &str) -> Object {
+        let value = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "team"}, "data": {"k": data},
+        });
+        let id = ObjectId::of(&value).unwrap();
+        Object { id, value, owner: Some(name.into()), source: Some(source.into()), cluster: None, bootstrap: false }
+    }
+
+    /// The tree's files as `objects` are written, by their own paths, or at
+    /// `path` for the one `at` names.
+    fn tree(objects: &[Object], at: Option<(&str, &str)>) -> Existing {
+        let mut existing = Existing::default();
+        for o in objects {
+            let path = match at {
+                Some((name, path)) if o.id.name == name => PathBuf::from(path),
+                _ => o.relative_path(),
+            };
+            existing.ours.insert(path, Contents::text(o.to_file()));
+        }
+        existing
+    }
+
+    #[test]
+    fn files_as_their_objects_are_written_are_unchanged_unread_and_others_are_compared_as_objects() {
+        let objects = [config_map("a", "1", "a.yaml"), config_map("b", "1", "b.yaml"), config_map("c", "1", "c.yaml")];
+        // The same bytes: unchanged. Another source in the header, the same
+        // object: unchanged too, compared as objects.
+        let mut written = objects.clone();
+        written[1].source = Some("elsewhere.yaml".into());
+        written[2] = config_map("c", "2", "c.yaml");
+        let report = diff(&objects, &tree(&written, None));
+        assert_eq!(report.unchanged, 2);
+        assert_eq!(report.objects.len(), 1);
+        assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("c", Change::Changed));
+
+        // The same bytes at another object's path are no match by path: the
+        // object is found where it lies, by what it is.
+        let moved = tree(&objects, Some(("a", "team/x/configmap.yaml")));
+        let report = diff(&objects, &moved);
+        assert!(report.objects.is_empty() && report.unchanged == 3, "{:?}", report.objects);
+
+        // A copy of a file at another path is a file a render removes.
+        let mut copied = tree(&objects, None);
+        copied.ours.insert(PathBuf::from("team/a/copy.yaml"), Contents::text(objects[0].to_file()));
+        let report = diff(&objects, &copied);
+        assert_eq!(report.unchanged, 3);
+        assert_eq!(report.objects.len(), 1);
+        assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("a", Change::Removed));
     }
 }
