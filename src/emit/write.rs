@@ -127,6 +127,12 @@ impl Existing {
         let mut kept = Kept::default();
         let mut files = Vec::new();
         for ns in &namespaces {
+            // A name that is not one plain name (empty, `..`, `a/b`: from a
+            // manifest edited by hand) is no path's first name: it has no
+            // files.
+            if ns.contains('/') || !crate::base::paths::plain(ns.as_bytes()) {
+                continue;
+            }
             let dir = Path::new(ns);
             let start = files.len();
             let (mut objects, mut own) = (0, false);
@@ -1619,6 +1625,9 @@ mod tests {
             assert_eq!(tree[&path], Contents::text(text), "{}", path.display());
         }
         assert_eq!(tree.len(), held.len() + 2);
+        // Names that are not one directory's name have no files.
+        let none = existing.kept(["", ".", "..", "a/s", "/a"].map(String::from).into());
+        assert!(none.files.is_empty() && none.objects.is_empty() && none.unlisted.is_empty());
     }
 
     #[test]
