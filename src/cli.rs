@@ -1193,8 +1193,7 @@ fn read_selected(
     run: &crate::base::yaml::RunBudget,
 ) -> Result<Vec<LoadedService>, Diagnostics> {
     // By hash, as `Selection::new` looks labels up.
-    let mut by_label: std::collections::HashMap<&str, &InputFile, foldhash::fast::RandomState> = Default::default();
-    by_label.extend(files.iter().map(|f| (f.label.as_str(), f)));
+    let by_label: foldhash::HashMap<&str, &InputFile> = files.iter().map(|f| (f.label.as_str(), f)).collect();
     // What every unchanged file took of the budgets when it was read,
     // charged up front (they fit, with the same platform file, when the
     // tree was rendered): those read give theirs back before they are read.

@@ -138,7 +138,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     // A file that holds, byte for byte, what its object would be written
     // as is that object unchanged, without being parsed back: after a
     // change to one service, nearly every file compared.
-    let paths: std::collections::HashMap<PathBuf, usize, foldhash::fast::RandomState> =
+    let paths: foldhash::HashMap<PathBuf, usize> =
         objects.iter().enumerate().map(|(n, o)| (o.relative_path(), n)).collect();
     let same_file = |path: &PathBuf, text: &str| {
         let n = *paths.get(path)?;

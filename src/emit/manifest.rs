@@ -341,9 +341,8 @@ impl<'a> Selection<'a> {
     ) -> Option<Selection<'a>> {
         // Looked up by hash: tens of thousands of labels that share their
         // first dozens of bytes (`services/<namespace>/`) compare slowly.
-        type Labels<V> = std::collections::HashMap<V, usize, foldhash::fast::RandomState>;
-        let mut recorded: Labels<&str> = Labels::default();
-        recorded.extend(manifest.inputs.iter().enumerate().map(|(n, i)| (i.label.as_str(), n)));
+        let recorded: foldhash::HashMap<&str, usize> =
+            manifest.inputs.iter().enumerate().map(|(n, i)| (i.label.as_str(), n)).collect();
         // The recorded inputs of the files unchanged, by their place.
         let mut same = vec![false; manifest.inputs.len()];
         let mut files = 0;

@@ -12,11 +12,11 @@ use crate::base::quantity::Quantity;
 use crate::k8s::admission;
 use crate::model::objects::Object;
 
-/// The index's maps: keyed by names of the objects, hashed with foldhash
-/// (randomly seeded, as std's SipHash is) rather than SipHash; the index is
-/// built for every group a compile checks. Nothing reads them in their
-/// order without sorting.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+// The index's maps: keyed by names of the objects, hashed with foldhash
+// (randomly seeded, as std's SipHash is) rather than SipHash; the index is
+// built for every group a compile checks. Nothing reads them in their
+// order without sorting.
+use foldhash::HashMap;
 
 /// Lookups the rules share, built once per run.
 pub(crate) struct Context<'a> {
