@@ -1069,12 +1069,12 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // gathered while the others are compiled, on the cores the compile
     // leaves idle (its checks of a namespace run on one); again after it,
     // from the namespaces it kept, should they differ.
-    let unchanged: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
+    let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
     let namespaces = Namespaces::of(&mut selection, files, reusable);
     compiling();
     let (compiled, early) = rayon::join(
         || compile_for::<Written>(&args.inputs, &header_base(), None, namespaces),
-        || existing.filter(|_| !unchanged.is_empty()).map(|e| e.kept(unchanged)),
+        || existing.filter(|_| !clean.is_empty()).map(|e| e.kept(clean)),
     );
     let (mut compiled, services, digests) = compiled?;
     let kept = match early {
@@ -1318,13 +1318,6 @@ fn in_namespaces(path: &Path, namespaces: &BTreeSet<String>) -> bool {
     path.iter().next().is_some_and(|ns| namespaces.contains(&*ns.to_string_lossy()))
 }
 
-/// Whether the tree's file `path`, in a namespace's directory, holds an
-/// object: an object's file is `<namespace>/<dir>/<file>`; the namespace's
-/// kustomization, `<namespace>/kustomization.yaml`, is no object.
-fn is_object_file(path: &Path) -> bool {
-    path.components().count() > 2
-}
-
 /// The input paths as the render summary names them: as given, `-` as
 /// standard input, and past three paths (a shell glob) a count.
 fn inputs_label(paths: &[PathBuf]) -> String {
@@ -1413,7 +1406,7 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         let (compiled, _, _) = compile_for::<Object>(&args.inputs, &header_base(), None, namespaces)?;
         say_read(selection.as_ref(), files, &compiled.reused);
         let kept = |p: &Path| in_namespaces(p, &compiled.reused);
-        let unchanged = existing.ours.keys().filter(|p| kept(p) && is_object_file(p)).count();
+        let unchanged = existing.ours.keys().filter(|p| kept(p) && output::is_object_file(p)).count();
         let compared = existing.texts_of(&args.out, |p| !kept(p) && diff::compared(p))?;
         let mut report = diff::diff(&compiled.objects, &compared);
         report.unchanged += unchanged;

@@ -146,7 +146,7 @@ impl Existing {
                     }
                     _ => {}
                 }
-                if path.components().nth(2).is_some() {
+                if is_object_file(path) {
                     objects += 1;
                 }
                 files.push((path.clone(), Contents::digest(contents.digest.clone())));
@@ -164,6 +164,13 @@ impl Existing {
         kept.namespaces = namespaces;
         kept
     }
+}
+
+/// Whether the tree's file `path`, in a namespace's directory, holds an
+/// object: an object's file is `<namespace>/<dir>/<file>`; the namespace's
+/// kustomization, `<namespace>/kustomization.yaml`, is no object.
+pub fn is_object_file(path: &Path) -> bool {
+    path.components().nth(2).is_some()
 }
 
 /// Adds the kustomize entry points of each tree (one per cluster in
