@@ -149,6 +149,12 @@ pub struct RenderArgs {
     #[arg(long, requires = "out", conflicts_with = "stdout")]
     pub check: bool,
 
+    /// Compile every namespace and compare or write every file, whatever
+    /// the tree's manifest records (for a CI gate that does not trust a
+    /// committed manifest, or after changing isvc itself).
+    #[arg(long, requires = "out", conflicts_with = "stdout")]
+    pub full: bool,
+
     /// Print every object as one multi-document YAML stream instead of
     /// writing a tree (for `kubectl apply -f -` and Argo CD plugins).
     #[arg(long, conflicts_with = "out")]
@@ -168,6 +174,11 @@ pub struct DiffArgs {
     /// The output directory to compare with.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+
+    /// Compile every namespace and compare every file, whatever the
+    /// tree's manifest records.
+    #[arg(long)]
+    pub full: bool,
 
     /// Report format.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
@@ -1030,11 +1041,14 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // A render waits here for another render into the same place, as it
     // would to write; not while it reads standard input, which is never up
     // to date.
+    // With `--full`, the tree is read as if the manifest recorded other
+    // settings: nothing is taken from it, every namespace is compiled.
     let stdin = args.inputs.paths.iter().any(|p| p == Path::new("-"));
-    let reading = match (args.check, stdin) {
-        (true, _) => Reading::Scan,
-        (false, false) => Reading::Open,
-        (false, true) => Reading::Skip,
+    let reading = match (args.full, args.check, stdin) {
+        (true, _, _) => Reading::Skip,
+        (false, true, _) => Reading::Scan,
+        (false, false, false) => Reading::Open,
+        (false, false, true) => Reading::Skip,
     };
     let tree = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out.clone() };
     let survey = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
@@ -1353,9 +1367,9 @@ fn kind_filter(names: &[String]) -> Result<Vec<&'static str>, Diagnostics> {
 }
 
 fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
-    let partial = match args.inputs.cluster {
-        Some(_) => None,
-        None => diff_over_manifest(&args)?,
+    let partial = match (&args.inputs.cluster, args.full) {
+        (None, false) => diff_over_manifest(&args)?,
+        _ => None,
     };
     let report = match partial {
         Some(report) => report,

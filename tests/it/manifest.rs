@@ -241,6 +241,45 @@ fn a_changed_input_platform_or_setting_is_a_full_compile() {
     assert!(out.contains("missing: rendered/default/other/deployment.yaml\n"), "{out}");
 }
 
+/// The shortcut trusts what the manifest records of the inputs: a
+/// manifest edited to record a changed input's new digest (a forged one, or
+/// a merge conflict resolved by hand) passes `render --check` and `diff`;
+/// `--full` compiles every namespace and finds the tree stale.
+#[test]
+fn full_compiles_whatever_the_manifest_records() {
+    let dir = setup(QWEN3);
+    render(dir.path(), &[]);
+    let input = dir.path().join("services/qwen3.yaml");
+    std::fs::write(&input, QWEN3.replace("replicas: 3", "replicas: 5")).unwrap();
+    isvc(dir.path()).args(["render", "services", "--out", "fresh"]).assert().success();
+    let fresh = std::fs::read_to_string(dir.path().join("fresh/.isvc-manifest")).unwrap();
+    let input_line = |text: &str| text.lines().find(|l| l.starts_with("input ")).unwrap().to_string();
+    let old = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+    let forged = old.replace(&input_line(&old), &input_line(&fresh));
+    assert_ne!(forged, old);
+    std::fs::write(dir.path().join(MANIFEST), &forged).unwrap();
+
+    assert_eq!(check(dir.path()).0, 0, "taken from the manifest");
+    assert_eq!(diff(dir.path()).0, 0, "taken from the manifest");
+    let (code, out, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check", "--full"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("stale: rendered/default/qwen3/deployment.yaml\n"), "{out}");
+    let (code, out, _) = run(isvc(dir.path()).args(["diff", "services", "--out", "rendered", "--full"]));
+    assert_eq!(code, 1);
+    assert!(out.contains("~ Deployment default/qwen3") && out.contains("fields: spec.replicas"), "{out}");
+
+    // A render with `--full` writes what a render without a manifest writes.
+    render(dir.path(), &["--full"]);
+    assert_eq!(std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap(), fresh);
+    assert_eq!(contents(&dir.path().join("rendered")), contents(&dir.path().join("fresh")));
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check", "--full"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("rendered is up to date"), "{err}");
+    // `--full` goes with a tree.
+    let (code, _, err) = run(isvc(dir.path()).args(["render", "services", "--stdout", "--full"]));
+    assert_eq!(code, 2, "{err}");
+}
+
 #[test]
 fn a_run_that_warns_compiles_every_time_and_warns_again() {
     let dir = tempfile::tempdir().unwrap();
