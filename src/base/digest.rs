@@ -19,6 +19,12 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
     hex128(&hash.finalize())
 }
 
+/// Whether `text` is a digest as [`digest`] writes it: 32 lower-case hex
+/// digits.
+pub fn is_digest(text: &str) -> bool {
+    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// The first 128 bits of a SHA-256 hash, in lower-case hex.
 fn hex128(hash: &[u8]) -> String {
     hash[..16].iter().map(|b| format!("{b:02x}")).collect()
@@ -32,6 +38,19 @@ mod tests {
     fn digests_are_the_first_half_of_sha256() {
         // SHA-256 of the empty string: e3b0c442 98fc1c14 9afbf4c8 996fb924 ...
         assert_eq!(digest(b""), "e3b0c44298fc1c149afbf4c8996fb924");
+    }
+
+    #[test]
+    fn a_digest_is_32_lower_case_hex_digits() {
+        assert!(is_digest(&digest(b"x")));
+        for not in [
+            "",
+            "e3b0c44298fc1c149afbf4c8996fb92",
+            "E3B0C44298FC1C149AFBF4C8996FB924",
+            "e3b0c44298fc1c149afbf4c8996fb92g",
+        ] {
+            assert!(!is_digest(not), "{not}");
+        }
     }
 
     #[test]

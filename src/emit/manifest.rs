@@ -211,10 +211,16 @@ impl Manifest {
     }
 
     /// Reads a manifest written by this version of isvc; `None` for any
-    /// other text (another version's, a damaged one).
+    /// other text (another version's, a damaged one, or one with a record
+    /// a render could not have written: a digest that is not one, a
+    /// namespace that is no DNS-1123 label, a file that is no plain path
+    /// in the tree).
     pub fn parse(text: &str) -> Option<Manifest> {
+        use crate::base::digest::is_digest;
         let lines = records(text)?;
         let unquote = |s: &str| unquote(s).map(Cow::into_owned);
+        let digest = |d: &str| is_digest(d).then(|| d.to_string());
+        let namespace = |n: &str| crate::base::names::dns1123_label(n).is_ok();
         let mut m = Manifest::default();
         // Most lines name an output file.
         m.outputs.reserve(text.bytes().filter(|&b| b == b'\n').count());
@@ -227,20 +233,19 @@ impl Manifest {
                 "namespace" => {
                     let (d, rest) = rest.split_once(' ')?;
                     let (objects, name) = rest.split_once(' ')?;
-                    m.namespaces.push((unquote(name)?, d.to_string(), objects.parse().ok()?));
+                    let name = unquote(name).filter(|n| namespace(n))?;
+                    m.namespaces.push((name, digest(d)?, objects.parse().ok()?));
                 }
                 "input" => {
-                    let (digest, rest) = rest.split_once(' ')?;
+                    let (d, rest) = rest.split_once(' ')?;
                     let (aliases, rest) = rest.split_once(' ')?;
                     let (namespaces, label) = json_pair::<Vec<String>, String>(rest)?;
-                    m.inputs.push(Input {
-                        label,
-                        digest: digest.to_string(),
-                        aliases: aliases.parse().ok()?,
-                        namespaces,
-                    });
+                    if !namespaces.iter().all(|n| namespace(n)) {
+                        return None;
+                    }
+                    m.inputs.push(Input { label, digest: digest(d)?, aliases: aliases.parse().ok()?, namespaces });
                 }
-                "route" => m.routes.push(json_pair::<String, String>(rest)?),
+                "route" => m.routes.push(json_pair::<String, String>(rest).filter(|(n, _)| namespace(n))?),
                 "quota" => {
                     type Row = (Option<String>, String, String, String, String, String, String);
                     let (cluster, namespace, quota, key, steady, peak, hard) =
@@ -253,7 +258,8 @@ impl Manifest {
                 }
                 "output" => {
                     let (d, name) = rest.split_once(' ')?;
-                    m.outputs.push((unquote(name)?, d.to_string()));
+                    let path = unquote(name).filter(|p| crate::base::paths::plain(p.as_bytes()))?;
+                    m.outputs.push((path, digest(d)?));
                 }
                 _ => return None,
             }
@@ -507,9 +513,9 @@ mod tests {
         tree.insert(PathBuf::from("a/we\"ird\nname.yaml"), Contents::text(format!("{HEADER_PREFIX}\na")));
         Manifest::new(
             vec!["gitops=flux".to_string(), "platform none".to_string()],
-            vec![input("services/z.yaml", b"z", &["team-b"]), input("services/a b.yaml", b"a", &["team \"a\"", "x"])],
+            vec![input("services/z.yaml", b"z", &["team-b"]), input("services/a b.yaml", b"a", &["team-a", "x"])],
             2,
-            vec![("team-b".to_string(), digest(b"b"), 1), ("team \"a\"".to_string(), digest(b"a"), 1)],
+            vec![("team-b".to_string(), digest(b"b"), 1), ("team-a".to_string(), digest(b"a"), 1)],
             vec![
                 ("team-b".to_string(), "chat.example.com/\"v1\"".to_string()),
                 ("team-b".to_string(), "chat.example.com/\"v1\"".to_string()),
@@ -542,11 +548,29 @@ mod tests {
         assert_eq!(Manifest::settings_in(&text), Some(m.settings.clone()), "the settings, from the first lines");
         assert_eq!(Manifest::settings_in(&text.replacen("\nisvc ", "\nisvc 9", 1)), None, "another version's");
         assert_eq!(m.inputs[0].label, "services/a b.yaml", "inputs are sorted");
-        assert_eq!(m.inputs[0].namespaces, ["team \"a\"", "x"]);
+        assert_eq!(m.inputs[0].namespaces, ["team-a", "x"]);
         assert_eq!(m.routes.len(), 1, "a route claimed twice in a namespace is recorded once");
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
-        assert_eq!(m.namespaces[0].0, "team \"a\"", "namespaces are sorted");
+        assert_eq!(m.namespaces[0].0, "team-a", "namespaces are sorted");
         assert_eq!(m.quota[0].namespace, "team-a", "quota rows are sorted by namespace");
+        // A record a render could not have written makes the text no manifest.
+        for (good, bad) in [
+            ("namespace ", "namespace 0"),
+            ("[\"team-a\",", "[\"team a\","),
+            ("route \"team-b\"", "route \"../b\""),
+            ("\"team-a\"\n", "\"Team-A\"\n"),
+            ("\"b/x.yaml\"", "\"b/../x.yaml\""),
+            ("\"b/x.yaml\"", "\"/b/x.yaml\""),
+        ] {
+            let edited = text.replacen(good, bad, 1);
+            assert_ne!(edited, text, "{good}");
+            assert_eq!(Manifest::parse(&edited), None, "{bad}");
+        }
+        let output = text.lines().find(|l| l.starts_with("output ")).unwrap();
+        let longer = output.replacen("output ", "output f", 1);
+        assert_eq!(Manifest::parse(&text.replacen(output, &longer, 1)), None, "a digest of 33 digits");
+        let upper = format!("output {}", output["output ".len()..].to_uppercase());
+        assert_eq!(Manifest::parse(&text.replacen(output, &upper, 1)), None, "upper-case digits");
         let kept = BTreeSet::from(["team-b".to_string()]);
         assert_eq!(m.quota_of(&kept).map(|r| r.key.as_str()).collect::<Vec<_>>(), ["requests.cpu"]);
         assert_eq!(m.namespace_records().get("team-b"), Some(&(digest(b"b").as_str(), 1)));

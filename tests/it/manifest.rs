@@ -280,6 +280,22 @@ fn full_compiles_whatever_the_manifest_records() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// A manifest edited to hold what a render never writes (a namespace that
+/// is a path) is no manifest: the tree is compiled in full, found stale,
+/// and the next render writes the manifest anew.
+#[test]
+fn a_manifest_with_a_record_no_render_writes_is_none() {
+    let dir = setup(QWEN3);
+    render(dir.path(), &[]);
+    let path = dir.path().join(MANIFEST);
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, good.replace("[\"default\"]", "[\"../default\"]")).unwrap();
+    let (code, out, err) = check(dir.path());
+    assert_eq!((code, out.as_str()), (1, "stale: rendered/.isvc-manifest\n"), "{err}");
+    render(dir.path(), &[]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), good);
+}
+
 #[test]
 fn a_run_that_warns_compiles_every_time_and_warns_again() {
     let dir = tempfile::tempdir().unwrap();
