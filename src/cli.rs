@@ -1211,13 +1211,11 @@ fn read_selected(
     // What every unchanged file took of the budgets when it was read,
     // charged up front (they fit, with the same platform file, when the
     // tree was rendered): those read give theirs back before they are read.
-    let share = |selection: &Selection<'_>, label: &str| {
-        let recorded = selection.recorded(label)?;
-        Some((by_label.get(label)?.bytes, recorded.aliases))
-    };
+    let charge = |label: &str, recorded: &manifest::Input| Some((by_label.get(label)?.bytes, recorded.aliases));
+    let share = |selection: &Selection<'_>, label: &str| charge(label, selection.recorded(label)?);
     let (bytes, aliases) = selection
         .unchanged()
-        .filter_map(|(label, recorded)| Some((by_label.get(label)?.bytes, recorded.aliases)))
+        .filter_map(|(label, recorded)| charge(label, recorded))
         .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
     // Within the budgets: see above.
     let _ = (run.take_bytes(bytes), run.take_alias_nodes(aliases));
