@@ -1548,6 +1548,27 @@ pub use crate::load::files::absolute;
 
 /// `path` relative to `base` (both absolute), using `..` where needed.
 pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    // Below a plain `base` (not `/`), a path of its bytes, a `/` and a
+    // plain rest is that rest: the components match up to the `/` (the
+    // common case, taken for each of 10,000 input files).
+    #[cfg(unix)]
+    {
+        use crate::base::paths::{plain, plain_absolute};
+        use std::os::unix::ffi::OsStrExt;
+        let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+        if b.len() > 1
+            && plain_absolute(b)
+            && let Some(rest) = p.strip_prefix(b).and_then(|r| r.strip_prefix(b"/"))
+            && plain(rest)
+        {
+            return PathBuf::from(std::ffi::OsStr::from_bytes(rest));
+        }
+    }
+    relative_by_components(path, base)
+}
+
+/// [`relative_to`], component by component.
+fn relative_by_components(path: &Path, base: &Path) -> PathBuf {
     let p: Vec<Component> = path.components().collect();
     let b: Vec<Component> = base.components().collect();
     let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -1652,6 +1673,13 @@ mod tests {
             PathBuf::from("services/a.yaml")
         );
         assert_eq!(relative_to(Path::new("/r/other/a.yaml"), Path::new("/r/ex")), PathBuf::from("../other/a.yaml"));
+        // The shortcut for a plain path below a plain base gives what the
+        // components give, and the rest take the components' way.
+        let bases = ["/r/ex", "/", "/r", "/r/ex/", "/r//ex", "/r/./ex"];
+        let paths = ["/r/ex/services/a.yaml", "/r/ex", "/r/exa/b", "/r/ex//a", "/r/ex/./a", "/r/ex/../a", "/a", "/"];
+        for (base, path) in bases.iter().flat_map(|b| paths.iter().map(move |p| (Path::new(b), Path::new(p)))) {
+            assert_eq!(relative_to(path, base), relative_by_components(path, base), "{path:?} from {base:?}");
+        }
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub fn plain(p: &[u8]) -> bool {
         && p.split(|&c| c == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
+/// An absolute path with one `/` between names and none of them empty, `.`
+/// or `..`: `/` and [`plain`] after it, or `/` alone. Its components are
+/// its names, so a prefix of it up to a `/` is a prefix of its components.
+pub fn plain_absolute(p: &[u8]) -> bool {
+    p.strip_prefix(b"/").is_some_and(|rest| rest.is_empty() || plain(rest))
+}
+
 /// The order of two [`plain`] paths as `Path`'s `Ord` has it.
 pub fn cmp_plain(a: &[u8], b: &[u8]) -> Ordering {
     let least = |c: &u8| if *c == b'/' { 0 } else { *c };
@@ -79,6 +86,12 @@ mod tests {
         assert_eq!(paths, ["a", "a/b", "a/b/c", "a-c", "a.yaml", "ab"]);
         for p in ["", "/a", "a/", "a//b", "./a", "a/../b"] {
             assert!(!plain(p.as_bytes()), "{p}");
+        }
+        for p in ["/", "/a", "/a/b.yaml"] {
+            assert!(plain_absolute(p.as_bytes()), "{p}");
+        }
+        for p in ["", "a", "//a", "/a/", "/a/./b", "/a/../b"] {
+            assert!(!plain_absolute(p.as_bytes()), "{p}");
         }
     }
 }

@@ -132,6 +132,19 @@ mod tests {
             assert!(read_regular(&link, 10, true).is_ok());
         }
     }
+
+    #[test]
+    fn a_path_is_made_absolute_as_its_components_make_it() {
+        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("services/a.yaml")), Path::new("/r/ex/services/a.yaml"));
+        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("../a.yaml")), Path::new("/r/a.yaml"));
+        // The shortcut for a plain path below a plain directory gives what
+        // the components give, and the rest take the components' way.
+        let dirs = ["/r/ex", "/", "/r/ex/", "/r//ex", "/r/./ex", "/r/../ex", ""];
+        let paths = ["a.yaml", "services/a.yaml", "./a", "a/../b", "a//b", "a/", "/abs/a", "..", ""];
+        for (cwd, path) in dirs.iter().flat_map(|d| paths.iter().map(move |p| (Path::new(d), Path::new(p)))) {
+            assert_eq!(absolute_in(cwd, path), absolute_by_components(cwd, path), "{path:?} in {cwd:?}");
+        }
+    }
 }
 
 /// `path` made absolute against the working directory, with `.` and `..`
@@ -146,6 +159,18 @@ pub fn absolute(path: &Path) -> PathBuf {
 /// [`absolute`] against the working directory `cwd`, read once by a
 /// caller with many paths (each read is a system call).
 pub fn absolute_in(cwd: &Path, path: &Path) -> PathBuf {
+    use crate::base::paths::{plain, plain_absolute};
+    // A plain relative path below a plain working directory has nothing to
+    // resolve: joined, it is what the components build (the common case,
+    // taken for each of 10,000 input files).
+    if cfg!(unix) && plain_absolute(cwd.as_os_str().as_encoded_bytes()) && plain(path.as_os_str().as_encoded_bytes()) {
+        return cwd.join(path);
+    }
+    absolute_by_components(cwd, path)
+}
+
+/// [`absolute_in`], component by component.
+fn absolute_by_components(cwd: &Path, path: &Path) -> PathBuf {
     use std::path::Component;
     if path.as_os_str().is_empty() {
         return PathBuf::new();
