@@ -1419,8 +1419,7 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         say_read(selection.as_ref(), files, &compiled.reused);
         let kept = |p: &Path| in_namespaces(p, &compiled.reused);
         let unchanged = existing.ours.keys().filter(|p| kept(p) && output::is_object_file(p)).count();
-        let compared = existing.texts_of(&args.out, |p| !kept(p) && diff::compared(p))?;
-        let mut report = diff::diff(&compiled.objects, &compared);
+        let mut report = diff::diff_in_tree(&compiled.objects, existing, &args.out, |p| !kept(p))?;
         report.unchanged += unchanged;
         std::mem::forget(compiled);
         report

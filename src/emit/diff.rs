@@ -6,12 +6,14 @@
 //! by file path, so a moved file is not reported as a removal and an addition.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::base::diagnostics::Diagnostic;
+use crate::base::digest::digest;
 use crate::base::yaml::{self, Limits, PathSegment, path_string};
 use crate::emit::write::Existing;
 use crate::model::objects::{Object, ObjectId};
@@ -128,25 +130,85 @@ impl Report {
 /// kustomize entry points and the manifest are not objects and are left
 /// to `render --check`.
 pub fn diff(objects: &[Object], existing: &Existing) -> Report {
-    let clustered = objects.iter().any(|o| o.cluster.is_some());
-    let cluster_of = |path: &std::path::Path| {
-        let first = path.components().next()?.as_os_str().to_string_lossy().into_owned();
-        (clustered && first != crate::model::objects::GITOPS_DIR).then_some(first)
-    };
-    type Key = (Option<String>, ObjectId);
     let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
+    compare(objects, texts, existing, vec![false; objects.len()])
+}
+
+/// [`diff`] of `objects` with the files of the tree `out` that `keep`
+/// chooses among those `existing` lists, as a scan found them (known by
+/// digest): a file whose digest is that of what its object would be written
+/// as is that object unchanged, and is not read; the others are read for
+/// their texts. After a change to one service, that reads its few files
+/// rather than every file of its namespace.
+pub fn diff_in_tree(
+    objects: &[Object],
+    existing: &Existing,
+    out: &Path,
+    keep: impl Fn(&Path) -> bool + Sync,
+) -> Result<Report, Diagnostic> {
+    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
+    let places = Places::of(objects);
+    let same: Vec<(&Path, usize)> = existing
+        .ours
+        .par_iter()
+        .filter(|(path, _)| keep(path) && compared(path))
+        .filter_map(|(path, contents)| {
+            let n = places.object_at(objects, path)?;
+            (digest(texts[n].as_bytes()) == contents.digest).then_some((path.as_path(), n))
+        })
+        .collect();
+    let mut unchanged = vec![false; objects.len()];
+    for &(_, n) in &same {
+        unchanged[n] = true;
+    }
+    let same: foldhash::HashSet<&Path> = same.into_iter().map(|(p, _)| p).collect();
+    let read = existing.texts_of(out, |p| keep(p) && compared(p) && !same.contains(p))?;
+    Ok(compare(objects, texts, &read, unchanged))
+}
+
+/// Where each object's file lies, and whether files are in clusters'
+/// directories.
+struct Places {
+    clustered: bool,
+    paths: foldhash::HashMap<PathBuf, usize>,
+}
+
+impl Places {
+    fn of(objects: &[Object]) -> Places {
+        Places {
+            clustered: objects.iter().any(|o| o.cluster.is_some()),
+            paths: objects.iter().enumerate().map(|(n, o)| (o.relative_path(), n)).collect(),
+        }
+    }
+
+    /// The cluster whose directory holds the file `path`.
+    fn cluster_of(&self, path: &Path) -> Option<String> {
+        let first = path.components().next()?.as_os_str().to_string_lossy().into_owned();
+        (self.clustered && first != crate::model::objects::GITOPS_DIR).then_some(first)
+    }
+
+    /// The object written to the file `path`, of the cluster whose
+    /// directory holds it.
+    fn object_at(&self, objects: &[Object], path: &Path) -> Option<usize> {
+        let n = *self.paths.get(path)?;
+        (self.cluster_of(path) == objects[n].cluster).then_some(n)
+    }
+}
+
+/// [`diff`] of `objects`, written as `texts`, with `existing`; the objects
+/// `unchanged` already found so are left out.
+fn compare(objects: &[Object], texts: Vec<String>, existing: &Existing, mut unchanged: Vec<bool>) -> Report {
+    type Key = (Option<String>, ObjectId);
+    let places = Places::of(objects);
     // A file that holds, byte for byte, what its object would be written
     // as is that object unchanged, without being parsed back: after a
     // change to one service, nearly every file compared.
-    let paths: foldhash::HashMap<PathBuf, usize> =
-        objects.iter().enumerate().map(|(n, o)| (o.relative_path(), n)).collect();
     let same_file = |path: &PathBuf, text: &str| {
-        let n = *paths.get(path)?;
-        (texts[n] == text && cluster_of(path) == objects[n].cluster).then_some(n)
+        let n = places.object_at(objects, path)?;
+        (texts[n] == text).then_some(n)
     };
     let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    let mut unchanged = vec![false; objects.len()];
     let read: Vec<(&PathBuf, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
         .ours
         .par_iter()
@@ -160,7 +222,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
         match read {
             Ok(n) => unchanged[n] = true,
             Err(Some((id, value))) => {
-                current.insert((cluster_of(path), id), (path.clone(), text, value));
+                current.insert((places.cluster_of(path), id), (path.clone(), text, value));
             }
             Err(None) => unparsable.push((path.clone(), text)),
         }
@@ -223,7 +285,7 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     for (path, old_text) in unparsable {
         let id = ObjectId::new("", "(unreadable file)", None, &path.display().to_string());
         report.objects.push(entry(
-            cluster_of(&path),
+            places.cluster_of(&path),
             Change::Removed,
             &id,
             path.clone(),
