@@ -52,7 +52,8 @@ const MAX_CACHE_BYTES: u64 = 256 << 20;
 /// that writes one (its tree is likely gone).
 const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
-/// The name of a tree's cache file: this prefix and 32 hex digits.
+/// The name of a tree's cache file: this prefix and a digest (32 lower-case
+/// hex digits, [`crate::base::digest::is_digest`]).
 const PREFIX: &str = "tree-";
 
 /// Stale lines a cache file may hold beyond an eighth of its live ones
@@ -479,10 +480,7 @@ fn remove_unused(dir: &Path) {
     let now = std::time::SystemTime::now();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let ours = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .is_some_and(|d| d.len() == 32 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let ours = name.to_str().and_then(|n| n.strip_prefix(PREFIX)).is_some_and(crate::base::digest::is_digest);
         let unused = entry
             .metadata()
             .ok()
@@ -526,8 +524,8 @@ fn parse_line(line: &str) -> Option<(Kind, Stat, std::borrow::Cow<'_, str>, usiz
         "o" => Kind::Output,
         _ => return None,
     };
-    let digest = field()?;
-    if digest.len() != 32 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+    // A digest as isvc writes it (lower case): any other line is damaged.
+    if !crate::base::digest::is_digest(field()?) {
         return None;
     }
     // Times in nanoseconds fit 64 bits until the year 2262; a later one is
@@ -630,7 +628,9 @@ mod tests {
     fn a_damaged_cache_is_ignored_and_an_unchanged_one_not_rewritten() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
-        for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}"] {
+        // An upper-case digest is none isvc writes: the line is damaged.
+        let upper = format!("isvc stat cache 1\no {} 1 2 3 4 5 \"/a\"\n", "0123456789ABCDEF".repeat(2));
+        for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}", &upper] {
             std::fs::write(&file, text).unwrap();
             assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{text:?}");
         }
@@ -655,11 +655,13 @@ mod tests {
         };
         let stale = old(&format!("{PREFIX}{}", "a".repeat(32)));
         let foreign = old("notes.txt");
+        // A name isvc does not give a cache (its digest in upper case).
+        let upper = old(&format!("{PREFIX}{}", "A".repeat(32)));
         let recent = dir.path().join(format!("{PREFIX}{}", "b".repeat(32)));
         std::fs::write(&recent, "x").unwrap();
         record_one(dir.path(), &dir.path().join(format!("{PREFIX}{}", "c".repeat(32))));
         assert!(!stale.exists());
-        assert!(foreign.exists() && recent.exists());
+        assert!(foreign.exists() && upper.exists() && recent.exists());
     }
 
     #[test]
