@@ -293,11 +293,12 @@ impl Manifest {
         let manifest = PathBuf::from(MANIFEST);
         // Both sides in one order: the manifest's by path string, the scan's
         // by path; they agree because every listed path is compared below.
-        let mut ours: Vec<(String, &str)> = existing
+        // (Paths borrowed where their text is already the manifest's.)
+        let mut ours: Vec<(Cow<'_, str>, &str)> = existing
             .ours
             .iter()
             .filter(|(p, _)| **p != manifest)
-            .map(|(p, contents)| (slash(p), contents.digest.as_str()))
+            .map(|(p, contents)| (crate::base::paths::slash_text(p), contents.digest.as_str()))
             .collect();
         if ours.len() != self.outputs.len() {
             return false;
