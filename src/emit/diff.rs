@@ -131,7 +131,7 @@ impl Report {
 /// to `render --check`.
 pub fn diff(objects: &[Object], existing: &Existing) -> Report {
     let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
-    compare(objects, texts, existing, vec![false; objects.len()])
+    compare(objects, texts, &Places::of(objects), existing, vec![false; objects.len()])
 }
 
 /// [`diff`] of `objects` with the files of the tree `out` that `keep`
@@ -163,7 +163,7 @@ pub fn diff_in_tree(
     }
     let same: foldhash::HashSet<&Path> = same.into_iter().map(|(p, _)| p).collect();
     let read = existing.texts_of(out, |p| keep(p) && compared(p) && !same.contains(p))?;
-    Ok(compare(objects, texts, &read, unchanged))
+    Ok(compare(objects, texts, &places, &read, unchanged))
 }
 
 /// Where each object's file lies, and whether files are in clusters'
@@ -195,11 +195,16 @@ impl Places {
     }
 }
 
-/// [`diff`] of `objects`, written as `texts`, with `existing`; the objects
-/// `unchanged` already found so are left out.
-fn compare(objects: &[Object], texts: Vec<String>, existing: &Existing, mut unchanged: Vec<bool>) -> Report {
+/// [`diff`] of `objects`, written as `texts` to their `places`, with
+/// `existing`; the objects `unchanged` already found so are left out.
+fn compare(
+    objects: &[Object],
+    texts: Vec<String>,
+    places: &Places,
+    existing: &Existing,
+    mut unchanged: Vec<bool>,
+) -> Report {
     type Key = (Option<String>, ObjectId);
-    let places = Places::of(objects);
     // A file that holds, byte for byte, what its object would be written
     // as is that object unchanged, without being parsed back: after a
     // change to one service, nearly every file compared.
