@@ -491,4 +491,43 @@ mod tests {
         assert_eq!(report.objects.len(), 1);
         assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("a", Change::Removed));
     }
+
+    #[test]
+    fn a_file_whose_digest_is_its_objects_text_is_unchanged_unread_in_a_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path();
+        let objects = [config_map("a", "1", "a.yaml"), config_map("b", "1", "b.yaml"), config_map("c", "1", "c.yaml")];
+        let mut written = objects.clone();
+        written[1].source = Some("elsewhere.yaml".into());
+        written[2] = config_map("c", "2", "c.yaml");
+        // The tree as a scan found it: each file known by its digest.
+        let mut existing = Existing::default();
+        for o in &written {
+            let text = o.to_file();
+            std::fs::create_dir_all(out.join(o.relative_path()).parent().unwrap()).unwrap();
+            std::fs::write(out.join(o.relative_path()), &text).unwrap();
+            existing.ours.insert(o.relative_path(), Contents::digest(digest(text.as_bytes())));
+        }
+        // a's file, changed on disk since the scan, is not read again: its
+        // recorded digest is that of a's text.
+        std::fs::write(out.join(objects[0].relative_path()), "not a file of isvc's\n").unwrap();
+        // A file the caller leaves out (a namespace kept) is neither read
+        // nor reported.
+        let other = PathBuf::from("other/x/configmap.yaml");
+        let text = config_map("x", "1", "x.yaml").to_file();
+        std::fs::create_dir_all(out.join("other/x")).unwrap();
+        std::fs::write(out.join(&other), &text).unwrap();
+        existing.ours.insert(other.clone(), Contents::digest(digest(text.as_bytes())));
+        let report = diff_in_tree(&objects, &existing, out, |p| p != other).unwrap();
+        // b's file is read and compared as an object (another header, the
+        // same object); c's differs.
+        assert_eq!(report.unchanged, 2);
+        assert_eq!(report.objects.len(), 1, "{:?}", report.objects);
+        assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("c", Change::Changed));
+        // The same as a diff of the tree read with its texts, before a's
+        // file changed.
+        let texts = tree(&written, None);
+        let full = diff(&objects, &texts);
+        assert_eq!((full.unchanged, full.objects.len()), (2, 1));
+    }
 }
