@@ -148,21 +148,27 @@ pub fn diff_in_tree(
 ) -> Result<Report, Diagnostic> {
     let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
     let places = Places::of(objects);
-    let same: Vec<(&Path, usize)> = existing
+    // Each file compared: the object it holds unchanged, or its path, to read.
+    let found: Vec<Result<usize, &Path>> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| keep(path) && compared(path))
-        .filter_map(|(path, contents)| {
-            let n = places.object_at(objects, path)?;
-            (digest(texts[n].as_bytes()) == contents.digest).then_some((path.as_path(), n))
+        .map(|(path, contents)| {
+            let n = places.object_at(objects, path);
+            n.filter(|&n| digest(texts[n].as_bytes()) == contents.digest).ok_or(path.as_path())
         })
         .collect();
     let mut unchanged = vec![false; objects.len()];
-    for &(_, n) in &same {
-        unchanged[n] = true;
+    let mut differing = foldhash::HashSet::default();
+    for f in found {
+        match f {
+            Ok(n) => unchanged[n] = true,
+            Err(path) => {
+                differing.insert(path);
+            }
+        }
     }
-    let same: foldhash::HashSet<&Path> = same.into_iter().map(|(p, _)| p).collect();
-    let read = existing.texts_of(out, |p| keep(p) && compared(p) && !same.contains(p))?;
+    let read = existing.texts_of(out, |p| differing.contains(p))?;
     Ok(compare(objects, texts, &places, &read, unchanged))
 }
 
