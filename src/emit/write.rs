@@ -193,8 +193,7 @@ impl<'a> Place<'a> {
                 let kustomization_dir = last
                     .filter(|&i| &b[i + 1..] == crate::derive::gitops::KUSTOMIZATION.as_bytes())
                     .map(|i| Path::new(std::ffi::OsStr::from_bytes(&b[..i])));
-                let object = b.iter().filter(|&&c| c == b'/').nth(1).is_some();
-                return Some(Place { kustomization_dir, object });
+                return Some(Place { kustomization_dir, object: plain_object_file(b) });
             }
         }
         Place::by_components(path, ns)
@@ -215,7 +214,21 @@ impl<'a> Place<'a> {
 /// object: an object's file is `<namespace>/<dir>/<file>`; the namespace's
 /// kustomization, `<namespace>/kustomization.yaml`, is no object.
 pub fn is_object_file(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let b = path.as_os_str().as_bytes();
+        if crate::base::paths::plain(b) {
+            return plain_object_file(b);
+        }
+    }
     path.components().nth(2).is_some()
+}
+
+/// [`is_object_file`] of a [`plain`](crate::base::paths::plain) path's
+/// bytes, whose components are its names: at least three of them.
+fn plain_object_file(b: &[u8]) -> bool {
+    b.iter().filter(|&&c| c == b'/').nth(1).is_some()
 }
 
 /// Adds the kustomize entry points of each tree (one per cluster in
@@ -1463,6 +1476,7 @@ mod tests {
         for p in paths {
             let path = Path::new(p);
             assert_eq!(Place::of(path, "team-a"), Place::by_components(path, "team-a"), "{p}");
+            assert_eq!(is_object_file(path), path.components().nth(2).is_some(), "{p}");
         }
         let place = Place::of(Path::new("team-a/svc/kustomization.yaml"), "team-a").unwrap();
         assert_eq!(place, Place { kustomization_dir: Some(Path::new("team-a/svc")), object: true });
