@@ -343,6 +343,7 @@ struct Checked<T> {
     diags: Diagnostics,
     quota: Vec<admission::QuotaUsage>,
     findings: Vec<check::Finding>,
+    /// The workloads an autoscaler scales, found only for a GitOps engine.
     autoscaled: BTreeSet<ObjectId>,
     reused: BTreeSet<String>,
 }
@@ -620,8 +621,10 @@ impl Stage<'_> {
             out.findings.extend(check::run_in(&cx, &objects, self.config));
         }
         drop(cx);
-        out.autoscaled.extend(gitops::autoscaled(objects.iter()));
+        // Only the GitOps engine's objects read which workloads an
+        // autoscaler scales (`add_engine_objects`).
         if let Some(engine) = self.engine {
+            out.autoscaled.extend(gitops::autoscaled(objects.iter()));
             gitops::annotate(&mut objects, engine);
         }
         T::hold(objects)
