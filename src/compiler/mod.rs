@@ -765,7 +765,9 @@ fn add_engine_objects<T: Held>(
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
         compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object)));
     }
-    let extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
+    let mut extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
+    // Held in output order, as `Held::hold` takes them.
+    objects::sort(&mut extra);
     compiled.objects.extend(T::hold(extra));
     objects::sort(&mut compiled.objects);
     Ok(())

@@ -179,7 +179,7 @@ fn permute<T>(items: &mut [T], mut from: Vec<usize>) {
 /// object itself (for `diff`, `plan` and `check`, which read its fields),
 /// or only its file's text ([`Written`], for `render`).
 pub trait Held: Send + Sized {
-    /// Keeps `objects`.
+    /// Keeps `objects`, which are in output order (see [`sort`]).
     fn hold(objects: Vec<Object>) -> Vec<Self>;
     /// The object's identity, owner, source and place (its value is
     /// `null` once written).
@@ -294,14 +294,13 @@ enum Part {
 impl Streamed {
     /// The place a run shares: objects of one namespace, of one rank in
     /// output order and one tree. A namespace's objects are all rendered
-    /// and held together ([`Held::compact`] is called once per group of
+    /// and held together ([`Held::hold`] is called once per group of
     /// namespaces), so no other group holds objects of a run's place, and
-    /// in output order the run's objects follow each other as they do here.
-    fn run(&self) -> Option<(bool, &Option<String>, u8, &str)> {
-        let o = &self.object;
+    /// in output order the run's objects follow each other as they do in
+    /// the group.
+    fn place(o: &Object) -> Option<(bool, &Option<String>, u8, &str)> {
         let namespace = o.id.namespace.as_deref()?;
-        matches!(self.part, Part::Text(_))
-            .then(|| (o.bootstrap, &o.cluster, crate::model::kinds::rank(&o.id.kind), namespace))
+        Some((o.bootstrap, &o.cluster, crate::model::kinds::rank(&o.id.kind), namespace))
     }
 }
 
@@ -312,35 +311,13 @@ impl Held for Streamed {
     /// the fleet's stream is to fit in (benches/README.md).
     const OVERLAP: bool = false;
 
+    /// Writes and packs `objects`, which are in output order (a compile
+    /// sorts a group's objects before it holds them): each run of objects
+    /// of one place ([`Streamed::run`]) is cut into pieces of at most
+    /// [`PIECE`] objects, and the pieces are written and packed on every
+    /// core at once, each object's value freed once written.
     fn hold(objects: Vec<Object>) -> Vec<Streamed> {
-        use rayon::prelude::*;
-        objects
-            .into_par_iter()
-            .map(|mut object| {
-                let text = object.to_file();
-                object.value = Value::Null;
-                Streamed { object, part: Part::Text(text) }
-            })
-            .collect()
-    }
-
-    /// Packs each run of `held`, which is in output order (the group's
-    /// objects are sorted before they are held).
-    fn compact(held: &mut [Streamed]) {
-        let mut start = 0;
-        while start < held.len() {
-            let place = held[start].run();
-            let mut end = start + 1;
-            if place.is_some() {
-                while end < held.len() && held[end].run() == place {
-                    end += 1;
-                }
-            }
-            if end - start > 1 {
-                pack(&mut held[start..end]);
-            }
-            start = end;
-        }
+        hold_in_pieces(objects, PIECE)
     }
 
     fn object(&self) -> &Object {
@@ -352,18 +329,69 @@ impl Held for Streamed {
     }
 }
 
-/// Makes `run`'s texts one compressed part of the stream, on its first object.
-fn pack(run: &mut [Streamed]) {
-    let len = run.iter().map(|s| if let Part::Text(t) = &s.part { t.len() + 4 } else { 0 }).sum();
-    let mut stream = String::with_capacity(len);
-    for s in run.iter_mut() {
-        // Each text is freed once appended.
-        if let Part::Text(text) = std::mem::replace(&mut s.part, Part::InRun) {
-            stream.push_str("---\n");
-            stream.push_str(&text);
-        }
+/// The most objects one packed part of the stream holds. A run is cut so
+/// that its pieces pack on every core, where one namespace's run of a
+/// kind (500 Deployments at 10,000 services) would keep one core busy
+/// while the other waits; each piece after the first starts its
+/// compression afresh, some 2 KB more per piece (benches/README.md).
+const PIECE: usize = 64;
+
+/// [`Streamed::hold`], with pieces of at most `piece` objects.
+fn hold_in_pieces(objects: Vec<Object>, piece: usize) -> Vec<Streamed> {
+    use rayon::prelude::*;
+    let mut held: Vec<Streamed> = objects.into_iter().map(|object| Streamed { object, part: Part::InRun }).collect();
+    let mut pieces = Vec::new();
+    let mut rest = held.as_mut_slice();
+    while !rest.is_empty() {
+        let end = {
+            let place = Streamed::place(&rest[0].object);
+            let mut end = 1;
+            if place.is_some() {
+                while end < rest.len().min(piece) && Streamed::place(&rest[end].object) == place {
+                    end += 1;
+                }
+            }
+            end
+        };
+        let (first, tail) = rest.split_at_mut(end);
+        pieces.push(first);
+        rest = tail;
     }
-    run[0].part = Part::Run { objects: run.len(), packed: lz4_flex::compress_prepend_size(stream.as_bytes()) };
+    pieces.into_par_iter().for_each(write_piece);
+    held
+}
+
+/// Writes each object of `piece` (one object, or a run's objects in output
+/// order) and frees its value: a lone object keeps its text, a run becomes
+/// one compressed part of the stream on its first object.
+fn write_piece(piece: &mut [Streamed]) {
+    if let [single] = piece {
+        single.part = Part::Text(single.object.to_file());
+        single.object.value = Value::Null;
+        return;
+    }
+    thread_local! {
+        /// The piece's part of the stream before it is packed, kept by each
+        /// thread for its next piece.
+        static STREAM: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    }
+    let packed = STREAM.with(|stream| {
+        let mut fresh = String::new();
+        let mut kept = stream.try_borrow_mut();
+        let stream = match kept.as_deref_mut() {
+            Ok(kept) => kept,
+            Err(_) => &mut fresh,
+        };
+        stream.clear();
+        for s in piece.iter_mut() {
+            stream.push_str("---\n");
+            stream.push_str(&s.object.header());
+            crate::base::yaml::write(&s.object.value, stream);
+            s.object.value = Value::Null;
+        }
+        lz4_flex::compress_prepend_size(stream.as_bytes())
+    });
+    piece[0].part = Part::Run { objects: piece.len(), packed };
 }
 
 /// Objects held for a stream, in output order, whose runs are in place:
@@ -504,17 +532,14 @@ mod tests {
         vec![a, b, cohort, between, vec![object("Application", None, "fleet", None, true)]]
     }
 
-    /// What a compile does: each group sorted, held and packed, then all
+    /// What a compile does: each group sorted and held, its runs packed
+    /// in pieces of at most `piece` objects (one: nothing packed), then all
     /// of them in output order.
-    fn streamed(groups: Vec<Vec<Object>>, pack: bool) -> Vec<Streamed> {
+    fn streamed(groups: Vec<Vec<Object>>, piece: usize) -> Vec<Streamed> {
         let mut all = Vec::new();
         for mut group in groups {
             sort(&mut group);
-            let mut held = Streamed::hold(group);
-            if pack {
-                Streamed::compact(&mut held);
-            }
-            all.extend(held);
+            all.extend(hold_in_pieces(group, piece));
         }
         sort(&mut all);
         all
@@ -530,9 +555,9 @@ mod tests {
     fn a_packed_stream_is_the_stream_of_the_objects() {
         let mut whole: Vec<Object> = groups().into_iter().flatten().collect();
         sort(&mut whole);
-        let packed = streamed(groups(), true);
+        let packed = streamed(groups(), PIECE);
         assert_eq!(stream(&packed), to_stream(&whole));
-        assert_eq!(stream(&streamed(groups(), false)), to_stream(&whole));
+        assert_eq!(stream(&streamed(groups(), 1)), to_stream(&whole));
         // Each namespace's objects of a kind are one run; a lone object
         // and the cluster-scoped ones stay text.
         let runs: Vec<(&str, usize)> = packed
@@ -559,8 +584,43 @@ mod tests {
     }
 
     #[test]
+    fn a_run_longer_than_a_piece_is_packed_in_pieces_of_the_same_stream() {
+        let mut whole: Vec<Object> = groups().into_iter().flatten().collect();
+        sort(&mut whole);
+        let pieces = streamed(groups(), 4);
+        assert_eq!(stream(&pieces), to_stream(&whole));
+        let runs: Vec<(&str, usize)> = pieces
+            .iter()
+            .filter_map(|s| match &s.part {
+                Part::Run { objects, .. } => Some((s.object.id.kind.as_str(), *objects)),
+                _ => None,
+            })
+            .collect();
+        // Each run of six is cut after four; the cohort's runs of three
+        // fit in one piece.
+        assert_eq!(
+            runs,
+            [
+                ("ConfigMap", 4),
+                ("ConfigMap", 2),
+                ("Service", 4),
+                ("Service", 2),
+                ("Deployment", 4),
+                ("Deployment", 2),
+                ("Deployment", 4),
+                ("Deployment", 2),
+                ("Deployment", 3),
+                ("Deployment", 3),
+                ("Deployment", 3)
+            ]
+        );
+        // Every value is freed once written.
+        assert!(pieces.iter().all(|s| s.object.value.is_null()));
+    }
+
+    #[test]
     fn objects_out_of_their_runs_make_no_stream() {
-        let packed = streamed(groups(), true);
+        let packed = streamed(groups(), PIECE);
         let first = packed.iter().position(|s| matches!(s.part, Part::Run { .. })).unwrap();
         // Two groups with objects of one namespace and kind, which a
         // compile never holds: their runs interleave once sorted.
@@ -580,7 +640,7 @@ mod tests {
             packed[first + 1..].to_vec(),
             // Another object inside a run.
             [&packed[..first + 1], &packed[..1], &packed[first + 1..]].concat(),
-            streamed(split, true),
+            streamed(split, PIECE),
         ] {
             // No stream to write, so nothing is written.
             assert!(Stream::of(&broken).is_none());
