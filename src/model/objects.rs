@@ -265,11 +265,12 @@ impl Held for Written {
 /// object's file once all of them are checked, so it holds the text of a
 /// fleet (52 MB at 10,000 services) to the end. The objects of one
 /// namespace and rank (most often, one kind) follow each other in output
-/// order (see [`sort`]); a run of them is kept as its part of the stream,
-/// compressed with LZ4 on its first object: the files of one kind differ
-/// in few bytes, so at 10,000 services the texts take 26 times less
-/// memory, for about 20 ms of packing and 10 ms of unpacking
-/// (benches/README.md). [`Stream`] writes
+/// order (see [`sort`]); a run of them is kept in pieces of at most
+/// [`PIECE`] objects, each piece's part of the stream compressed with LZ4
+/// on its first object: the files of one kind differ in few bytes, so at
+/// 10,000 services the texts take 22 times less memory (2.43 MB for 54.7
+/// MB), packed on every core as they are written (benches/README.md).
+/// [`Stream`] writes
 /// the bytes [`to_stream`] gives.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Streamed {
@@ -332,8 +333,9 @@ impl Held for Streamed {
 /// The most objects one packed part of the stream holds. A run is cut so
 /// that its pieces pack on every core, where one namespace's run of a
 /// kind (500 Deployments at 10,000 services) would keep one core busy
-/// while the other waits; each piece after the first starts its
-/// compression afresh, some 2 KB more per piece (benches/README.md).
+/// while the other waits. Each piece after the first starts its
+/// compression afresh: at 10,000 services the packed texts take 2.43 MB
+/// in 480 pieces, against 2.08 MB in 60 whole runs.
 const PIECE: usize = 64;
 
 /// [`Streamed::hold`], with pieces of at most `piece` objects.
