@@ -266,7 +266,7 @@ impl Held for Written {
 /// fleet (52 MB at 10,000 services) to the end. The objects of one
 /// namespace and rank (most often, one kind) follow each other in output
 /// order (see [`sort`]); a run of them is kept in pieces of at most
-/// [`PIECE`] objects, each piece's part of the stream compressed with LZ4
+/// `PIECE` objects, each piece's part of the stream compressed with LZ4
 /// on its first object: the files of one kind differ in few bytes, so at
 /// 10,000 services the texts take 22 times less memory (2.43 MB for 54.7
 /// MB), packed on every core as they are written (benches/README.md).
@@ -314,8 +314,8 @@ impl Held for Streamed {
 
     /// Writes and packs `objects`, which are in output order (a compile
     /// sorts a group's objects before it holds them): each run of objects
-    /// of one place ([`Streamed::run`]) is cut into pieces of at most
-    /// [`PIECE`] objects, and the pieces are written and packed on every
+    /// of one place (`Streamed::place`) is cut into pieces of at most
+    /// `PIECE` objects, and the pieces are written and packed on every
     /// core at once, each object's value freed once written.
     fn hold(objects: Vec<Object>) -> Vec<Streamed> {
         hold_in_pieces(objects, PIECE)
@@ -398,7 +398,7 @@ fn write_piece(piece: &mut [Streamed]) {
 
 /// Objects held for a stream, in output order, whose runs are in place:
 /// each packed run followed by the rest of its objects and nothing else,
-/// as a compile leaves them (see [`Streamed::run`]). [`Stream::of`] checks
+/// as a compile leaves them (see `Streamed::place`). [`Stream::of`] checks
 /// that once, before anything is written.
 pub struct Stream<'a>(&'a [Streamed]);
 
