@@ -79,8 +79,13 @@ pub fn tree(objects: &[Object]) -> Tree {
 pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
     let roots: BTreeSet<String> = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
     let Kept { files: mut tree, dirs, unlisted, .. } = kept;
-    let made: Vec<(PathBuf, Contents)> =
+    let mut made: Vec<(PathBuf, Contents)> =
         objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
+    // Sorted on every core, by bytes for plain paths: a map built from
+    // sorted files (a cold render's) is built in one pass, where one
+    // insert after another compared each path with some fifteen others,
+    // component by component.
+    sort_paths(&mut made, |(p, _)| p);
     let roots: Vec<String> = roots.into_iter().collect();
     let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
     // The kustomizations are made from the files outside the directories
@@ -94,7 +99,11 @@ pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
     } else {
         crate::derive::gitops::kustomizations(made_paths.chain(tree.keys()), &dirs, &roots)
     };
-    tree.extend(made);
+    if tree.is_empty() {
+        tree = made.into_iter().collect();
+    } else {
+        tree.extend(made);
+    }
     tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
     tree
 }
