@@ -372,6 +372,9 @@ fn write_piece(piece: &mut [Streamed]) {
         single.object.value = Value::Null;
         return;
     }
+    /// A buffer that grew past this (a piece of large objects) is not kept
+    /// for the next piece.
+    const KEEP: usize = 1 << 20;
     thread_local! {
         /// The piece's part of the stream before it is packed, kept by each
         /// thread for its next piece.
@@ -391,7 +394,11 @@ fn write_piece(piece: &mut [Streamed]) {
             crate::base::yaml::write(&s.object.value, stream);
             s.object.value = Value::Null;
         }
-        lz4_flex::compress_prepend_size(stream.as_bytes())
+        let packed = lz4_flex::compress_prepend_size(stream.as_bytes());
+        if stream.capacity() > KEEP {
+            *stream = String::new();
+        }
+        packed
     });
     piece[0].part = Part::Run { objects: piece.len(), packed };
 }
