@@ -560,6 +560,16 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    /// The kind and length of each packed part, in order.
+    fn runs(held: &[Streamed]) -> Vec<(&str, usize)> {
+        held.iter()
+            .filter_map(|s| match &s.part {
+                Part::Run { objects, .. } => Some((s.object.id.kind.as_str(), *objects)),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn a_packed_stream_is_the_stream_of_the_objects() {
         let mut whole: Vec<Object> = groups().into_iter().flatten().collect();
@@ -569,15 +579,8 @@ mod tests {
         assert_eq!(stream(&streamed(groups(), 1)), to_stream(&whole));
         // Each namespace's objects of a kind are one run; a lone object
         // and the cluster-scoped ones stay text.
-        let runs: Vec<(&str, usize)> = packed
-            .iter()
-            .filter_map(|s| match &s.part {
-                Part::Run { objects, .. } => Some((s.object.id.kind.as_str(), *objects)),
-                _ => None,
-            })
-            .collect();
         assert_eq!(
-            runs,
+            runs(&packed),
             [
                 ("ConfigMap", 6),
                 ("Service", 6),
@@ -598,17 +601,10 @@ mod tests {
         sort(&mut whole);
         let pieces = streamed(groups(), 4);
         assert_eq!(stream(&pieces), to_stream(&whole));
-        let runs: Vec<(&str, usize)> = pieces
-            .iter()
-            .filter_map(|s| match &s.part {
-                Part::Run { objects, .. } => Some((s.object.id.kind.as_str(), *objects)),
-                _ => None,
-            })
-            .collect();
         // Each run of six is cut after four; the cohort's runs of three
         // fit in one piece.
         assert_eq!(
-            runs,
+            runs(&pieces),
             [
                 ("ConfigMap", 4),
                 ("ConfigMap", 2),
