@@ -263,15 +263,14 @@ impl Held for Written {
 
 /// An object held for `render --stdout`, which prints one stream of every
 /// object's file once all of them are checked, so it holds the text of a
-/// fleet (52 MB at 10,000 services) to the end. The objects of one
+/// fleet (54.7 MB at 10,000 services) to the end. The objects of one
 /// namespace and rank (most often, one kind) follow each other in output
 /// order (see [`sort`]); a run of them is kept in pieces of at most
 /// `PIECE` objects, each piece's part of the stream compressed with LZ4
 /// on its first object: the files of one kind differ in few bytes, so at
-/// 10,000 services the texts take 22 times less memory (2.43 MB for 54.7
-/// MB), packed on every core as they are written (benches/README.md).
-/// [`Stream`] writes
-/// the bytes [`to_stream`] gives.
+/// 10,000 services the texts take 22 times less memory (2.43 MB), packed
+/// on every core as they are written (benches/README.md). [`Stream`]
+/// writes the bytes [`to_stream`] gives.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Streamed {
     /// The object's identity, owner, source and place, its value `null`.
