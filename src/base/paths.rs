@@ -38,6 +38,14 @@ pub fn plain(p: &[u8]) -> bool {
         && p.split(|&c| c == b'/').all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
+/// `path`'s bytes where it is [`plain`] on Unix, whose only separator is
+/// `/`: what the shortcuts by bytes take. Any other path, and every path on
+/// other systems, is `None`, for the components' way.
+pub fn plain_bytes(path: &Path) -> Option<&[u8]> {
+    let b = path.as_os_str().as_encoded_bytes();
+    (cfg!(unix) && plain(b)).then_some(b)
+}
+
 /// An absolute path with one `/` between names and none of them empty, `.`
 /// or `..`: `/` and [`plain`] after it, or `/` alone. Its components are
 /// its names, so a prefix of it up to a `/` is a prefix of its components.
@@ -61,6 +69,17 @@ mod tests {
         fn plain_paths_compare_as_paths(a in "[a./-]{0,8}", b in "[a./-]{0,8}") {
             prop_assume!(plain(a.as_bytes()) && plain(b.as_bytes()));
             prop_assert_eq!(cmp_plain(a.as_bytes(), b.as_bytes()), Path::new(&a).cmp(Path::new(&b)));
+        }
+    }
+
+    #[test]
+    fn only_a_plain_path_is_taken_by_its_bytes() {
+        for p in ["a", "a/b/c.yaml", "team-a/_namespace/x.yaml"] {
+            let expected = cfg!(unix).then_some(p.as_bytes());
+            assert_eq!(plain_bytes(Path::new(p)), expected, "{p}");
+        }
+        for p in ["", "/a", "a/", "a//b", "./a", "a/../b", "a/./b"] {
+            assert_eq!(plain_bytes(Path::new(p)), None, "{p}");
         }
     }
 

@@ -189,23 +189,18 @@ impl<'a> Place<'a> {
     /// by its components. Both give the same answers (a test says so); the
     /// components cost more, over a tree's 29,000 files.
     fn of(path: &'a Path, ns: &str) -> Option<Place<'a>> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStrExt;
-            let b = path.as_os_str().as_bytes();
-            if crate::base::paths::plain(b) {
-                let rest = b.strip_prefix(ns.as_bytes())?;
-                if rest.first().is_some_and(|&c| c != b'/') {
-                    return None;
-                }
-                let last = b.iter().rposition(|&c| c == b'/');
-                let kustomization_dir = last
-                    .filter(|&i| &b[i + 1..] == crate::derive::gitops::KUSTOMIZATION.as_bytes())
-                    .map(|i| Path::new(std::ffi::OsStr::from_bytes(&b[..i])));
-                return Some(Place { kustomization_dir, object: plain_object_file(b) });
-            }
+        let Some(b) = crate::base::paths::plain_bytes(path) else {
+            return Place::by_components(path, ns);
+        };
+        let rest = b.strip_prefix(ns.as_bytes())?;
+        if rest.first().is_some_and(|&c| c != b'/') {
+            return None;
         }
-        Place::by_components(path, ns)
+        // A kustomization below the root: its name is the last, after a `/`.
+        let kustomization =
+            b.strip_suffix(crate::derive::gitops::KUSTOMIZATION.as_bytes()).is_some_and(|dir| dir.ends_with(b"/"));
+        let kustomization_dir = if kustomization { path.parent() } else { None };
+        Some(Place { kustomization_dir, object: plain_object_file(b) })
     }
 
     fn by_components(path: &'a Path, ns: &str) -> Option<Place<'a>> {
@@ -223,15 +218,10 @@ impl<'a> Place<'a> {
 /// object: an object's file is `<namespace>/<dir>/<file>`; the namespace's
 /// kustomization, `<namespace>/kustomization.yaml`, is no object.
 pub fn is_object_file(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let b = path.as_os_str().as_bytes();
-        if crate::base::paths::plain(b) {
-            return plain_object_file(b);
-        }
+    match crate::base::paths::plain_bytes(path) {
+        Some(b) => plain_object_file(b),
+        None => path.components().nth(2).is_some(),
     }
-    path.components().nth(2).is_some()
 }
 
 /// [`is_object_file`] of a [`plain`](crate::base::paths::plain) path's

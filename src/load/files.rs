@@ -159,11 +159,11 @@ pub fn absolute(path: &Path) -> PathBuf {
 /// [`absolute`] against the working directory `cwd`, read once by a
 /// caller with many paths (each read is a system call).
 pub fn absolute_in(cwd: &Path, path: &Path) -> PathBuf {
-    use crate::base::paths::{plain, plain_absolute};
+    use crate::base::paths::{plain_absolute, plain_bytes};
     // A plain relative path below a plain working directory has nothing to
     // resolve: joined, it is what the components build (the common case,
     // taken for each of 10,000 input files).
-    if cfg!(unix) && plain_absolute(cwd.as_os_str().as_encoded_bytes()) && plain(path.as_os_str().as_encoded_bytes()) {
+    if plain_bytes(path).is_some() && plain_absolute(cwd.as_os_str().as_encoded_bytes()) {
         return cwd.join(path);
     }
     absolute_by_components(cwd, path)
