@@ -487,6 +487,8 @@ fn status(line: &str) {
 struct Loaded {
     inputs: compiler::Inputs,
     config: check::Config,
+    /// What the load warns of, for the caller to show.
+    warnings: Diagnostics,
 }
 
 /// The manual page, isvc(1): the name, synopsis, description and global
@@ -569,12 +571,13 @@ fn load_inputs(inputs: &Inputs, selected: Option<(&mut Selection<'_>, &[InputFil
         diags.sort();
         return Err(diags);
     };
+    let mut warnings = Diagnostics::new();
     if services.is_empty() && !kept {
         let paths: Vec<String> = inputs.paths.iter().map(|p| p.display().to_string()).collect();
-        eprint_diagnostics(&Diagnostics::from(
+        warnings.push(
             Diagnostic::warning(format!("no InferenceService found in {}", paths.join(", ")))
                 .help("the output holds only the CRD; a render removes the objects of every service rendered before"),
-        ));
+        );
     }
     let platform_file = inputs.platform.as_ref().map(|p| p.display().to_string());
     let (platform, origin) = platform;
@@ -584,6 +587,7 @@ fn load_inputs(inputs: &Inputs, selected: Option<(&mut Selection<'_>, &[InputFil
             .with_platform_origin(origin)
             .with_templates(templates),
         config,
+        warnings,
     })
 }
 
@@ -735,20 +739,18 @@ fn stat_cache(out: &Path) -> StatCache {
     StatCache::open(stat_cache_dir().as_deref(), out)
 }
 
-/// What a run reads of an output tree before it compiles, side by side:
-/// the tree's manifest and cache of file status, the digests of the input
-/// files and, when the manifest records this run's settings, the files of
-/// the tree (for a render, under the lock it writes under).
+/// What a run reads of an output tree and its inputs before it compiles,
+/// side by side: the tree's manifest and cache of file status, the
+/// digests of the input files and, when the manifest records this run's
+/// settings, the tree walked (for a render, under the lock it writes
+/// under), its files not read yet: a run reads them ([`Walk::read`]) while
+/// it compiles what the manifest shows changed.
 struct Survey {
     cache: StatCache,
     manifest: Option<Manifest>,
     /// The input files; `None` for standard input or an input that cannot
     /// be read.
     inputs: Option<Vec<InputFile>>,
-    /// The tree opened for writing, with what it holds.
-    writer: Option<output::Writer>,
-    /// The tree as it is, read without the lock.
-    scanned: Option<output::Existing>,
 }
 
 /// How [`survey`] reads the tree, when the manifest records the settings.
@@ -768,7 +770,7 @@ fn survey(
     base: &Path,
     settings: &[String],
     reading: Reading,
-) -> Result<Survey, Diagnostics> {
+) -> Result<(Survey, Walk), Diagnostics> {
     // The cache of file status is loaded on a thread of its own while the
     // manifest is parsed and the inputs and the tree are walked: only what
     // the walks found is looked up in it. The settings the manifest
@@ -797,16 +799,8 @@ fn survey(
         (cache, manifest, inputs, tree)
     });
     let tree = tree?;
-    let (inputs, tree) = rayon::join(
-        || inputs.and_then(|found| input_digests(&found, &cache)),
-        || match tree {
-            Walk::Skipped => Ok((None, None)),
-            Walk::Scanned(walked) => Ok((None, walked.read(&cache).ok())),
-            Walk::Opened(opening) => opening.read(&cache).map(|w| (Some(w), None)),
-        },
-    );
-    let (writer, scanned) = tree?;
-    Ok(Survey { cache, manifest, inputs, writer, scanned })
+    let inputs = inputs.and_then(|found| input_digests(&found, &cache));
+    Ok((Survey { cache, manifest, inputs }, tree))
 }
 
 /// The tree as [`survey`] walks it, before its files are read.
@@ -816,28 +810,112 @@ enum Walk {
     Opened(output::Opening),
 }
 
-impl Survey {
-    /// The tree as read, under the lock or not.
+impl Walk {
+    /// The tree's files read, but those `cache` knows unchanged.
+    fn read(self, cache: &StatCache) -> Result<TreeRead, Diagnostics> {
+        Ok(match self {
+            Walk::Skipped => TreeRead { writer: None, scanned: None },
+            Walk::Scanned(walked) => TreeRead { writer: None, scanned: walked.read(cache).ok() },
+            Walk::Opened(opening) => TreeRead { writer: Some(opening.read(cache)?), scanned: None },
+        })
+    }
+}
+
+/// The tree as read: under the lock, for writing, or not.
+struct TreeRead {
+    writer: Option<output::Writer>,
+    scanned: Option<output::Existing>,
+}
+
+impl TreeRead {
+    /// The tree's contents, either way.
     fn existing(&self) -> Option<&output::Existing> {
         self.writer.as_ref().map(|w| &w.existing).or(self.scanned.as_ref())
     }
 
-    /// The manifest, when it records this run's settings and the files
-    /// isvc owns in the tree are those it lists, unedited: the tree a
-    /// render may keep namespaces of.
-    fn describing_tree(&self, settings: &[String]) -> Option<&Manifest> {
-        let recorded = self.manifest.as_ref().filter(|m| m.settings == settings)?;
-        self.existing().is_some_and(|e| recorded.matches_tree(e)).then_some(recorded)
+    /// Whether `recorded` (a manifest of this run's settings) lists the
+    /// files isvc owns in the tree, unedited: the tree a render may keep
+    /// namespaces of.
+    fn described_by(&self, recorded: &Manifest) -> bool {
+        self.existing().is_some_and(|e| recorded.matches_tree(e))
+    }
+}
+
+impl Survey {
+    /// The manifest, when it records this run's settings: whether it
+    /// describes the tree is for [`TreeRead::described_by`] to tell.
+    fn recorded(&self, settings: &[String]) -> Option<&Manifest> {
+        self.manifest.as_ref().filter(|m| m.settings == settings)
     }
 
     /// Whether `recorded` lists exactly this run's input files, by digest.
-    /// With [`Survey::describing_tree`]: the tree is by its digests
-    /// exactly what a render would write there, and no compile is needed.
+    /// With [`TreeRead::described_by`]: the tree is by its digests exactly what
+    /// a render would write there, and no compile is needed.
     fn same_inputs(&self, recorded: &Manifest) -> bool {
         let Some(current) = &self.inputs else { return false };
         let current: Vec<(&str, &str)> = current.iter().map(|f| (f.label.as_str(), f.digest.as_str())).collect();
         !current.is_empty() && recorded.same_inputs(&current)
     }
+
+    /// Reads the `tree` walked and, meanwhile, on the chance that the
+    /// manifest of this run's `settings` describes it (as it does unless
+    /// the tree was edited by hand), compiles what the manifest shows
+    /// changed: the namespaces `select` chooses (the input files are those
+    /// recorded: nothing). Then with `then`, on the tree read, when the
+    /// manifest describes it, what a caller does meanwhile with the
+    /// namespaces the selection keeps. Returns the manifest if it
+    /// describes the tree, and then the compile, with the selection it
+    /// read by.
+    fn read_while_compiling<'s, T: Held, R: Send>(
+        &'s self,
+        tree: Walk,
+        settings: &[String],
+        select: impl FnOnce(&'s Manifest, &'s [InputFile]) -> Option<Selection<'s>> + Send,
+        compile: impl FnOnce(Namespaces<'s, '_>) -> Result<Compiled<T>, Diagnostics> + Send,
+        then: impl FnOnce(&TreeRead, &BTreeSet<String>) -> R + Send,
+    ) -> Result<Surveyed<'s, T, R>, Diagnostics> {
+        // (A tree not walked is described by no manifest.)
+        let walked = !matches!(tree, Walk::Skipped);
+        let recorded = self.recorded(settings).filter(|_| walked && self.inputs.is_some());
+        let same = recorded.is_some_and(|m| self.same_inputs(m));
+        let files = self.inputs.as_deref().unwrap_or_default();
+        let mut selection = recorded.filter(|_| !same).and_then(|m| select(m, files));
+        let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
+        let (tree, compiled) = rayon::join(
+            || {
+                let tree = tree.read(&self.cache)?;
+                let described = recorded.is_some_and(|m| tree.described_by(m));
+                let meanwhile = described.then(|| then(&tree, &clean));
+                Ok::<_, Diagnostics>((tree, described, meanwhile))
+            },
+            || (recorded.is_some() && !same).then(|| compile(Namespaces::of(&mut selection, files, recorded))),
+        );
+        let (tree, described, meanwhile) = tree?;
+        let described = recorded.filter(|_| described);
+        // A compile of a tree the manifest does not describe is set aside:
+        // its errors too, which a full compile reports.
+        let compiled = match (described, compiled) {
+            (Some(_), Some(compiled)) => Some(compiled?),
+            _ => None,
+        };
+        let selection = selection.filter(|_| described.is_some());
+        Ok(Surveyed { tree, described, same, compiled, selection, meanwhile })
+    }
+}
+
+/// What [`Survey::read_while_compiling`] found.
+struct Surveyed<'s, T, R> {
+    tree: TreeRead,
+    /// The manifest, if it records this run's settings and describes the
+    /// tree.
+    described: Option<&'s Manifest>,
+    /// Whether the manifest lists this run's input files, unchanged.
+    same: bool,
+    /// The compile of what the manifest shows changed, if it describes the
+    /// tree and the inputs changed.
+    compiled: Option<Compiled<T>>,
+    selection: Option<Selection<'s>>,
+    meanwhile: Option<R>,
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -905,8 +983,29 @@ impl<'m, 's> Namespaces<'m, 's> {
     }
 }
 
-/// [`compile`], with what `namespaces` asks for.
+/// [`compile`], with what `namespaces` asks for; its warnings shown.
 fn compile_for<T: Held>(
+    inputs: &Inputs,
+    base: &Path,
+    one_cluster: Option<&str>,
+    namespaces: Namespaces<'_, '_>,
+) -> Result<Compiled<T>, Diagnostics> {
+    let compiled = compile_unshown(inputs, base, one_cluster, namespaces)?;
+    show_warnings(&compiled.0);
+    Ok(compiled)
+}
+
+/// Shows what a compilation warns of.
+fn show_warnings<T>(compiled: &Compilation<T>) {
+    if !compiled.warnings.is_empty() {
+        eprint_diagnostics(&compiled.warnings);
+    }
+}
+
+/// [`compile_for`], its warnings (the load's first) left in the
+/// compilation, or put before the errors, for the caller to show: a
+/// compile whose result may be set aside shows nothing.
+fn compile_unshown<T: Held>(
     inputs: &Inputs,
     base: &Path,
     one_cluster: Option<&str>,
@@ -921,17 +1020,24 @@ fn compile_for<T: Held>(
         }
     };
     let mut i = load_inputs(inputs, selected.as_mut().map(|(s, files)| (&mut **s, *files)))?;
+    let warned = |errors: Diagnostics| {
+        let mut all = i.warnings.clone();
+        all.extend(errors);
+        all
+    };
     // The namespaces kept unread, with their recorded digests.
     let clean = selected.map(|(s, _)| s.clean()).unwrap_or_default();
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
     if let (Some(what), None, true) = (one_cluster, &inputs.cluster, clusters.len() > 1) {
-        return Err(Diagnostic::error(format!(
-            "{what} works on one cluster, and the platform file lists {}: {}",
-            clusters.len(),
-            clusters.join(", ")
-        ))
-        .help(format!("name one with --cluster {}", clusters[0]))
-        .into());
+        return Err(warned(
+            Diagnostic::error(format!(
+                "{what} works on one cluster, and the platform file lists {}: {}",
+                clusters.len(),
+                clusters.join(", ")
+            ))
+            .help(format!("name one with --cluster {}", clusters[0]))
+            .into(),
+        ));
     }
     i.inputs.platform_file = platform_label(inputs, base);
     let options = Options::default()
@@ -951,9 +1057,9 @@ fn compile_for<T: Held>(
         .filter(|(ns, d)| records.get(ns.as_str()).is_some_and(|r| r.0 == d.as_str()))
         .map(|(ns, _)| ns.clone())
         .collect();
-    let compiled = Compiler::new(&i.inputs, options.reuse(reuse)).compile_held()?;
-    if !compiled.warnings.is_empty() {
-        eprint_diagnostics(&compiled.warnings);
+    let mut compiled = Compiler::new(&i.inputs, options.reuse(reuse)).compile_held().map_err(warned)?;
+    if !i.warnings.is_empty() {
+        compiled.warnings = warned(std::mem::take(&mut compiled.warnings));
     }
     Ok((compiled, i.inputs.services, digests))
 }
@@ -1051,9 +1157,26 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         (false, false, true) => Reading::Skip,
     };
     let tree = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out.clone() };
-    let survey = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
-    let described = survey.describing_tree(&settings);
-    if let Some(recorded) = described.filter(|m| survey.same_inputs(m)) {
+    let (survey, walk) = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
+    // Over a tree the manifest describes, only the input files of the
+    // namespaces a change touches are read, where every other namespace's
+    // objects can be kept. They are compiled while the tree is read, and
+    // the files of the namespaces whose input files are unchanged gathered
+    // on the cores the compile leaves idle (its checks of a namespace run
+    // on one); again after it, from the namespaces it kept, should they
+    // differ.
+    let surveyed = survey.read_while_compiling(
+        walk,
+        &settings,
+        |recorded, files| select(&args.inputs, platform.as_ref(), recorded, files),
+        |namespaces| {
+            compiling();
+            compile_unshown::<Written>(&args.inputs, &header_base(), None, namespaces)
+        },
+        |tree, clean| tree.existing().filter(|_| !clean.is_empty()).map(|e| e.kept(clean.clone())),
+    )?;
+    let Surveyed { tree: read, described, same, compiled, selection, meanwhile } = surveyed;
+    if let Some(recorded) = described.filter(|_| same) {
         survey.cache.save();
         // The manifest and every file it lists.
         let files = recorded.outputs.len() + 1;
@@ -1068,30 +1191,24 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // are not freed entry by entry (tens of thousands of paths) but
         // with the process; so is the lock, which the system releases when
         // the process exits.
+        std::mem::forget(read);
         std::mem::forget(survey);
         return Ok(ExitCode::SUCCESS);
     }
-    let reusable = described.filter(|_| survey.inputs.is_some());
-    let existing = survey.existing();
-    // Over a tree the manifest describes, only the input files of the
-    // namespaces a change touches are read, where every other namespace's
-    // objects can be kept.
     let files = survey.inputs.as_deref().unwrap_or_default();
-    // (`reusable` implies the input files are known.)
-    let mut selection = reusable.and_then(|recorded| select(&args.inputs, platform.as_ref(), recorded, files));
-    // The files of the namespaces whose input files are unchanged are
-    // gathered while the others are compiled, on the cores the compile
-    // leaves idle (its checks of a namespace run on one); again after it,
-    // from the namespaces it kept, should they differ.
-    let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
-    let namespaces = Namespaces::of(&mut selection, files, reusable);
-    compiling();
-    let (compiled, early) = rayon::join(
-        || compile_for::<Written>(&args.inputs, &header_base(), None, namespaces),
-        || existing.filter(|_| !clean.is_empty()).map(|e| e.kept(clean)),
-    );
-    let (mut compiled, services, digests) = compiled?;
-    let kept = match early {
+    let existing = read.existing();
+    // A tree the manifest does not describe (or inputs it cannot record)
+    // is compiled whole.
+    let compiled = match compiled {
+        Some(compiled) => compiled,
+        None => {
+            compiling();
+            compile_unshown::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(None))?
+        }
+    };
+    show_warnings(&compiled.0);
+    let (mut compiled, services, digests) = compiled;
+    let kept = match meanwhile.flatten() {
         Some(kept) if kept.namespaces == compiled.reused => kept,
         _ => existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default(),
     };
@@ -1124,13 +1241,13 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // The quota table: the compiled namespaces' rows, and the recorded
     // ones of the namespaces kept.
     let mut quota = compiled.quota;
-    if let Some(kept) = reusable {
+    if let Some(kept) = described {
         quota.extend(kept.quota_of(&compiled.reused).cloned());
     }
     let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree).with_quota(quota);
     tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
     if args.check {
-        let existing = match survey.scanned {
+        let existing = match read.scanned {
             Some(existing) => existing,
             None => output::scan(&out, &survey.cache)?,
         };
@@ -1156,7 +1273,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         ));
         return Ok(ExitCode::from(1));
     }
-    let changes = match &survey.writer {
+    let changes = match &read.writer {
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
         Some(writer) => writer.write(&tree, &survey.cache)?,
@@ -1177,6 +1294,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // (the tree written, the tree found, the cache's entries) would only
     // delay the exit. The lock goes with the process.
     std::mem::forget(tree);
+    std::mem::forget(read);
     std::mem::forget(survey);
     Ok(ExitCode::SUCCESS)
 }
@@ -1403,19 +1521,29 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
 /// thousands compiles and reads one namespace, not the fleet.
 fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnostics> {
     let (settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
-    let survey = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
+    let (survey, walk) = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
+    let surveyed = survey.read_while_compiling(
+        walk,
+        &settings,
+        |recorded, files| select(&args.inputs, platform.as_ref(), recorded, files),
+        |namespaces| {
+            compiling();
+            compile_unshown::<Object>(&args.inputs, &header_base(), None, namespaces)
+        },
+        |_, _| (),
+    )?;
     survey.cache.save();
-    let Some(recorded) = survey.describing_tree(&settings) else { return Ok(None) };
-    let report = if survey.same_inputs(recorded) {
+    let Surveyed { tree: read, described, same, compiled, selection, .. } = surveyed;
+    let Some(recorded) = described else { return Ok(None) };
+    let report = if same {
         diff::Report { objects: Vec::new(), unchanged: recorded.objects }
     } else {
-        let (Some(files), Some(existing)) = (survey.inputs.as_deref(), survey.scanned.as_ref()) else {
+        let (Some(files), Some(existing), Some((compiled, _, _))) =
+            (survey.inputs.as_deref(), read.scanned.as_ref(), compiled)
+        else {
             return Ok(None);
         };
-        let mut selection = select(&args.inputs, platform.as_ref(), recorded, files);
-        let namespaces = Namespaces::of(&mut selection, files, Some(recorded));
-        compiling();
-        let (compiled, _, _) = compile_for::<Object>(&args.inputs, &header_base(), None, namespaces)?;
+        show_warnings(&compiled);
         say_read(selection.as_ref(), files, &compiled.reused);
         let kept = |p: &Path| in_namespaces(p, &compiled.reused);
         let unchanged = existing.ours.keys().filter(|p| kept(p) && output::is_object_file(p)).count();
@@ -1424,6 +1552,7 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         std::mem::forget(compiled);
         report
     };
+    std::mem::forget(read);
     // The run ends with the report: the tree's listing, the manifest and
     // the cache go with the process, as in `render`, not entry by entry.
     std::mem::forget(survey);
@@ -1437,6 +1566,9 @@ fn check_cmd(args: CheckArgs) -> Result<ExitCode, Diagnostics> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut i = load_inputs(&args.inputs, None)?;
+    if !i.warnings.is_empty() {
+        eprint_diagnostics(&i.warnings);
+    }
     i.inputs.platform_file = platform_label(&args.inputs, &header_base());
     let options =
         Options::default().rules(i.config).cluster(args.inputs.cluster.clone()).label(labeller(&header_base()));

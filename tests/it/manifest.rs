@@ -747,6 +747,39 @@ fn a_partial_diff_reports_what_a_full_diff_reports() {
     assert!(partial.contains("team-b/search/service.yaml"), "{partial}");
 }
 
+/// A render or diff compiles what the manifest shows changed while it
+/// reads the tree; when a hand edit means the manifest no longer describes
+/// the tree, that compile is set aside and everything compiled: what it
+/// would have said is not said, what the full compile says is said once.
+#[test]
+fn a_compile_set_aside_for_a_hand_edited_tree_says_nothing_twice() {
+    let dir = rendered_fleet();
+    let dir = dir.path();
+    let edited = dir.join("rendered/team-b/search/service.yaml");
+    let text = std::fs::read_to_string(&edited).unwrap().replace("port: 8000", "port: 8001");
+    // A service that no longer validates: its error, once.
+    write(dir, "d.yaml", &doc("code", "team-d", "replicas: many"));
+    for verb in ["diff", "render"] {
+        std::fs::write(&edited, &text).unwrap();
+        let (code, _, err) =
+            run(isvc(dir).args([verb, "services", "--out", "rendered", "--platform", "platform.yaml"]));
+        assert_eq!(code, 2, "{verb}: {err}");
+        assert_eq!(err.matches("error: ").count(), 2, "{verb}: one error and its summary: {err}");
+    }
+    // No service at all: the warning, once; the hand edit undone.
+    for file in ["a.yaml", "b.yaml", "both.yaml", "c.yaml", "d.yaml"] {
+        std::fs::remove_file(dir.join("services").join(file)).unwrap();
+    }
+    for verb in ["diff", "render"] {
+        std::fs::write(&edited, &text).unwrap();
+        let (code, _, err) =
+            run(isvc(dir).args([verb, "services", "--out", "rendered", "--platform", "platform.yaml", "-v"]));
+        assert_eq!(code, i32::from(verb == "diff"), "{verb}: {err}");
+        assert_eq!(err.matches("warning: no InferenceService found").count(), 1, "{verb}: {err}");
+    }
+    assert!(!edited.exists());
+}
+
 #[test]
 fn a_changed_service_meets_the_unread_ones_claiming_its_route() {
     let dir = rendered_fleet();
