@@ -859,19 +859,19 @@ impl Survey {
 
     /// Reads the `tree` walked and, meanwhile, on the chance that the
     /// manifest of this run's `settings` describes it (as it does unless
-    /// the tree was edited by hand), compiles what the manifest shows
-    /// changed: the namespaces `select` chooses (the input files are those
-    /// recorded: nothing). Then with `then`, on the tree read, when the
-    /// manifest describes it, what a caller does meanwhile with the
-    /// namespaces the selection keeps. Returns the manifest if it
-    /// describes the tree, and then the compile, with the selection it
-    /// read by.
+    /// the tree was edited by hand), compiles `inputs` where the manifest
+    /// shows them changed: the namespaces [`select`] chooses (the input
+    /// files are those recorded: nothing). Then with `then`, on the tree
+    /// read, when the manifest describes it, what a caller does meanwhile
+    /// with the namespaces the selection keeps. Returns the manifest if it
+    /// describes the tree, and then the compile (its warnings not shown
+    /// yet), with the selection it read by.
     fn read_while_compiling<'s, T: Held, R: Send>(
         &'s self,
         tree: Walk,
         settings: &[String],
-        select: impl FnOnce(&'s Manifest, &'s [InputFile]) -> Option<Selection<'s>> + Send,
-        compile: impl FnOnce(Namespaces<'s, '_>) -> Result<Compiled<T>, Diagnostics> + Send,
+        inputs: &Inputs,
+        platform: Option<&crate::model::platform::Platform>,
         then: impl FnOnce(&TreeRead, &BTreeSet<String>) -> R + Send,
     ) -> Result<Surveyed<'s, T, R>, Diagnostics> {
         // (A tree not walked is described by no manifest.)
@@ -879,7 +879,7 @@ impl Survey {
         let recorded = self.recorded(settings).filter(|_| walked && self.inputs.is_some());
         let same = recorded.is_some_and(|m| self.same_inputs(m));
         let files = self.inputs.as_deref().unwrap_or_default();
-        let mut selection = recorded.filter(|_| !same).and_then(|m| select(m, files));
+        let mut selection = recorded.filter(|_| !same).and_then(|m| select(inputs, platform, m, files));
         let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
         let (tree, compiled) = rayon::join(
             || {
@@ -888,7 +888,12 @@ impl Survey {
                 let meanwhile = described.then(|| then(&tree, &clean));
                 Ok::<_, Diagnostics>((tree, described, meanwhile))
             },
-            || (recorded.is_some() && !same).then(|| compile(Namespaces::of(&mut selection, files, recorded))),
+            || {
+                (recorded.is_some() && !same).then(|| {
+                    compiling();
+                    compile_unshown::<T>(inputs, &header_base(), None, Namespaces::of(&mut selection, files, recorded))
+                })
+            },
         );
         let (tree, described, meanwhile) = tree?;
         let described = recorded.filter(|_| described);
@@ -1165,14 +1170,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // on the cores the compile leaves idle (its checks of a namespace run
     // on one); again after it, from the namespaces it kept, should they
     // differ.
-    let surveyed = survey.read_while_compiling(
+    let surveyed = survey.read_while_compiling::<Written, _>(
         walk,
         &settings,
-        |recorded, files| select(&args.inputs, platform.as_ref(), recorded, files),
-        |namespaces| {
-            compiling();
-            compile_unshown::<Written>(&args.inputs, &header_base(), None, namespaces)
-        },
+        &args.inputs,
+        platform.as_ref(),
         |tree, clean| tree.existing().filter(|_| !clean.is_empty()).map(|e| e.kept(clean.clone())),
     )?;
     let Surveyed { tree: read, described, same, compiled, selection, meanwhile } = surveyed;
@@ -1522,16 +1524,8 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
 fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnostics> {
     let (settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
     let (survey, walk) = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
-    let surveyed = survey.read_while_compiling(
-        walk,
-        &settings,
-        |recorded, files| select(&args.inputs, platform.as_ref(), recorded, files),
-        |namespaces| {
-            compiling();
-            compile_unshown::<Object>(&args.inputs, &header_base(), None, namespaces)
-        },
-        |_, _| (),
-    )?;
+    let surveyed =
+        survey.read_while_compiling::<Object, _>(walk, &settings, &args.inputs, platform.as_ref(), |_, _| ())?;
     survey.cache.save();
     let Surveyed { tree: read, described, same, compiled, selection, .. } = surveyed;
     let Some(recorded) = described else { return Ok(None) };
