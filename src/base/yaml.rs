@@ -776,30 +776,40 @@ pub fn to_string(value: &Value) -> String {
 }
 
 /// `prefix` followed by [`to_string`] of `value`, in a string of exactly
-/// that length: the text is written into a buffer kept by each thread and
-/// copied once, which costs less than a walk of the value to guess the
-/// length, or a string grown by doubling and left with unused capacity.
+/// that length: the text is written into a buffer kept by each thread
+/// ([`with_scratch`]) and copied once, which costs less than a walk of the
+/// value to guess the length, or a string grown by doubling and left with
+/// unused capacity.
 pub fn to_string_after(prefix: &str, value: &Value) -> String {
-    /// A buffer that grew past this is not kept for the next document.
+    with_scratch(|buf| {
+        buf.push_str(prefix);
+        write(value, buf);
+        String::from(buf.as_str())
+    })
+}
+
+/// What `make` makes of an empty buffer that each thread keeps for its next
+/// text (a fresh one, should `make` itself ask for it), so writing texts
+/// one after another allocates once per thread. A buffer that grew past 1
+/// MiB (a large text) is not kept.
+pub fn with_scratch<R>(make: impl FnOnce(&mut String) -> R) -> R {
     const KEEP: usize = 1 << 20;
     thread_local! {
         static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
     SCRATCH.with(|scratch| {
-        let Ok(mut buf) = scratch.try_borrow_mut() else {
-            // Not reentered today; a fresh buffer if it ever is.
-            let mut out = String::from(prefix);
-            write(value, &mut out);
-            return out;
+        let mut fresh = String::new();
+        let mut kept = scratch.try_borrow_mut();
+        let buf = match kept.as_deref_mut() {
+            Ok(kept) => kept,
+            Err(_) => &mut fresh,
         };
         buf.clear();
-        buf.push_str(prefix);
-        write(value, &mut buf);
-        let out = String::from(buf.as_str());
+        let made = make(buf);
         if buf.capacity() > KEEP {
             *buf = String::new();
         }
-        out
+        made
     })
 }
 

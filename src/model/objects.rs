@@ -371,33 +371,16 @@ fn write_piece(piece: &mut [Streamed]) {
         single.object.value = Value::Null;
         return;
     }
-    /// A buffer that grew past this (a piece of large objects) is not kept
-    /// for the next piece.
-    const KEEP: usize = 1 << 20;
-    thread_local! {
-        /// The piece's part of the stream before it is packed, kept by each
-        /// thread for its next piece.
-        static STREAM: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-    }
-    let packed = STREAM.with(|stream| {
-        let mut fresh = String::new();
-        let mut kept = stream.try_borrow_mut();
-        let stream = match kept.as_deref_mut() {
-            Ok(kept) => kept,
-            Err(_) => &mut fresh,
-        };
-        stream.clear();
+    // Written into the thread's buffer for texts, which keeps no piece of
+    // large objects.
+    let packed = crate::base::yaml::with_scratch(|stream| {
         for s in piece.iter_mut() {
             stream.push_str("---\n");
             stream.push_str(&s.object.header());
             crate::base::yaml::write(&s.object.value, stream);
             s.object.value = Value::Null;
         }
-        let packed = lz4_flex::compress_prepend_size(stream.as_bytes());
-        if stream.capacity() > KEEP {
-            *stream = String::new();
-        }
-        packed
+        lz4_flex::compress_prepend_size(stream.as_bytes())
     });
     piece[0].part = Part::Run { objects: piece.len(), packed };
 }
