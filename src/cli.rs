@@ -878,8 +878,10 @@ impl Survey {
         let walked = !matches!(tree, Walk::Skipped);
         let recorded = self.recorded(settings).filter(|_| walked && self.inputs.is_some());
         let same = recorded.is_some_and(|m| self.same_inputs(m));
+        // The manifest, if there is something to compile by it.
+        let changed = recorded.filter(|_| !same);
         let files = self.inputs.as_deref().unwrap_or_default();
-        let mut selection = recorded.filter(|_| !same).and_then(|m| select(inputs, platform, m, files));
+        let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
         let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
         let (tree, compiled) = rayon::join(
             || {
@@ -889,9 +891,9 @@ impl Survey {
                 Ok::<_, Diagnostics>((tree, described, meanwhile))
             },
             || {
-                (recorded.is_some() && !same).then(|| {
+                changed.map(|m| {
                     compiling();
-                    compile_unshown::<T>(inputs, &header_base(), None, Namespaces::of(&mut selection, files, recorded))
+                    compile_unshown::<T>(inputs, &header_base(), None, Namespaces::of(&mut selection, files, Some(m)))
                 })
             },
         );
