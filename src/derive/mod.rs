@@ -534,29 +534,36 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         })
         .collect();
     let mut security_mounts = security_mounts;
-    let writable_volumes = security_volumes.clone();
-    let writable_mounts = security_mounts.clone();
+    // The writable volumes and mounts alone, for the cache's pods: made
+    // only where the service loads from the shared cache.
+    let writable = shared.then(|| (security_volumes.clone(), security_mounts.clone()));
     let token = crate::derive::engine::token_volume(spec, platform, &namespace);
     if let Some((volume, mount)) = &token {
         security_volumes.push(volume.clone());
         security_mounts.push(mount.clone());
     }
     let mut base_env = security.env.clone();
-    let pod_security = serde_json::to_value(&security.pod).map_err(|e| e.to_string())?;
-    let container_security = serde_json::to_value(&security.container).map_err(|e| e.to_string())?;
-    let shape = crate::derive::cache::PodShape {
-        image: &image,
-        image_pull_policy: d.image_pull_policy.as_str(),
-        pod_security: &pod_security,
-        container_security: &container_security,
-        env: &security.env,
-        volumes: &writable_volumes,
-        mounts: &writable_mounts,
-        token: token.as_ref(),
-        pod_annotations: &security.pod_annotations,
+    let planned = match &writable {
+        Some((writable_volumes, writable_mounts)) => {
+            let pod_security = serde_json::to_value(&security.pod).map_err(|e| e.to_string())?;
+            let container_security = serde_json::to_value(&security.container).map_err(|e| e.to_string())?;
+            let shape = crate::derive::cache::PodShape {
+                image: &image,
+                image_pull_policy: d.image_pull_policy.as_str(),
+                pod_security: &pod_security,
+                container_security: &container_security,
+                env: &security.env,
+                volumes: writable_volumes,
+                mounts: writable_mounts,
+                token: token.as_ref(),
+                pod_annotations: &security.pod_annotations,
+            };
+            crate::derive::cache::plan(spec, platform, &namespace, &shape)
+        }
+        None => None,
     };
     let mut init_containers = Vec::new();
-    let cache = crate::derive::cache::plan(spec, platform, &namespace, &shape).and_then(|(plan, server)| {
+    let cache = planned.and_then(|(plan, server)| {
         // Every pod of the service, multi-node workers included, loads
         // from the cache.
         security_volumes.push(server.volume);
