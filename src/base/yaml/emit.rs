@@ -365,9 +365,10 @@ fn document_marker(s: &str) -> bool {
 /// YAML 1.1 boolean test needs no trimming.
 fn ambiguous(s: &str, yaml_12: bool) -> bool {
     // Most keys and strings: a letter first rules out a number and a
-    // timestamp, and more than five bytes every word.
-    if s.len() > 5 && s.as_bytes()[0].is_ascii_alphabetic() {
-        return false;
+    // timestamp (each starts with a digit, a sign, `.` or `_`), leaving
+    // the words, none longer than five bytes.
+    if s.as_bytes()[0].is_ascii_alphabetic() {
+        return s.len() <= 5 && ambiguous_word(s, yaml_12);
     }
     ambiguous_word(s, yaml_12) || numeric(s, yaml_12) || (!yaml_12 && yaml11_timestamp(s))
 }
@@ -401,6 +402,11 @@ fn numeric(s: &str, yaml_12: bool) -> bool {
         return false;
     }
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    // After its sign, every number starts with a digit, `.` or `_` (a
+    // server flag such as `--port` is none).
+    if !matches!(unsigned.as_bytes().first(), Some(b'0'..=b'9' | b'.' | b'_')) {
+        return false;
+    }
     if unsigned.eq_ignore_ascii_case(".inf") || unsigned.eq_ignore_ascii_case(".nan") {
         return true;
     }
@@ -823,10 +829,21 @@ mod tests {
             check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
         }
 
-        /// The short cut of `ambiguous`: a letter first and more than five
-        /// bytes, quoted only for what else it holds.
+        /// The short cut of `ambiguous`: a letter first, then only the
+        /// words of five bytes or fewer, quoted only for what else it holds.
         #[test]
         fn a_long_string_led_by_a_letter_is_quoted_as_serde_saphyr_quotes_it(s in "[A-Za-z][ -~\\t\u{80}-\u{10FFFF}]{5,16}") {
+            check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
+        }
+
+        #[test]
+        fn a_short_string_led_by_a_letter_is_quoted_as_serde_saphyr_quotes_it(s in "[A-Za-z][ -~]{0,4}") {
+            check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
+        }
+
+        /// The short cut of `numeric`: after the sign, a digit, `.` or `_`.
+        #[test]
+        fn a_string_led_by_a_sign_is_quoted_as_serde_saphyr_quotes_it(s in "[+-][-+._0-9a-fA-FxXoObBeE:]{0,8}") {
             check(&json!({"k": s.clone(), s.clone(): 1, "l": [s.clone(), {s.clone(): [s]}]}));
         }
     }
