@@ -34,38 +34,30 @@ impl ModelSize {
     /// The size of `model` served with `quantization` and `dtype` (values of
     /// the server flags), if the name gives a parameter count.
     pub fn guess(model: &str, quantization: Option<&str>, dtype: Option<&str>) -> Option<ModelSize> {
-        let words: Vec<String> =
-            model.split(['/', '-', '_', ' ', ':']).map(str::to_ascii_lowercase).filter(|w| !w.is_empty()).collect();
-        let params = words
-            .iter()
-            .filter_map(|w| parameter_count(w))
-            .fold(None, |m: Option<f64>, p| Some(m.map_or(p, |m| m.max(p))))?;
-        let marks = |set: &[&str]| {
-            words
-                .iter()
-                .flat_map(|w| w.split('.'))
-                .chain(quantization)
-                .any(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
-        };
-        let bytes_per_param = if marks(&[
-            "awq",
-            "gptq",
-            "int4",
-            "4bit",
-            "w4a16",
-            "w4a4",
-            "nf4",
-            "fp4",
-            "nvfp4",
-            "mxfp4",
-            "bnb",
-            "bitsandbytes",
-            "q4",
-            "awq_marlin",
-            "gptq_marlin",
-        ]) {
+        // One pass over the words of the name, each in any case (compared
+        // ignoring it), without a copy of the name: the guess is made
+        // twice for every service a compile renders.
+        let marked = |piece: &str, set: &[&str]| set.iter().any(|s| piece.eq_ignore_ascii_case(s));
+        let mut params: Option<f64> = None;
+        let (mut four_bit, mut eight_bit) = (false, false);
+        let words = model.split(|c: char| matches!(c, '/' | '-' | '_' | ' ' | ':')).filter(|w| !w.is_empty());
+        for word in words {
+            if let Some(p) = parameter_count(word) {
+                params = Some(params.map_or(p, |m| m.max(p)));
+            }
+            for piece in word.split(|c: char| c == '.') {
+                four_bit |= marked(piece, FOUR_BIT);
+                eight_bit |= marked(piece, EIGHT_BIT);
+            }
+        }
+        let params = params?;
+        if let Some(q) = quantization {
+            four_bit |= marked(q, FOUR_BIT);
+            eight_bit |= marked(q, EIGHT_BIT);
+        }
+        let bytes_per_param = if four_bit {
             0.5
-        } else if marks(&["fp8", "int8", "8bit", "w8a8", "w8a16", "q8", "fbgemm_fp8"]) {
+        } else if eight_bit {
             1.0
         } else if matches!(dtype, Some("float32" | "float" | "fp32")) {
             4.0
@@ -93,21 +85,44 @@ impl ModelSize {
     }
 }
 
+/// The marks of 4-bit weights in a model's name or `--quantization`.
+const FOUR_BIT: &[&str] = &[
+    "awq",
+    "gptq",
+    "int4",
+    "4bit",
+    "w4a16",
+    "w4a4",
+    "nf4",
+    "fp4",
+    "nvfp4",
+    "mxfp4",
+    "bnb",
+    "bitsandbytes",
+    "q4",
+    "awq_marlin",
+    "gptq_marlin",
+];
+
+/// The marks of 8-bit weights.
+const EIGHT_BIT: &[&str] = &["fp8", "int8", "8bit", "w8a8", "w8a16", "q8", "fbgemm_fp8"];
+
 fn trim(x: f64) -> String {
     let s = format!("{x:.1}");
     s.strip_suffix(".0").map_or(s.clone(), str::to_string)
 }
 
-/// `70b` -> 70e9, `0.6b` -> 0.6e9, `8x7b` -> 56e9, `125m` -> 125e6, `1t` -> 1e12.
+/// `70b` -> 70e9, `0.6b` -> 0.6e9, `8x7b` -> 56e9, `125m` -> 125e6, `1t` -> 1e12,
+/// in any case (`70B`, `8X7B`).
 fn parameter_count(word: &str) -> Option<f64> {
-    let (multiplier, rest) = match word.split_once('x') {
+    let (multiplier, rest) = match word.split_once(['x', 'X']) {
         Some((n, rest)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => (n.parse::<f64>().ok()?, rest),
         _ => (1.0, word),
     };
-    let unit = match rest.chars().last()? {
-        'b' => 1e9,
-        'm' => 1e6,
-        't' => 1e12,
+    let unit = match rest.bytes().last()?.to_ascii_lowercase() {
+        b'b' => 1e9,
+        b'm' => 1e6,
+        b't' => 1e12,
         _ => return None,
     };
     let number = &rest[..rest.len() - 1];
@@ -182,6 +197,7 @@ mod tests {
         assert_eq!(params("google/gemma-3-27b-it"), Some(27e9));
         assert_eq!(params("mistralai/Mistral-Small-3.1-24B-Instruct-2503"), Some(24e9));
         assert_eq!(params("moonshotai/Kimi-K2-Instruct-1T"), Some(1e12));
+        assert_eq!(params("x/MIXTRAL-8X22B"), Some(176e9));
         for unknown in ["/models/llama", "microsoft/phi-4", "BAAI/bge-m3", "Phi-3-mini-4k-instruct", "v0.1", "x7b"] {
             assert_eq!(params(unknown), None, "{unknown}");
         }
