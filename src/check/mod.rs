@@ -506,7 +506,7 @@ impl<'a> CommandLine<'a> {
     pub fn of(container: &'a Value) -> CommandLine<'a> {
         let raw: Vec<&str> = ["command", "args"]
             .iter()
-            .filter_map(|k| container.get(*k).and_then(Value::as_array))
+            .filter_map(|k| container.field(k).and_then(Value::as_array))
             .flatten()
             .filter_map(Value::as_str)
             .collect();

@@ -193,7 +193,7 @@ fn stricter_liveness(o: &Object, name: &str, startup: &Value, liveness: &Value, 
 
 fn unserved(o: &Object, c: &Value, cl: &CommandLine<'_>, kind: &str, probe: &Value, out: &mut Vec<Finding>) {
     let name = container_name(c);
-    let Some(target) = ["httpGet", "tcpSocket", "grpc"].iter().find_map(|k| probe.get(*k)) else { return };
+    let Some(target) = ["httpGet", "tcpSocket", "grpc"].iter().find_map(|k| probe.field(k)) else { return };
     let ports = c.field("ports").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let port = target.field("port");
     let served = match port {

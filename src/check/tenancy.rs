@@ -371,7 +371,7 @@ fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Find
 /// from deleting it.
 fn prunable(o: &Object, out: &mut Vec<Finding>) {
     let annotations = o.value.at("/metadata/annotations");
-    let get = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str).unwrap_or_default();
+    let get = |k: &str| annotations.and_then(|a| a.field(k)).and_then(Value::as_str).unwrap_or_default();
     let argo: Vec<&str> = get(crate::model::labels::ARGOCD_SYNC_OPTIONS).split(',').map(str::trim).collect();
     let mut missing = Vec::new();
     if !argo.contains(&"Prune=false") {

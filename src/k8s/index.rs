@@ -179,7 +179,7 @@ impl<'a> Context<'a> {
             .flatten()
             .filter(|t| {
                 let labels = labels(t, "/metadata/labels");
-                selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+                selector.iter().all(|(k, v)| labels.and_then(|l| crate::base::value::field(l, k)) == Some(v))
             })
             .copied()
             .collect()
@@ -257,7 +257,7 @@ pub(crate) fn container_name(c: &Value) -> &str {
 /// Whether `labels` satisfy a label selector (`matchLabels` and
 /// `matchExpressions`); a selector with neither matches everything.
 pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let get = |k: &str| labels.and_then(|l| crate::base::value::field(l, k)).and_then(Value::as_str);
     let match_labels = selector.field("matchLabels").and_then(Value::as_object).into_iter().flatten();
     if !match_labels.into_iter().all(|(k, v)| get(k) == v.as_str()) {
         return false;
