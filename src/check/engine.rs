@@ -209,16 +209,19 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
     for template in pod_templates(o) {
         // Downloads run in init containers too (the model cache's Jobs).
+        // Each container's command line is read once for every rule here.
         for c in init_containers(template) {
-            cached_branch(o, c, out);
-            gated_model(o, c, out);
+            let cl = CommandLine::of(c);
+            cached_branch(o, &cl, out);
+            gated_model(o, c, &cl, out);
         }
         for c in containers(template) {
-            cached_branch(o, c, out);
-            gated_model(o, c, out);
-            offline_revision(o, c, out);
-            drain(o, template, c, out);
-            model_cache(o, template, c, out);
+            let cl = CommandLine::of(c);
+            cached_branch(o, &cl, out);
+            gated_model(o, c, &cl, out);
+            offline_revision(o, c, &cl, out);
+            drain(o, template, c, &cl, out);
+            model_cache(o, template, c, &cl, out);
         }
     }
 }
@@ -242,8 +245,7 @@ fn pre_stop_seconds(c: &Value) -> Option<i64> {
     Some(at.and_then(|i| words.get(i + 1)).and_then(|n| n.parse().ok()).unwrap_or(0))
 }
 
-fn drain(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
-    let cl = CommandLine::of(c);
+fn drain(o: &Object, template: &Value, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     if cl.model().is_none() {
         return;
     }
@@ -318,8 +320,7 @@ fn rollout(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
 }
 
-fn model_cache(o: &Object, template: &Value, c: &Value, out: &mut Vec<Finding>) {
-    let cl = CommandLine::of(c);
+fn model_cache(o: &Object, template: &Value, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     let Some(model) = cl.model() else { return };
     let offline = env(c, HF_HUB_OFFLINE).is_some_and(|v| !v.is_empty() && v != "0");
     let Some(home) = env(c, "HF_HUB_CACHE").or(env(c, "HF_HOME")).filter(|h| h.starts_with('/')) else { return };
@@ -449,8 +450,7 @@ fn ray_wait(o: &Object, out: &mut Vec<Finding>) {
     }
 }
 
-fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
-    let cl = CommandLine::of(c);
+fn offline_revision(o: &Object, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     let Some(model) = cl.model() else { return };
     let offline =
         env(c, HF_HUB_OFFLINE).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
@@ -467,8 +467,7 @@ fn offline_revision(o: &Object, c: &Value, out: &mut Vec<Finding>) {
 }
 
 /// A model-cache download (see derive::cache) of a branch or tag.
-fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
-    let cl = CommandLine::of(c);
+fn cached_branch(o: &Object, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     let (Some(model), Some(revision)) = (cl.downloaded_repo(), cl.value(&["--revision"])) else { return };
     if !is_commit(revision) {
         out.push(Finding::new(
@@ -479,8 +478,7 @@ fn cached_branch(o: &Object, c: &Value, out: &mut Vec<Finding>) {
     }
 }
 
-fn gated_model(o: &Object, c: &Value, out: &mut Vec<Finding>) {
-    let cl = CommandLine::of(c);
+fn gated_model(o: &Object, c: &Value, cl: &CommandLine<'_>, out: &mut Vec<Finding>) {
     // A server names its model; a download (the model cache's Jobs) its
     // repository.
     let Some(model) = cl.model().or(cl.downloaded_repo()) else { return };
