@@ -37,13 +37,20 @@ impl Quantity {
         let t = text.trim();
         let number_end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
         let (number, rest) = t.split_at(number_end);
-        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+        if number.is_empty() || number == "." || number.bytes().filter(|&b| b == b'.').count() > 1 {
             return Err(format!("\"{text}\" is not a quantity (for example 500m, 4, 32Gi)"));
         }
         let (int, frac) = number.split_once('.').unwrap_or((number, ""));
         let scale = frac.len() as u32;
-        let digits: i128 =
-            format!("{int}{frac}").parse().map_err(|_| format!("\"{text}\" has too many digits to be a quantity"))?;
+        // The digits without the point, as one number (both parts are
+        // ASCII digits only, not both empty).
+        let mut digits: i128 = 0;
+        for b in int.bytes().chain(frac.bytes()) {
+            digits = digits
+                .checked_mul(10)
+                .and_then(|d| d.checked_add(i128::from(b - b'0')))
+                .ok_or_else(|| format!("\"{text}\" has too many digits to be a quantity"))?;
+        }
         let (digits, scale, suffix) = match rest {
             "" => (digits, scale, Suffix::None),
             "m" => (digits, scale, Suffix::Milli),
@@ -193,6 +200,13 @@ mod tests {
             assert_eq!(Quantity::parse(huge).unwrap_err(), format!("\"{huge}\" is out of range: {RANGE}"), "{huge}");
         }
         assert!(Quantity::parse("9223372036854775807").is_ok() && Quantity::parse("7Ei").is_ok());
+        // More digits than 128 bits hold, with the point anywhere.
+        for many in ["1".repeat(40), format!("{}.5", "9".repeat(39)), format!("0.{}", "1".repeat(40))] {
+            assert_eq!(Quantity::parse(&many).unwrap_err(), format!("\"{many}\" has too many digits to be a quantity"));
+        }
+        for exact in ["0.5", "1.25Gi", "1500m", "123456789012345678"] {
+            assert_eq!(q(exact).to_string(), exact);
+        }
     }
 
     #[test]
