@@ -154,8 +154,7 @@ fn budget(probe: &Value) -> i64 {
 /// The probe's handler without its timings: what it checks, with the API
 /// server's defaults filled in so equal checks compare equal.
 fn handler(probe: &Value) -> Option<(&'static str, Value)> {
-    let (kind, h) =
-        ["httpGet", "tcpSocket", "grpc", "exec"].into_iter().find_map(|k| probe.field(k).map(|h| (k, h)))?;
+    let (kind, h) = raw_handler(probe)?;
     let mut h = h.clone();
     if let (Some(m), "httpGet") = (h.as_object_mut(), kind) {
         m.entry("path").or_insert_with(|| Value::from("/"));
@@ -164,9 +163,17 @@ fn handler(probe: &Value) -> Option<(&'static str, Value)> {
     Some((kind, h))
 }
 
+/// The probe's handler as written.
+fn raw_handler(probe: &Value) -> Option<(&'static str, &Value)> {
+    ["httpGet", "tcpSocket", "grpc", "exec"].into_iter().find_map(|k| probe.field(k).map(|h| (k, h)))
+}
+
 fn stricter_liveness(o: &Object, name: &str, startup: &Value, liveness: &Value, out: &mut Vec<Finding>) {
     let timeout = |p: &Value| p.field("timeoutSeconds").and_then(Value::as_i64).unwrap_or(1);
-    let (s, l) = (handler(startup), handler(liveness));
+    // Handlers written alike check alike; others are compared with the
+    // defaults filled in.
+    let alike = raw_handler(startup) == raw_handler(liveness);
+    let (s, l) = if alike { (None, None) } else { (handler(startup), handler(liveness)) };
     if s != l {
         let show = |h: Option<(&str, Value)>| h.map_or("nothing".to_string(), |(k, v)| format!("{k} {v}"));
         out.push(Finding::new(
