@@ -34,27 +34,28 @@ impl ModelSize {
     /// The size of `model` served with `quantization` and `dtype` (values of
     /// the server flags), if the name gives a parameter count.
     pub fn guess(model: &str, quantization: Option<&str>, dtype: Option<&str>) -> Option<ModelSize> {
-        // One pass over the words of the name, each in any case (compared
-        // ignoring it), without a copy of the name: the guess is made
-        // twice for every service a compile renders.
-        let marked = |piece: &str, set: &[&str]| set.iter().any(|s| piece.eq_ignore_ascii_case(s));
+        // One pass over the words of the name, each in any case, without a
+        // copy of the name: the guess is made twice for every service a
+        // compile renders.
         let mut params: Option<f64> = None;
         let (mut four_bit, mut eight_bit) = (false, false);
+        let mut note = |piece: &str| match weight_mark(piece) {
+            Some(Bits::Four) => four_bit = true,
+            Some(Bits::Eight) => eight_bit = true,
+            None => {}
+        };
+        // Split by a predicate: the searcher for a set of characters costs
+        // more to set up than these short names take to scan.
+        #[allow(clippy::manual_pattern_char_comparison)]
         let words = model.split(|c: char| matches!(c, '/' | '-' | '_' | ' ' | ':')).filter(|w| !w.is_empty());
         for word in words {
             if let Some(p) = parameter_count(word) {
                 params = Some(params.map_or(p, |m| m.max(p)));
             }
-            for piece in word.split(|c: char| c == '.') {
-                four_bit |= marked(piece, FOUR_BIT);
-                eight_bit |= marked(piece, EIGHT_BIT);
-            }
+            word.split('.').for_each(&mut note);
         }
         let params = params?;
-        if let Some(q) = quantization {
-            four_bit |= marked(q, FOUR_BIT);
-            eight_bit |= marked(q, EIGHT_BIT);
-        }
+        quantization.into_iter().for_each(&mut note);
         let bytes_per_param = if four_bit {
             0.5
         } else if eight_bit {
@@ -85,27 +86,31 @@ impl ModelSize {
     }
 }
 
-/// The marks of 4-bit weights in a model's name or `--quantization`.
-const FOUR_BIT: &[&str] = &[
-    "awq",
-    "gptq",
-    "int4",
-    "4bit",
-    "w4a16",
-    "w4a4",
-    "nf4",
-    "fp4",
-    "nvfp4",
-    "mxfp4",
-    "bnb",
-    "bitsandbytes",
-    "q4",
-    "awq_marlin",
-    "gptq_marlin",
-];
+/// The width of the weights a mark names.
+enum Bits {
+    Four,
+    Eight,
+}
 
-/// The marks of 8-bit weights.
-const EIGHT_BIT: &[&str] = &["fp8", "int8", "8bit", "w8a8", "w8a16", "q8", "fbgemm_fp8"];
+/// The width of the weights `piece` of a model's name (or a
+/// `--quantization` value) marks, in any case.
+fn weight_mark(piece: &str) -> Option<Bits> {
+    // No mark is longer than 12 bytes; a piece is compared in lower case.
+    let b = piece.as_bytes();
+    let mut lower = [0u8; 12];
+    if b.len() > lower.len() {
+        return None;
+    }
+    for (l, c) in lower.iter_mut().zip(b) {
+        *l = c.to_ascii_lowercase();
+    }
+    match &lower[..b.len()] {
+        b"awq" | b"gptq" | b"int4" | b"4bit" | b"w4a16" | b"w4a4" | b"nf4" | b"fp4" | b"nvfp4" | b"mxfp4" | b"bnb"
+        | b"bitsandbytes" | b"q4" | b"awq_marlin" | b"gptq_marlin" => Some(Bits::Four),
+        b"fp8" | b"int8" | b"8bit" | b"w8a8" | b"w8a16" | b"q8" | b"fbgemm_fp8" => Some(Bits::Eight),
+        _ => None,
+    }
+}
 
 fn trim(x: f64) -> String {
     let s = format!("{x:.1}");
@@ -211,6 +216,11 @@ mod tests {
         assert_eq!(bytes("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", None), 35e9);
         assert_eq!(bytes("meta-llama/Llama-3.1-70B-Instruct", Some("fp8")), 70e9);
         assert_eq!(ModelSize::guess("x/Model-1B", None, Some("float32")).unwrap().weight_bytes(), 4e9);
+        // Marks in any case, as a piece of the name or the flag's value.
+        assert_eq!(bytes("x/Model-8B", Some("AWQ_Marlin")), 4e9);
+        assert_eq!(bytes("x/Model-8B", Some("bitsandbytes")), 4e9);
+        assert_eq!(bytes("x/Model-8B-v1.W8A16", None), 8e9);
+        assert_eq!(bytes("x/Model-8B-awqish", Some("bitsandbytes2")), 16e9);
     }
 
     #[test]
