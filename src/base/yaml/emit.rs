@@ -367,7 +367,7 @@ fn ambiguous(s: &str, yaml_12: bool) -> bool {
     // Most keys and strings: a letter first rules out a number and a
     // timestamp (each starts with a digit, a sign, `.` or `_`), leaving
     // the words, none longer than five bytes.
-    if s.as_bytes()[0].is_ascii_alphabetic() {
+    if s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) {
         return s.len() <= 5 && ambiguous_word(s, yaml_12);
     }
     ambiguous_word(s, yaml_12) || numeric(s, yaml_12) || (!yaml_12 && yaml11_timestamp(s))
