@@ -44,8 +44,9 @@ impl ModelSize {
             Some(Bits::Eight) => eight_bit = true,
             None => {}
         };
-        // Split by a predicate: the searcher for a set of characters costs
-        // more to set up than these short names take to scan.
+        // Split by a predicate, as `At::at` splits pointers: the searcher
+        // for a set of characters costs more to set up than short texts
+        // take to scan (measured there).
         #[allow(clippy::manual_pattern_char_comparison)]
         let words = model.split(|c: char| matches!(c, '/' | '-' | '_' | ' ' | ':')).filter(|w| !w.is_empty());
         for word in words {
@@ -96,15 +97,8 @@ enum Bits {
 /// `--quantization` value) marks, in any case.
 fn weight_mark(piece: &str) -> Option<Bits> {
     // No mark is longer than 12 bytes; a piece is compared in lower case.
-    let b = piece.as_bytes();
-    let mut lower = [0u8; 12];
-    if b.len() > lower.len() {
-        return None;
-    }
-    for (l, c) in lower.iter_mut().zip(b) {
-        *l = c.to_ascii_lowercase();
-    }
-    match &lower[..b.len()] {
+    let mut buf = [0u8; 12];
+    match crate::base::lowercase_in(piece, &mut buf)? {
         b"awq" | b"gptq" | b"int4" | b"4bit" | b"w4a16" | b"w4a4" | b"nf4" | b"fp4" | b"nvfp4" | b"mxfp4" | b"bnb"
         | b"bitsandbytes" | b"q4" | b"awq_marlin" | b"gptq_marlin" => Some(Bits::Four),
         b"fp8" | b"int8" | b"8bit" | b"w8a8" | b"w8a16" | b"q8" | b"fbgemm_fp8" => Some(Bits::Eight),

@@ -378,15 +378,9 @@ fn ambiguous(s: &str, yaml_12: bool) -> bool {
 /// `y`, `yes`, `on`, `n`, `no`, `off`, and `<<` and `=` (merge and value
 /// keys).
 fn ambiguous_word(s: &str, yaml_12: bool) -> bool {
-    let b = s.as_bytes();
-    if b.len() > 5 {
-        return false;
-    }
-    let mut lower = [0u8; 5];
-    for (l, c) in lower.iter_mut().zip(b) {
-        *l = c.to_ascii_lowercase();
-    }
-    match &lower[..b.len()] {
+    let mut buf = [0u8; 5];
+    let Some(lower) = crate::base::lowercase_in(s, &mut buf) else { return false };
+    match lower {
         b"~" | b"null" | b"true" | b"false" | b"nan" | b"inf" | b"+inf" | b"-inf" => true,
         b"y" | b"yes" | b"on" | b"n" | b"no" | b"off" | b"<<" | b"=" => !yaml_12,
         _ => false,
