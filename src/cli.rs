@@ -1249,7 +1249,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         quota.extend(kept.quota_of(&compiled.reused).cloned());
     }
     let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree).with_quota(quota);
-    tree.insert(PathBuf::from(MANIFEST), output::Contents::text(recorded.to_text()));
+    tree.insert(PathBuf::from(MANIFEST).into(), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match read.scanned {
             Some(existing) => existing,

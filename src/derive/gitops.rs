@@ -75,7 +75,7 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
 /// kustomization) are listed at their tree's root and get no new one; the
 /// files in them need not be among `files`.
 pub fn kustomizations<'a>(
-    files: impl Iterator<Item = &'a PathBuf>,
+    files: impl Iterator<Item = &'a Path>,
     kept: &[&Path],
     roots: &[String],
 ) -> Vec<(PathBuf, String)> {
@@ -668,7 +668,8 @@ mod tests {
             "team-a/_namespace/resourcequota-team-a.yaml",
             "_gitops/application-inference.yaml",
         ]);
-        let k: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
+        let k: BTreeMap<PathBuf, String> =
+            kustomizations(files.iter().map(PathBuf::as_path), &[], &[]).into_iter().collect();
         assert_eq!(k.len(), 3);
         assert!(k[Path::new("kustomization.yaml")].ends_with("resources:\n- _cluster\n- team-a\n"));
         assert!(
@@ -680,8 +681,12 @@ mod tests {
         let mut sorted = files.clone();
         sorted.sort();
         let twice: Vec<PathBuf> = files.iter().chain(&files).cloned().collect();
-        assert_eq!(kustomizations(twice.iter(), &[], &[]), kustomizations(sorted.iter(), &[], &[]));
-        let again: BTreeMap<PathBuf, String> = kustomizations(sorted.iter(), &[], &[]).into_iter().collect();
+        assert_eq!(
+            kustomizations(twice.iter().map(PathBuf::as_path), &[], &[]),
+            kustomizations(sorted.iter().map(PathBuf::as_path), &[], &[])
+        );
+        let again: BTreeMap<PathBuf, String> =
+            kustomizations(sorted.iter().map(PathBuf::as_path), &[], &[]).into_iter().collect();
         assert_eq!(again, k);
     }
 
@@ -695,14 +700,16 @@ mod tests {
             "team-c/kustomization.yaml",
             "team-c/code/service.yaml",
         ]);
-        let all: BTreeMap<PathBuf, String> = kustomizations(files.iter(), &[], &[]).into_iter().collect();
+        let all: BTreeMap<PathBuf, String> =
+            kustomizations(files.iter().map(PathBuf::as_path), &[], &[]).into_iter().collect();
         let kept = [Path::new("team-b"), Path::new("team-c")];
         // Its files given or not: in an incremental render, they are.
         for given in [
             files.clone(),
             files.iter().filter(|f| !f.starts_with("team-b") && !f.starts_with("team-c")).cloned().collect(),
         ] {
-            let with_kept: BTreeMap<PathBuf, String> = kustomizations(given.iter(), &kept, &[]).into_iter().collect();
+            let with_kept: BTreeMap<PathBuf, String> =
+                kustomizations(given.iter().map(PathBuf::as_path), &kept, &[]).into_iter().collect();
             let mut expected = all.clone();
             expected.remove(Path::new("team-b/kustomization.yaml"));
             expected.remove(Path::new("team-c/kustomization.yaml"));
@@ -713,7 +720,7 @@ mod tests {
         let trees = paths(&["a/team-a/x/deployment.yaml", "b/team-a/x/deployment.yaml"]);
         let roots = ["a".to_string(), "b".to_string()];
         let k: BTreeMap<PathBuf, String> =
-            kustomizations(trees.iter(), &[Path::new("b/team-a")], &roots).into_iter().collect();
+            kustomizations(trees.iter().map(PathBuf::as_path), &[Path::new("b/team-a")], &roots).into_iter().collect();
         let names: Vec<&str> = k.keys().filter_map(|p| p.to_str()).collect();
         assert_eq!(names, ["a/kustomization.yaml", "a/team-a/kustomization.yaml", "b/kustomization.yaml"]);
         assert!(k[Path::new("b/kustomization.yaml")].ends_with("resources:\n- team-a\n"));

@@ -214,28 +214,28 @@ fn compare(
     // A file that holds, byte for byte, what its object would be written
     // as is that object unchanged, without being parsed back: after a
     // change to one service, nearly every file compared.
-    let same_file = |path: &PathBuf, text: &str| {
+    let same_file = |path: &Path, text: &str| {
         let n = places.object_at(objects, path)?;
         (texts[n] == text).then_some(n)
     };
     let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    let read: Vec<(&PathBuf, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
+    let read: Vec<(&Path, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| compared(path))
         .map(|(path, contents)| {
             let text = contents.text.as_deref().unwrap_or_default();
-            (path, text, same_file(path, text).ok_or_else(|| parse(path, text)))
+            (path.as_path(), text, same_file(path, text).ok_or_else(|| parse(path, text)))
         })
         .collect();
     for (path, text, read) in read {
         match read {
             Ok(n) => unchanged[n] = true,
             Err(Some((id, value))) => {
-                current.insert((places.cluster_of(path), id), (path.clone(), text, value));
+                current.insert((places.cluster_of(path), id), (path.to_path_buf(), text, value));
             }
-            Err(None) => unparsable.push((path.clone(), text)),
+            Err(None) => unparsable.push((path.to_path_buf(), text)),
         }
     }
     let mut report = Report::default();
@@ -465,7 +465,7 @@ mod tests {
                 Some((name, path)) if o.id.name == name => PathBuf::from(path),
                 _ => o.relative_path(),
             };
-            existing.ours.insert(path, Contents::text(o.to_file()));
+            existing.ours.insert(path.into(), Contents::text(o.to_file()));
         }
         existing
     }
@@ -491,7 +491,7 @@ mod tests {
 
         // A copy of a file at another path is a file a render removes.
         let mut copied = tree(&objects, None);
-        copied.ours.insert(PathBuf::from("team/a/copy.yaml"), Contents::text(objects[0].to_file()));
+        copied.ours.insert(PathBuf::from("team/a/copy.yaml").into(), Contents::text(objects[0].to_file()));
         let report = diff(&objects, &copied);
         assert_eq!(report.unchanged, 3);
         assert_eq!(report.objects.len(), 1);
@@ -512,7 +512,7 @@ mod tests {
             let text = o.to_file();
             std::fs::create_dir_all(out.join(o.relative_path()).parent().unwrap()).unwrap();
             std::fs::write(out.join(o.relative_path()), &text).unwrap();
-            existing.ours.insert(o.relative_path(), Contents::digest(digest(text.as_bytes())));
+            existing.ours.insert(o.relative_path().into(), Contents::digest(digest(text.as_bytes())));
         }
         // a's file, changed on disk since the scan, is not read again: its
         // recorded digest is that of a's text.
@@ -523,7 +523,7 @@ mod tests {
         let text = config_map("x", "1", "x.yaml").to_file();
         std::fs::create_dir_all(out.join("other/x")).unwrap();
         std::fs::write(out.join(&other), &text).unwrap();
-        existing.ours.insert(other.clone(), Contents::digest(digest(text.as_bytes())));
+        existing.ours.insert(other.clone().into(), Contents::digest(digest(text.as_bytes())));
         let report = diff_in_tree(&objects, &existing, out, |p| p != other).unwrap();
         // b's file is read and compared as an object (another header, the
         // same object); c's differs.

@@ -24,6 +24,7 @@ use rayon::prelude::*;
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::base::digest::digest;
+use crate::base::paths::TreePath;
 use crate::emit::stat::{Kind, Stat, StatCache};
 use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
@@ -64,11 +65,11 @@ impl Contents {
 }
 
 /// The planned tree: relative path to file contents.
-pub type Tree = BTreeMap<PathBuf, Contents>;
+pub type Tree = BTreeMap<TreePath, Contents>;
 
 /// The files for `objects`, with the kustomize entry points of each tree.
 pub fn tree(objects: &[Object]) -> Tree {
-    let tree: Tree = objects.par_iter().map(|o| (o.relative_path(), Contents::text(o.to_file()))).collect();
+    let tree: Tree = objects.par_iter().map(|o| (o.relative_path().into(), Contents::text(o.to_file()))).collect();
     with_kustomizations(tree, objects.iter().filter_map(|o| o.cluster.clone()).collect())
 }
 
@@ -79,13 +80,13 @@ pub fn tree(objects: &[Object]) -> Tree {
 pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
     let roots: BTreeSet<String> = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
     let Kept { files: mut tree, dirs, unlisted, .. } = kept;
-    let mut made: Vec<(PathBuf, Contents)> =
-        objects.into_par_iter().map(|w| (w.object.relative_path(), Contents::text(w.text))).collect();
+    let mut made: Vec<(TreePath, Contents)> =
+        objects.into_par_iter().map(|w| (w.object.relative_path().into(), Contents::text(w.text))).collect();
     // Sorted on every core, by bytes for plain paths: a map built from
     // sorted files (a cold render's) is built in one pass, where one
     // insert after another compared each path with some fifteen others,
     // component by component.
-    sort_paths(&mut made, |(p, _)| p);
+    made.par_sort_by(|a, b| a.0.cmp(&b.0));
     let roots: Vec<String> = roots.into_iter().collect();
     let dirs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
     // The kustomizations are made from the files outside the directories
@@ -93,18 +94,18 @@ pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
     // namespace without a kustomization of its own ([`Existing::kept`]).
     // A tree of several clusters' roots has every file looked at, as a
     // root's name may be a namespace's.
-    let made_paths = made.iter().map(|(p, _)| p);
+    let made_paths = made.iter().map(|(p, _)| p.as_path());
     let extra = if roots.is_empty() {
-        crate::derive::gitops::kustomizations(made_paths.chain(&unlisted), &dirs, &roots)
+        crate::derive::gitops::kustomizations(made_paths.chain(unlisted.iter().map(PathBuf::as_path)), &dirs, &roots)
     } else {
-        crate::derive::gitops::kustomizations(made_paths.chain(tree.keys()), &dirs, &roots)
+        crate::derive::gitops::kustomizations(made_paths.chain(tree.keys().map(TreePath::as_path)), &dirs, &roots)
     };
     if tree.is_empty() {
         tree = made.into_iter().collect();
     } else {
         tree.extend(made);
     }
-    tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
+    tree.extend(extra.into_iter().map(|(path, text)| (path.into(), Contents::text(text))));
     tree
 }
 
@@ -161,7 +162,7 @@ impl Existing {
                 kept.objects.insert(ns.clone(), objects);
             }
             if !own {
-                kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.clone()));
+                kept.unlisted.extend(files[start..].iter().map(|(p, _): &(TreePath, Contents)| p.to_path_buf()));
             }
         }
         // (In order already: the namespaces' directories sort as their
@@ -234,8 +235,8 @@ fn plain_object_file(b: &[u8]) -> bool {
 /// `roots`, else one) to `tree`.
 fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
     let roots: Vec<String> = roots.into_iter().collect();
-    let extra = crate::derive::gitops::kustomizations(tree.keys(), &[], &roots);
-    tree.extend(extra.into_iter().map(|(path, text)| (path, Contents::text(text))));
+    let extra = crate::derive::gitops::kustomizations(tree.keys().map(TreePath::as_path), &[], &roots);
+    tree.extend(extra.into_iter().map(|(path, text)| (path.into(), Contents::text(text))));
     tree
 }
 
@@ -244,7 +245,7 @@ fn with_kustomizations(mut tree: Tree, roots: BTreeSet<String>) -> Tree {
 pub struct Existing {
     /// isvc's files: their digests, and their texts when asked for
     /// ([`scan_texts`]).
-    pub ours: BTreeMap<PathBuf, Contents>,
+    pub ours: BTreeMap<TreePath, Contents>,
     /// Files (and other entries) isvc did not write.
     pub foreign: BTreeSet<PathBuf>,
     /// Symbolic links found in the tree.
@@ -380,11 +381,11 @@ fn sort_read(
     out: &Path,
     read: Vec<(PathBuf, std::io::Result<Option<Contents>>)>,
     foreign: &mut BTreeSet<PathBuf>,
-) -> Result<Vec<(PathBuf, Contents)>, Diagnostic> {
+) -> Result<Vec<(TreePath, Contents)>, Diagnostic> {
     let mut ours = Vec::with_capacity(read.len());
     for (rel, r) in read {
         match r {
-            Ok(Some(contents)) => ours.push((rel, contents)),
+            Ok(Some(contents)) => ours.push((rel.into(), contents)),
             Ok(None) => {
                 foreign.insert(rel);
             }
@@ -401,7 +402,7 @@ impl Existing {
     /// isvc's is foreign, one gone since is left out (as a walk now would
     /// not find it); no other entry is listed.
     pub fn texts_of(&self, out: &Path, keep: impl Fn(&Path) -> bool) -> Result<Existing, Diagnostic> {
-        let chosen: Vec<PathBuf> = self.ours.keys().filter(|p| keep(p)).cloned().collect();
+        let chosen: Vec<PathBuf> = self.ours.keys().filter(|p| keep(p)).map(|p| p.to_path_buf()).collect();
         let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = chosen
             .into_par_iter()
             .map(|rel| {
@@ -700,15 +701,15 @@ pub fn changes(planned: &Tree, existing: &Existing) -> Changes {
     let mut old = existing.ours.iter().peekable();
     for (path, contents) in planned {
         while let Some((gone, _)) = old.next_if(|(p, _)| *p < path) {
-            c.delete.push(gone.clone());
+            c.delete.push(gone.to_path_buf());
         }
         match old.next_if(|(p, _)| *p == path) {
             Some((_, was)) if was.digest == contents.digest => c.unchanged += 1,
-            Some(_) => c.update.push(path.clone()),
-            None => c.create.push(path.clone()),
+            Some(_) => c.update.push(path.to_path_buf()),
+            None => c.create.push(path.to_path_buf()),
         }
     }
-    c.delete.extend(old.map(|(p, _)| p.clone()));
+    c.delete.extend(old.map(|(p, _)| p.to_path_buf()));
     c
 }
 
@@ -719,10 +720,10 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
     // can conflict: those few entries are looked up in the plan (a path
     // sorts component by component, so the paths below one follow it),
     // rather than every planned path's ancestors in theirs.
-    let mut suspects: BTreeSet<&PathBuf> = BTreeSet::new();
+    let mut suspects: BTreeSet<&Path> = BTreeSet::new();
     for entry in existing.foreign.iter().chain(&existing.links) {
         let from = (std::ops::Bound::Included(entry.as_path()), std::ops::Bound::Unbounded);
-        suspects.extend(planned.range::<Path, _>(from).map(|(p, _)| p).take_while(|p| p.starts_with(entry)));
+        suspects.extend(planned.range::<Path, _>(from).map(|(p, _)| p.as_path()).take_while(|p| p.starts_with(entry)));
     }
     let mut diags = Diagnostics::new();
     for path in suspects {
@@ -1168,7 +1169,8 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     let errors: Vec<Swap> = written
         .par_iter()
         .filter_map(|rel| {
-            let written = planned_text(rel, &planned[*rel]).and_then(|t| std::fs::write(stage.join(below(rel)), t));
+            let written =
+                planned_text(rel, &planned[rel.as_path()]).and_then(|t| std::fs::write(stage.join(below(rel)), t));
             written.err().map(|e| fail(&out.join(rel), e))
         })
         .collect();
@@ -1499,7 +1501,7 @@ mod tests {
     }
 
     fn planned(files: &[(&str, &str)]) -> Tree {
-        files.iter().map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}")))).collect()
+        files.iter().map(|(p, t)| (PathBuf::from(p).into(), Contents::text(format!("{HEADER_PREFIX}\n{t}")))).collect()
     }
 
     #[test]
@@ -1583,7 +1585,7 @@ mod tests {
         let existing = Existing {
             ours: [("a.yaml", "1"), ("b/w.yaml", "gone"), ("b/y.yaml", "old"), ("c.yaml", "gone"), ("e.yaml", "gone")]
                 .iter()
-                .map(|(p, t)| (PathBuf::from(p), Contents::text(format!("{HEADER_PREFIX}\n{t}"))))
+                .map(|(p, t)| (PathBuf::from(p).into(), Contents::text(format!("{HEADER_PREFIX}\n{t}"))))
                 .collect(),
             ..Existing::default()
         };
@@ -1695,24 +1697,30 @@ mod tests {
             "b/s/y.yaml",
             "kustomization.yaml",
         ];
-        let ours = files.iter().map(|p| (PathBuf::from(p), Contents::digest(format!("d-{p}")))).collect();
+        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
         let existing = Existing { ours, ..Existing::default() };
         let kept = existing.kept(["a", "b"].map(String::from).into());
-        let names =
-            |paths: &mut dyn Iterator<Item = &PathBuf>| paths.map(|p| crate::base::paths::slash(p)).collect::<Vec<_>>();
+        let names = |paths: &mut dyn Iterator<Item = &Path>| paths.map(crate::base::paths::slash).collect::<Vec<_>>();
         let held = ["a/kustomization.yaml", "a/s/deployment.yaml", "a/s/service.yaml", "b/s/y.yaml"];
-        assert_eq!(names(&mut kept.files.keys()), held, "not `a-b` or `ab`, which sort between");
+        assert_eq!(names(&mut kept.files.keys().map(TreePath::as_path)), held, "not `a-b` or `ab`, which sort between");
         assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, "d-b/s/y.yaml");
         assert_eq!(kept.objects, [("a".to_string(), 2), ("b".to_string(), 1)].into());
         assert_eq!(kept.dirs, [PathBuf::from("a")]);
-        assert_eq!(names(&mut kept.unlisted.iter()), ["b/s/y.yaml"], "`b` has no kustomization of its own");
+        assert_eq!(
+            names(&mut kept.unlisted.iter().map(PathBuf::as_path)),
+            ["b/s/y.yaml"],
+            "`b` has no kustomization of its own"
+        );
         // What the kustomizations over every file kept would be.
-        let all: Vec<PathBuf> = kept.files.keys().cloned().collect();
-        let expected = crate::derive::gitops::kustomizations(all.iter(), &[Path::new("a")], &[]);
-        assert_eq!(names(&mut expected.iter().map(|(p, _)| p)), ["b/kustomization.yaml", "kustomization.yaml"]);
+        let all: Vec<&Path> = kept.files.keys().map(TreePath::as_path).collect();
+        let expected = crate::derive::gitops::kustomizations(all.into_iter(), &[Path::new("a")], &[]);
+        assert_eq!(
+            names(&mut expected.iter().map(|(p, _)| p.as_path())),
+            ["b/kustomization.yaml", "kustomization.yaml"]
+        );
         let tree = written_tree(Vec::new(), kept);
         for (path, text) in expected {
-            assert_eq!(tree[&path], Contents::text(text), "{}", path.display());
+            assert_eq!(tree[path.as_path()], Contents::text(text), "{}", path.display());
         }
         assert_eq!(tree.len(), held.len() + 2);
         // Names that are not one directory's name have no files.
