@@ -22,7 +22,11 @@ pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
 /// Whether `text` is a digest as [`digest`] writes it: 32 lower-case hex
 /// digits.
 pub fn is_digest(text: &str) -> bool {
-    text.len() == 32 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    // Every byte looked at, without a branch for each (the compiler then
+    // checks them side by side): a manifest and a cache hold one digest a
+    // file, some 70,000 for a tree of 10,000 services.
+    let Ok(bytes) = <&[u8; 32]>::try_from(text.as_bytes()) else { return false };
+    bytes.iter().fold(true, |hex, &b| hex & ((b.wrapping_sub(b'0') < 10) | (b.wrapping_sub(b'a') < 6)))
 }
 
 /// The first 128 bits of a SHA-256 hash, in lower-case hex.
