@@ -76,7 +76,7 @@ fn index(token: &str) -> Option<usize> {
 /// writes it; a text with nothing to escape (most paths and names) is
 /// copied between quotes without the serializer.
 pub fn push_quoted(out: &mut String, text: &str) {
-    if text.bytes().any(needs_escape) {
+    if escapes(text) {
         out.push_str(&serde_json::to_string(text).unwrap_or_default());
     } else {
         out.push('"');
@@ -89,12 +89,17 @@ pub fn push_quoted(out: &mut String, text: &str) {
 /// when nothing in it is escaped.
 pub fn unquote(quoted: &str) -> Option<Cow<'_, str>> {
     match quoted.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-        // Every byte looked at, without a branch for each (the compiler
-        // then checks them side by side): a manifest and a cache of file
-        // status unquote a path on each of their tens of thousands of lines.
-        Some(plain) if !plain.bytes().fold(false, |escaped, b| escaped | needs_escape(b)) => Some(Cow::Borrowed(plain)),
+        Some(plain) if !escapes(plain) => Some(Cow::Borrowed(plain)),
         _ => serde_json::from_str::<String>(quoted).ok().map(Cow::Owned),
     }
+}
+
+/// Whether a JSON string escapes a byte of `text`. Every byte is looked
+/// at, without a branch for each (the compiler then checks them side by
+/// side): a manifest and a cache of file status quote and unquote a path
+/// on each of their tens of thousands of lines.
+fn escapes(text: &str) -> bool {
+    text.bytes().fold(false, |escaped, b| escaped | needs_escape(b))
 }
 
 /// A byte a JSON string escapes (RFC 8259, section 7): a quote, a
