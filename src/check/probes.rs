@@ -172,17 +172,16 @@ fn stricter_liveness(o: &Object, name: &str, startup: &Value, liveness: &Value, 
     let timeout = |p: &Value| p.field("timeoutSeconds").and_then(Value::as_i64).unwrap_or(1);
     // Handlers written alike check alike; others are compared with the
     // defaults filled in.
-    let alike = raw_handler(startup) == raw_handler(liveness);
-    let (s, l) = if alike { (None, None) } else { (handler(startup), handler(liveness)) };
-    if s != l {
-        let show = |h: Option<(&str, Value)>| h.map_or("nothing".to_string(), |(k, v)| format!("{k} {v}"));
+    let differ = raw_handler(startup) != raw_handler(liveness) && handler(startup) != handler(liveness);
+    if differ {
+        let show = |p: &Value| handler(p).map_or("nothing".to_string(), |(k, v)| format!("{k} {v}"));
         out.push(Finding::new(
             LIVENESS_STRICTER_THAN_STARTUP,
             o,
             format!(
                 "container \"{name}\": the liveness probe checks {} but the startup probe checked {}",
-                show(l),
-                show(s)
+                show(liveness),
+                show(startup)
             ),
         ));
     } else if timeout(liveness) < timeout(startup) {
