@@ -135,7 +135,7 @@ impl Existing {
     pub fn kept(&self, namespaces: BTreeSet<String>) -> Kept {
         use std::ops::Bound;
         let mut kept = Kept::default();
-        let mut files = Vec::new();
+        let mut files: Vec<(TreePath, Contents)> = Vec::new();
         for ns in &namespaces {
             // A name that is not one plain name (empty, `..`, `a/b`: from a
             // manifest edited by hand) is no path's first name: it has no
@@ -162,7 +162,7 @@ impl Existing {
                 kept.objects.insert(ns.clone(), objects);
             }
             if !own {
-                kept.unlisted.extend(files[start..].iter().map(|(p, _): &(TreePath, Contents)| p.to_path_buf()));
+                kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.to_path_buf()));
             }
         }
         // (In order already: the namespaces' directories sort as their
