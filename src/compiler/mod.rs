@@ -493,7 +493,11 @@ impl Stage<'_> {
     /// and the next, rendered meanwhile ([`Held::OVERLAP`]; one, for
     /// `render --stdout`). An error before the rules stops it, once every
     /// group has reported its errors.
-    fn checked<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Checked<T>, Diagnostics> {
+    fn checked<'s, T: Held>(
+        &self,
+        services: &'s [LoadedService],
+        platform: &Platform,
+    ) -> Result<Checked<T>, Diagnostics> {
         let mut out = Checked {
             objects: Vec::new(),
             held: Vec::new(),
@@ -542,35 +546,42 @@ impl Stage<'_> {
         // `T` allows it: [`Held::OVERLAP`]): sorting, indexing, admission
         // and most rules run on one thread, and the next group's derive and
         // render fill the other cores meanwhile (benches/README.md). At
-        // most two groups' objects are alive at once. The errors of a
-        // group's render join `diags` before its own check, as one group
-        // after another would have them.
-        let render = |group: Group<'_>| {
+        // most two groups' objects are alive at once. Where `T` holds one
+        // group's objects at a time, the next group's services are derived
+        // meanwhile, and rendered once the group checked is held: their
+        // desired states (a few kilobytes each) are alive with its objects.
+        // The errors of a group's derive and render join `diags` before its
+        // own check, as one group after another would have them.
+        let derive = |group: Group<'s>| {
             let mut diags = Diagnostics::new();
-            let mut objects = self.render(&group.services, platform, &mut diags);
-            objects.extend(group.objects);
+            let desired = self.derive(&group.services, &mut diags, platform);
+            (desired, group.objects, diags)
+        };
+        let render = |(desired, platform_objects, mut diags): (Vec<_>, Vec<Object>, Diagnostics)| {
+            let mut objects = self.render(desired, &mut diags);
+            objects.extend(platform_objects);
             (objects, diags)
         };
         let mut todo = todo.into_iter();
-        let mut next = todo.next().map(render);
+        let mut next = todo.next().map(derive).map(render);
         while let Some((mut objects, diags)) = next.take() {
             out.diags.extend(diags);
             if whole {
                 objects.append(&mut shared);
             }
             let following = todo.next();
-            if T::OVERLAP {
-                let (held, rendered) = {
-                    let (out, shared) = (&mut out, &shared);
-                    rayon::join(|| self.check_group(shared, objects, services, platform, out), || following.map(render))
-                };
-                out.keep(held);
-                next = rendered;
-            } else {
-                let held = self.check_group(&shared, objects, services, platform, &mut out);
-                out.keep(held);
-                next = following.map(render);
-            }
+            let (held, rendered) = {
+                let (out, shared) = (&mut out, &shared);
+                let check = || self.check_group(shared, objects, services, platform, out);
+                if T::OVERLAP {
+                    rayon::join(check, || following.map(derive).map(render))
+                } else {
+                    let (held, derived) = rayon::join(check, || following.map(derive));
+                    (held, derived.map(render))
+                }
+            };
+            out.keep(held);
+            next = rendered;
         }
         // A namespace to keep of which nothing was read (its services' files
         // left unread, see `Options::reuse`) is left out as well.
@@ -630,9 +641,15 @@ impl Stage<'_> {
         T::hold(objects)
     }
 
-    /// The objects of `services` that rendered; the errors of those that
-    /// did not go to `diags`.
-    fn render(&self, services: &[&LoadedService], platform: &Platform, diags: &mut Diagnostics) -> Vec<Object> {
+    /// The desired state of each of `services` that derives; the errors of
+    /// those that do not go to `diags`. Services sharing a weighted route
+    /// are left to render one HTTPRoute.
+    fn derive<'s>(
+        &self,
+        services: &[&'s LoadedService],
+        diags: &mut Diagnostics,
+        platform: &Platform,
+    ) -> Vec<(&'s LoadedService, derive::DesiredService)> {
         let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
             .par_iter()
             .map(|s| {
@@ -648,9 +665,13 @@ impl Stage<'_> {
                 Err(e) => diags.push(e),
             }
         }
-        // Services sharing a weighted route render one HTTPRoute.
         derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
+        desired
+    }
 
+    /// The objects of the `desired` services that rendered; the errors of
+    /// those that did not go to `diags`.
+    fn render(&self, desired: Vec<(&LoadedService, derive::DesiredService)>, diags: &mut Diagnostics) -> Vec<Object> {
         let mut objects = Vec::new();
         let cache_plans = desired
             .iter()
