@@ -6,7 +6,6 @@ pub mod files;
 pub mod schema_validate;
 pub mod validate;
 
-use std::collections::BTreeMap;
 use std::fs::Metadata;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -395,15 +394,20 @@ pub fn finish_services(
     mut services: Vec<LoadedService>,
     mut diags: Diagnostics,
 ) -> Result<Vec<LoadedService>, Diagnostics> {
+    // Stable: services of one name stay in the order they were read, for
+    // `validate_duplicates`.
+    services.sort_by(|a, b| id(a).cmp(&id(b)));
     validate_duplicates(&services, &mut diags);
     diags.sort();
     if diags.has_errors() {
         return Err(diags);
     }
-    services.sort_by(|a, b| {
-        (a.service.namespace_or_default(), a.service.name()).cmp(&(b.service.namespace_or_default(), b.service.name()))
-    });
     Ok(services)
+}
+
+/// What a service is known by: its namespace and name.
+fn id(s: &LoadedService) -> (&str, &str) {
+    (s.service.namespace_or_default(), s.service.name())
 }
 
 /// Parses every InferenceService document of one source text.
@@ -667,25 +671,25 @@ fn suggest_dns(name: &str) -> String {
     }
 }
 
+/// Reports each service whose namespace and name a service before it has:
+/// `services` are sorted by [`id`], those of one name in the order read.
 fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
-    let mut seen: BTreeMap<(String, String), &LoadedService> = BTreeMap::new();
-    for s in services {
-        let id = (s.service.namespace_or_default().to_string(), s.service.name().to_string());
-        if let Some(first) = seen.get(&id) {
+    for run in services.chunk_by(|a, b| id(a) == id(b)) {
+        let [first, rest @ ..] = run else { continue };
+        let (ns, name) = id(first);
+        for s in rest {
             // Report the later one (in file order) against the earlier one.
             let (a, b) = if (first.source.name.as_path(), first.span) <= (s.source.name.as_path(), s.span) {
-                (*first, s)
+                (first, s)
             } else {
-                (s, *first)
+                (s, first)
             };
             diags.push(
-                Diagnostic::error(format!("InferenceService {}/{} is defined twice", id.0, id.1))
+                Diagnostic::error(format!("InferenceService {ns}/{name} is defined twice"))
                     .at(b.location(&[key("metadata"), key("name")]))
                     .related(a.location(&[key("metadata"), key("name")]), "first defined here")
                     .help("rename one of them or put it in another namespace"),
             );
-        } else {
-            seen.insert(id, s);
         }
     }
 }
