@@ -147,9 +147,12 @@ impl Object {
 /// in the kinds table once per object, not twice per comparison; the
 /// objects are then moved into place.
 pub fn sort<T: Held>(objects: &mut [T]) {
+    use rayon::slice::ParallelSliceMut;
     let mut order: Vec<(u8, usize)> =
         objects.iter().enumerate().map(|(i, o)| (crate::model::kinds::rank(&o.object().id.kind), i)).collect();
-    order.sort_by(|&(rank_a, a), &(rank_b, b)| {
+    // A group's objects, or a fleet's (29,000 at 10,000 services): sorted
+    // on every core.
+    order.par_sort_by(|&(rank_a, a), &(rank_b, b)| {
         let (a, b) = (objects[a].object(), objects[b].object());
         a.order_key(rank_a).cmp(&b.order_key(rank_b)).then_with(|| cmp_ids(&a.id, &b.id))
     });
@@ -178,7 +181,7 @@ fn permute<T>(items: &mut [T], mut from: Vec<usize>) {
 /// What a compile keeps of each object once its checks have run: the
 /// object itself (for `diff`, `plan` and `check`, which read its fields),
 /// or only its file's text ([`Written`], for `render`).
-pub trait Held: Send + Sized {
+pub trait Held: Send + Sync + Sized {
     /// Keeps `objects`, which are in output order (see [`sort`]).
     fn hold(objects: Vec<Object>) -> Vec<Self>;
     /// The object's identity, owner, source and place (its value is
