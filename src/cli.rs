@@ -296,7 +296,8 @@ pub enum Memory {
     /// A render into a tree, or of every object to standard output with
     /// the texts packed: it holds the objects of one namespace at a time
     /// (two, in a render into a tree: the next one renders while one is
-    /// checked), and its time matters more. And `diff`, whose peak is the fleet's
+    /// checked; to standard output, only the next one's desired states),
+    /// and its time matters more. And `diff`, whose peak is the fleet's
     /// objects and the tree's texts, all alive at once, which no delay
     /// changes.
     Time,
