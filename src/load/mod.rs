@@ -51,10 +51,15 @@ pub struct LoadedService {
 /// `services` by namespace and name, to find where a finding or an
 /// admission error about one of them points.
 pub fn by_name(services: &[LoadedService]) -> std::collections::HashMap<(&str, &str), &LoadedService> {
-    services.iter().map(|s| ((s.service.namespace_or_default(), s.service.name()), s)).collect()
+    services.iter().map(|s| (s.id(), s)).collect()
 }
 
 impl LoadedService {
+    /// What the service is known by: its namespace and name.
+    pub fn id(&self) -> (&str, &str) {
+        (self.service.namespace_or_default(), self.service.name())
+    }
+
     /// The route the service claims (`spec.gateway.route`), as
     /// [`crate::model::route::Route`] prints it, if it is one.
     pub fn claimed_route(&self) -> Option<String> {
@@ -396,18 +401,13 @@ pub fn finish_services(
 ) -> Result<Vec<LoadedService>, Diagnostics> {
     // Stable: services of one name stay in the order they were read, for
     // `validate_duplicates`.
-    services.sort_by(|a, b| id(a).cmp(&id(b)));
+    services.sort_by(|a, b| a.id().cmp(&b.id()));
     validate_duplicates(&services, &mut diags);
     diags.sort();
     if diags.has_errors() {
         return Err(diags);
     }
     Ok(services)
-}
-
-/// What a service is known by: its namespace and name.
-fn id(s: &LoadedService) -> (&str, &str) {
-    (s.service.namespace_or_default(), s.service.name())
 }
 
 /// Parses every InferenceService document of one source text.
@@ -672,11 +672,12 @@ fn suggest_dns(name: &str) -> String {
 }
 
 /// Reports each service whose namespace and name a service before it has:
-/// `services` are sorted by [`id`], those of one name in the order read.
+/// `services` are sorted by [`LoadedService::id`], those of one name in the
+/// order read.
 fn validate_duplicates(services: &[LoadedService], diags: &mut Diagnostics) {
-    for run in services.chunk_by(|a, b| id(a) == id(b)) {
+    for run in services.chunk_by(|a, b| a.id() == b.id()) {
         let [first, rest @ ..] = run else { continue };
-        let (ns, name) = id(first);
+        let (ns, name) = first.id();
         for s in rest {
             // Report the later one (in file order) against the earlier one.
             let (a, b) = if (first.source.name.as_path(), first.span) <= (s.source.name.as_path(), s.span) {
