@@ -559,7 +559,7 @@ impl Stage<'_> {
         // own check, as one group after another would have them.
         let derive = |group: Group<'s>| {
             let mut diags = Diagnostics::new();
-            let desired = self.derive(&group.services, &mut diags, platform);
+            let desired = self.derive(&group.services, platform, &mut diags);
             (desired, group.objects, diags)
         };
         let render = |(desired, platform_objects, mut diags): (Vec<_>, Vec<Object>, Diagnostics)| {
@@ -657,8 +657,8 @@ impl Stage<'_> {
     fn derive<'s>(
         &self,
         services: &[&'s LoadedService],
-        diags: &mut Diagnostics,
         platform: &Platform,
+        diags: &mut Diagnostics,
     ) -> Vec<(&'s LoadedService, derive::DesiredService)> {
         let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
             .par_iter()
