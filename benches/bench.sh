@@ -211,6 +211,17 @@ listing() {
     fi
 }
 
+# first_input: the first input file under services/, in byte order (sed,
+# not head: head would leave sort writing into a closed pipe).
+first_input() { find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p; }
+
+# edit_label ROUND: writes $EDITED as $WORK/edited.orig (its text before the
+# first edit) with one more label, set to a value of its own for ROUND.
+edit_label() {
+    awk -v r="$1" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
+        "$WORK/edited.orig" >"$EDITED"
+}
+
 # peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
 # its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
 # size over the calls, in KiB.
@@ -297,15 +308,13 @@ fi
 # that service, out/<namespace>/<name>/, may change (inode and modification
 # time of every other file compared before and after each run), and they must.
 ONE_CHANGED=unknown ONE_FILES=0 DIFF_ONE=""
-# (sed, not head: head would leave sort writing into a closed pipe.)
-EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p)
+EDITED=$(first_input)
 if [[ -d out && -n $EDITED ]]; then
     EDITED_NS=$(basename "$(dirname "$EDITED")") EDITED_NAME=$(basename "$EDITED" .yaml)
     cp "$EDITED" "$WORK/edited.orig"
     ONE_CHANGED=""
     for ((round = 1; round <= RUNS; round++)); do
-        awk -v r="$round" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
-            "$WORK/edited.orig" >"$EDITED"
+        edit_label "$round"
         # What a pull request's check runs: diff exits 1 when objects
         # differ, and must name the service's changed objects.
         once diffone "" '"$ISVC" diff services --out out >"$WORK/diff-one.txt"; test $? -eq 1'
@@ -351,13 +360,12 @@ fi
 for ((round = 1; round <= RUNS; round++)); do
     once onens_cold 'rm -rf out; sync' "$RENDER_OUT"
 done
-EDITED=$(find services -type f -name '*.yaml' | LC_ALL=C sort | sed -n 1p)
+EDITED=$(first_input)
 if [[ -d out && -n $EDITED ]]; then
     cp "$EDITED" "$WORK/edited.orig"
     sleep 2.1 # settled, as above
     for ((round = 1; round <= RUNS; round++)); do
-        awk -v r="$round" '{ print } /^  labels:$/ { print "    bench-edit: round-" r }' \
-            "$WORK/edited.orig" >"$EDITED"
+        edit_label "$round"
         once onens_one "" "$RENDER_OUT"
     done
 fi
