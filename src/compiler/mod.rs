@@ -653,17 +653,19 @@ impl Stage<'_> {
 
     /// The desired state of each of `services` that derives; the errors of
     /// those that do not go to `diags`. Services sharing a weighted route
-    /// are left to render one HTTPRoute.
+    /// are left to render one HTTPRoute. Each desired state is boxed: a
+    /// list of them inline (4.3 KB each) would stay allocated until the
+    /// last one rendered, beside every object of the group (`render`).
     fn derive<'s>(
         &self,
         services: &[&'s LoadedService],
         platform: &Platform,
         diags: &mut Diagnostics,
-    ) -> Vec<(&'s LoadedService, derive::DesiredService)> {
-        let derived: Vec<Result<(&LoadedService, derive::DesiredService), Diagnostic>> = services
+    ) -> Vec<(&'s LoadedService, Box<derive::DesiredService>)> {
+        let derived: Vec<Result<(&LoadedService, Box<derive::DesiredService>), Diagnostic>> = services
             .par_iter()
             .map(|s| {
-                derive::derive(&s.service, platform).map(|d| (*s, d)).map_err(|e| {
+                derive::derive(&s.service, platform).map(|d| (*s, Box::new(d))).map_err(|e| {
                     Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))
                 })
             })
@@ -675,13 +677,13 @@ impl Stage<'_> {
                 Err(e) => diags.push(e),
             }
         }
-        derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
+        derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
         desired
     }
 
     /// The objects of the `desired` services that rendered; the errors of
     /// those that did not go to `diags`.
-    fn render(&self, desired: Vec<(&LoadedService, derive::DesiredService)>, diags: &mut Diagnostics) -> Vec<Object> {
+    fn render(&self, desired: Vec<(&LoadedService, Box<derive::DesiredService>)>, diags: &mut Diagnostics) -> Vec<Object> {
         let mut objects = Vec::new();
         let cache_plans = desired
             .iter()
