@@ -661,12 +661,13 @@ impl Stage<'_> {
         services: &[&'s LoadedService],
         platform: &Platform,
         diags: &mut Diagnostics,
-    ) -> Vec<(&'s LoadedService, Box<derive::DesiredService>)> {
-        let derived: Vec<Result<(&LoadedService, Box<derive::DesiredService>), Diagnostic>> = services
+    ) -> Vec<Desired<'s>> {
+        // The errors boxed as well, so that the list's items stay small.
+        let derived: Vec<Result<Desired<'s>, Box<Diagnostic>>> = services
             .par_iter()
             .map(|s| {
                 derive::derive(&s.service, platform).map(|d| (*s, Box::new(d))).map_err(|e| {
-                    Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))
+                    Box::new(Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[])))
                 })
             })
             .collect();
@@ -674,7 +675,7 @@ impl Stage<'_> {
         for d in derived {
             match d {
                 Ok(pair) => desired.push(pair),
-                Err(e) => diags.push(e),
+                Err(e) => diags.push(*e),
             }
         }
         derive::gateway::share_routes(&mut desired.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
@@ -683,7 +684,7 @@ impl Stage<'_> {
 
     /// The objects of the `desired` services that rendered; the errors of
     /// those that did not go to `diags`.
-    fn render(&self, desired: Vec<(&LoadedService, Box<derive::DesiredService>)>, diags: &mut Diagnostics) -> Vec<Object> {
+    fn render(&self, desired: Vec<Desired<'_>>, diags: &mut Diagnostics) -> Vec<Object> {
         let mut objects = Vec::new();
         let cache_plans = desired
             .iter()
@@ -709,6 +710,9 @@ impl Stage<'_> {
         objects
     }
 }
+
+/// A service and its desired state, boxed ([`Stage::derive`]).
+type Desired<'s> = (&'s LoadedService, Box<derive::DesiredService>);
 
 /// Runs `f` for every cluster the platform lists, with that cluster's
 /// services and platform: what succeeded, by cluster, and the errors of
