@@ -419,10 +419,7 @@ pub fn parse_services(source: &Arc<Source>) -> (Vec<LoadedService>, Vec<Diagnost
 /// budget of every file of the run.
 pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<LoadedService>, Vec<Diagnostic>) {
     let (docs, fatal, alias_nodes) = yaml::parse_stream_counted(source, Limits::default(), run);
-    // Sized to the documents: a list grown by pushing starts at four
-    // services (most of a kilobyte each), and a fleet's files hold one
-    // each, all alive until `read_services_in` joins them.
-    let mut services = Vec::with_capacity(docs.len());
+    let mut services = Vec::new();
     let mut diags = Vec::new();
     let nodes = Arc::new(OnceLock::new());
     for (i, doc) in docs.into_iter().enumerate() {
@@ -445,6 +442,12 @@ pub fn parse_services_in(source: &Arc<Source>, run: &yaml::RunBudget) -> (Vec<Lo
         }
     }
     diags.extend(fatal);
+    // Shrunk to the services found: a list grown by pushing starts with
+    // room for four (most of a kilobyte each), and a fleet's files hold
+    // one each, all alive until `read_services_in` joins them. Not sized
+    // from the documents up front: a file of empty documents (`---` lines)
+    // would reserve room for millions of services.
+    services.shrink_to_fit();
     (services, diags)
 }
 
@@ -923,5 +926,19 @@ mod tests {
         // Both documents' nodes come from one parse of the source.
         assert!(Arc::ptr_eq(&services[0].nodes, &services[1].nodes));
         assert_eq!(services[1].span.start.line, 7);
+    }
+
+    #[test]
+    fn a_files_services_take_the_room_they_need_and_empty_documents_none() {
+        let one = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: a}\n\
+                   spec: {baseModel: Qwen/Qwen3-0.6B, replicas: 1}\n";
+        let (services, diags) = parse_services(&Source::new("one.yaml", one));
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!((services.len(), services.capacity()), (1, 1));
+        // Many empty documents and one service: room for the service alone.
+        let text = format!("{}{one}", "---\n".repeat(10_000));
+        let (services, diags) = parse_services(&Source::new("empty.yaml", &text));
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!((services.len(), services.capacity()), (1, 1));
     }
 }
