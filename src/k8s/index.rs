@@ -142,15 +142,21 @@ impl<'a> Context<'a> {
         let own = spec.get(count).and_then(Value::as_i64);
         let (min, max) = match self.autoscaler_of(o) {
             Some(a) => {
-                let bound = |hpa: &str, keda: &str, default: i64| {
-                    a.value
-                        .at(&format!("/spec/{hpa}"))
-                        .or_else(|| a.value.at(&format!("/spec/{keda}")))
-                        .and_then(Value::as_i64)
-                        .unwrap_or(default)
+                let spec = a.value.field("spec");
+                let bound = |key: &str, default: i64| {
+                    spec.and_then(|s| s.field(key)).and_then(Value::as_i64).unwrap_or(default)
                 };
-                let low = bound("minReplicas", "minReplicaCount", 1);
-                (low, bound("maxReplicas", "maxReplicaCount", own.unwrap_or(1)).max(low))
+                let (low, high) = if a.id.kind == "ScaledObject" {
+                    // KEDA's ScaledObject: `minReplicaCount` defaults to 0
+                    // and `maxReplicaCount` to 100 (keda.sh, "ScaledObject
+                    // specification").
+                    (bound("minReplicaCount", 0), bound("maxReplicaCount", 100))
+                } else {
+                    // autoscaling/v2: `minReplicas` defaults to 1 (the API
+                    // server's defaulting); `maxReplicas` is required.
+                    (bound("minReplicas", 1), bound("maxReplicas", own.unwrap_or(1)))
+                };
+                (low, high.max(low))
             }
             None => (own.unwrap_or(1), own.unwrap_or(1)),
         };
@@ -282,5 +288,52 @@ pub(crate) fn quantity(v: &Value) -> Option<Quantity> {
         Value::String(s) => Quantity::parse(s).ok(),
         Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Object {
+        Object {
+            id: crate::model::objects::ObjectId::of(&value).unwrap(),
+            value,
+            owner: None,
+            source: None,
+            cluster: None,
+            bootstrap: false,
+        }
+    }
+
+    fn deployment() -> Object {
+        object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}))
+    }
+
+    fn bounds(autoscaler: Value) -> (i64, i64, i64) {
+        let objects = [deployment(), object(autoscaler)];
+        let cx = Context::new(objects.iter());
+        let w = &cx.workloads_in("ns")[0];
+        (w.min_replicas, w.max_replicas, w.start_replicas)
+    }
+
+    #[test]
+    fn an_autoscalers_bounds_left_out_take_their_controllers_defaults() {
+        let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"});
+        // KEDA: minReplicaCount 0, maxReplicaCount 100 when left out.
+        let keda = json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": "d", "namespace": "ns"}, "spec": {"scaleTargetRef": {"name": "d"}}});
+        assert_eq!(bounds(keda), (0, 100, 2));
+        // A HorizontalPodAutoscaler's minReplicas defaults to 1.
+        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "d", "namespace": "ns"}, "spec": {"scaleTargetRef": target, "maxReplicas": 6}});
+        assert_eq!(bounds(hpa), (1, 6, 2));
+        // Given, they are read as they are, and the start is kept within them.
+        let keda = json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+            "metadata": {"name": "d", "namespace": "ns"},
+            "spec": {"scaleTargetRef": {"name": "d"}, "minReplicaCount": 3, "maxReplicaCount": 5}});
+        assert_eq!(bounds(keda), (3, 5, 3));
     }
 }
