@@ -564,9 +564,7 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
 mod tests {
     use super::*;
 
-    fn object(value: Value) -> Object {
-        Object { id: ObjectId::of(&value).unwrap(), value, owner: None, source: None, cluster: None, bootstrap: false }
-    }
+    use crate::model::objects::test_object as object;
 
     #[test]
     fn annotating_twice_adds_no_sync_option_twice() {

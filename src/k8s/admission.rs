@@ -515,16 +515,7 @@ mod tests {
         assert_eq!(plural("Gateway"), "gateways");
     }
 
-    fn object(value: Value) -> Object {
-        Object {
-            id: crate::model::objects::ObjectId::of(&value).unwrap(),
-            value,
-            owner: None,
-            source: None,
-            cluster: None,
-            bootstrap: false,
-        }
-    }
+    use crate::model::objects::test_object as object;
 
     #[test]
     fn a_leader_worker_set_surges_whole_groups() {

@@ -296,16 +296,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn object(value: Value) -> Object {
-        Object {
-            id: crate::model::objects::ObjectId::of(&value).unwrap(),
-            value,
-            owner: None,
-            source: None,
-            cluster: None,
-            bootstrap: false,
-        }
-    }
+    use crate::model::objects::test_object as object;
 
     fn deployment() -> Object {
         object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"},

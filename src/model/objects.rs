@@ -95,6 +95,14 @@ pub struct Object {
     pub bootstrap: bool,
 }
 
+/// An object of `value` alone, without owner, source or cluster: what
+/// the unit tests of the layers above build their objects with.
+#[cfg(test)]
+pub(crate) fn test_object(value: Value) -> Object {
+    let id = ObjectId::of(&value).expect("a test object has apiVersion, kind and name");
+    Object { id, value, owner: None, source: None, cluster: None, bootstrap: false }
+}
+
 impl Object {
     /// Sort key: cluster, kind rank (`rank`, the kind's), then namespace,
     /// then name, then kind.
