@@ -236,7 +236,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use crate::derive::security::*;
-    use crate::model::objects::ObjectId;
     use crate::model::platform::{Platform, Security, SecurityException};
     use serde_json::json;
 
@@ -351,7 +350,7 @@ mod tests {
     fn deployment(pod: Value) -> Object {
         let value = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m", "namespace": "n"},
                            "spec": {"template": pod}});
-        Object { id: ObjectId::of(&value).unwrap(), value, owner: None, source: None, cluster: None, bootstrap: false }
+        crate::model::objects::test_object(value)
     }
 
     fn rule_ids(pod: Value) -> Vec<&'static str> {
