@@ -61,6 +61,40 @@ impl Workload<'_> {
     }
 }
 
+/// The kind and name of the workload an autoscaler scales: a
+/// HorizontalPodAutoscaler's `spec.scaleTargetRef`, or a KEDA ScaledObject's,
+/// which targets a Deployment unless it names a kind (keda.sh/v1alpha1
+/// ScaleTarget: `kind` defaults to Deployment). `None` for any other object.
+pub fn scale_target(o: &Object) -> Option<(&str, &str)> {
+    if !matches!(o.id.kind.as_str(), "HorizontalPodAutoscaler" | "ScaledObject") {
+        return None;
+    }
+    let target = o.value.at("/spec/scaleTargetRef")?;
+    let field = |k: &str| target.field(k).and_then(Value::as_str);
+    let kind = field("kind").or((o.id.kind == "ScaledObject").then_some("Deployment"))?;
+    Some((kind, field("name")?))
+}
+
+/// The lowest and highest count the autoscaler `a` keeps its workload
+/// within, each kind's bounds read under its own names with its own
+/// defaults; `own` is the workload's own count, if it sets one. The highest
+/// is never below the lowest.
+pub fn autoscaler_bounds(a: &Object, own: Option<i64>) -> (i64, i64) {
+    let spec = a.value.field("spec");
+    let bound = |key: &str, default: i64| spec.and_then(|s| s.field(key)).and_then(Value::as_i64).unwrap_or(default);
+    let (low, high) = if a.id.kind == "ScaledObject" {
+        // KEDA's ScaledObject: `minReplicaCount` defaults to 0 and
+        // `maxReplicaCount` to 100 (keda.sh, "ScaledObject specification";
+        // kedacore/keda `controllers/keda/hpa.go`, `getHPAMaxReplicas`).
+        (bound("minReplicaCount", 0), bound("maxReplicaCount", 100))
+    } else {
+        // autoscaling/v2: `minReplicas` defaults to 1 (the API server's
+        // defaulting); `maxReplicas` is required.
+        (bound("minReplicas", 1), bound("maxReplicas", own.unwrap_or(1)))
+    };
+    (low, high.max(low))
+}
+
 impl<'a> Context<'a> {
     /// The index of `objects`: a slice, or the objects of one namespace
     /// chained with the cluster-scoped ones every namespace sees.
@@ -83,13 +117,8 @@ impl<'a> Context<'a> {
             cx.ids.insert((o.id.kind.as_str(), ns, o.id.name.as_str()), o);
             cx.by_kind.entry((ns, o.id.kind.as_str())).or_default().push(o);
             match o.id.kind.as_str() {
-                // KEDA's ScaledObject targets a Deployment unless it names a
-                // kind (keda.sh/v1alpha1 ScaleTarget: `kind` defaults to
-                // Deployment).
                 "HorizontalPodAutoscaler" | "ScaledObject" => {
-                    let target = |k: &str| o.value.at(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
-                    let kind = target("kind").or((o.id.kind == "ScaledObject").then_some("Deployment"));
-                    if let (Some(kind), Some(name)) = (kind, target("name")) {
+                    if let Some((kind, name)) = scale_target(o) {
                         cx.autoscalers.insert((ns, kind, name), o);
                     }
                 }
@@ -141,23 +170,7 @@ impl<'a> Context<'a> {
         let count = if o.id.kind == "Job" { "parallelism" } else { "replicas" };
         let own = spec.get(count).and_then(Value::as_i64);
         let (min, max) = match self.autoscaler_of(o) {
-            Some(a) => {
-                let spec = a.value.field("spec");
-                let bound = |key: &str, default: i64| {
-                    spec.and_then(|s| s.field(key)).and_then(Value::as_i64).unwrap_or(default)
-                };
-                let (low, high) = if a.id.kind == "ScaledObject" {
-                    // KEDA's ScaledObject: `minReplicaCount` defaults to 0
-                    // and `maxReplicaCount` to 100 (keda.sh, "ScaledObject
-                    // specification").
-                    (bound("minReplicaCount", 0), bound("maxReplicaCount", 100))
-                } else {
-                    // autoscaling/v2: `minReplicas` defaults to 1 (the API
-                    // server's defaulting); `maxReplicas` is required.
-                    (bound("minReplicas", 1), bound("maxReplicas", own.unwrap_or(1)))
-                };
-                (low, high.max(low))
-            }
+            Some(a) => autoscaler_bounds(a, own),
             None => (own.unwrap_or(1), own.unwrap_or(1)),
         };
         Some(Workload {
