@@ -39,6 +39,7 @@ use serde_json::{Value, json};
 use crate::base::diagnostics::{Diagnostic, Diagnostics, Location, Source};
 use crate::base::quantity::Quantity;
 use crate::base::yaml::{self, Limits, PathSegment};
+use crate::k8s::index;
 use crate::model::labels::MANAGED_BY;
 use crate::model::objects::{Object, ObjectId};
 use crate::model::v1alpha2::{InferenceService, Phase};
@@ -301,7 +302,7 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
             continue;
         }
         let mut fields = Vec::new();
-        match autoscaler_of(o, &owned) {
+        match autoscaler_of(o, owned.iter().copied()) {
             Some(hpa) => {
                 // The rendered count is the starting count; afterwards the
                 // autoscaler owns it.
@@ -349,24 +350,27 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
     plan
 }
 
-/// The HorizontalPodAutoscaler among `desired` that scales Deployment `o`.
-fn autoscaler_of<'a>(o: &Object, desired: &[&'a Object]) -> Option<&'a Object> {
+/// The autoscaler among `desired` that scales Deployment `o`: a
+/// HorizontalPodAutoscaler, or a KEDA ScaledObject (whose own
+/// HorizontalPodAutoscaler, `keda-hpa-<name>`, KEDA creates in the cluster:
+/// kedacore/keda `controllers/keda/hpa.go`).
+fn autoscaler_of<'a>(o: &Object, desired: impl IntoIterator<Item = &'a Object>) -> Option<&'a Object> {
     if o.id.kind != "Deployment" {
         return None;
     }
-    desired.iter().copied().find(|h| {
-        h.id.kind == "HorizontalPodAutoscaler"
-            && h.id.namespace == o.id.namespace
-            && h.value.at("/spec/scaleTargetRef/kind").and_then(Value::as_str) == Some("Deployment")
-            && h.value.at("/spec/scaleTargetRef/name").and_then(Value::as_str) == Some(o.id.name.as_str())
+    desired.into_iter().find(|a| {
+        a.id.namespace == o.id.namespace && index::scale_target(a) == Some(("Deployment", o.id.name.as_str()))
     })
 }
 
 /// An autoscaled Deployment whose live count is below its autoscaler's
 /// minimum is raised to it; any other live count is the autoscaler's
-/// business.
+/// business. (An HPA leaves a target at zero alone, pkg/controller/
+/// podautoscaler; KEDA's executor raises a count below `minReplicaCount`
+/// itself, kedacore/keda `pkg/scaling/executor`, `RequestScale`, and
+/// one of 0 lets it scale to zero.)
 fn replicas_below_minimum(hpa: &Object, live: &Value) -> Option<FieldChange> {
-    let min = hpa.value.at("/spec/minReplicas").and_then(Value::as_i64).unwrap_or(1);
+    let (min, _) = index::autoscaler_bounds(hpa, None);
     // Objects read from a cluster always carry the count the API server
     // defaulted or the HPA chose; without one there is nothing to raise.
     let current = live.at("/spec/replicas").and_then(Value::as_i64)?;
@@ -535,13 +539,9 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.at(p)).and_then(Value::as_i64);
         let ready = int(live_deploy, "/status/readyReplicas").unwrap_or(0);
         let updated = int(live_deploy, "/status/updatedReplicas").unwrap_or(0);
-        let hpa_min = mine("HorizontalPodAutoscaler").and_then(|h| int(Some(&h.value), "/spec/minReplicas"));
-        let bounds = mine("HorizontalPodAutoscaler").map(|h| {
-            (
-                int(Some(&h.value), "/spec/minReplicas").unwrap_or(1),
-                int(Some(&h.value), "/spec/maxReplicas").unwrap_or(1),
-            )
-        });
+        // The autoscaler's bounds, whichever kind it is.
+        let bounds = deployment.and_then(|d| autoscaler_of(d, desired)).map(|a| index::autoscaler_bounds(a, None));
+        let hpa_min = bounds.map(|(min, _)| min);
         let desired_replicas = deployment.and_then(|d| int(Some(&d.value), "/spec/replicas"));
         let wanted = match (desired_replicas, hpa_min) {
             (n, Some(min)) => int(live_deploy, "/spec/replicas").or(n).unwrap_or(1).max(min),

@@ -385,3 +385,36 @@ fn plan_prunes_every_kind_a_service_owns() {
         assert!(rendered || stale.iter().any(|(_, kind)| *kind == k.kind), "{} is not covered", k.kind);
     }
 }
+
+/// A service KEDA scales: its ScaledObject, not the Deployment, sets the
+/// count once the Deployment exists.
+#[test]
+fn a_count_keda_chose_is_left_alone_and_one_below_its_minimum_raised() {
+    let platform = "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n\
+                    keda: {serverAddress: 'http://prometheus.monitoring.svc:9090'}\nmonitoring: {}\n";
+    let services = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: qwen3}\n\
+                    spec: {baseModel: Qwen/Qwen3-0.6B, gpusPerReplica: 1, autoscaling: {min: 2, max: 8, targetQueueLength: 4}}\n";
+    let compiled =
+        Test::new().service(services).platform(platform).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
+    assert!(compiled.objects.iter().any(|o| o.id.kind == "ScaledObject"));
+    assert!(!compiled.objects.iter().any(|o| o.id.kind == "HorizontalPodAutoscaler"));
+    // The cluster holds what was applied, and the Deployment at the count
+    // KEDA's HPA chose under load (keda-hpa-qwen3 scales it within 2..8).
+    let mut live: Vec<Value> = compiled.objects.iter().map(|o| o.value.clone()).collect();
+    live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(5);
+    let plan = plan::plan(&compiled.objects, &live);
+    assert!(plan.is_converged(), "{plan:#?}");
+    let (loaded, _) = isvc::load::parse_services(&Source::new("services/qwen3.yaml", services));
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let deploy = live_object(&mut live, "Deployment");
+    deploy["status"] = json!({"readyReplicas": 5, "updatedReplicas": 5});
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    assert_eq!((statuses[0].phase, statuses[0].wanted), (Phase::Ready, 5));
+    assert_eq!(statuses[0].message, "autoscaled between 2 and 8 pods");
+    // Below minReplicaCount, KEDA's executor sets the count to it
+    // (kedacore/keda pkg/scaling/executor, RequestScale); so does the plan.
+    live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(1);
+    let plan = plan::plan(&compiled.objects, &live);
+    assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 1 -> 2"]);
+    assert_eq!(plan.actions[0].fields[0].note.as_deref(), Some("raised to the minimum of ScaledObject default/qwen3"));
+}
