@@ -187,13 +187,9 @@ pub fn autoscaled<'a>(objects: impl Iterator<Item = &'a Object>) -> BTreeSet<Obj
         if o.value.at(REPLICAS_POINTER).is_some() {
             with_replicas.insert(&o.id);
         }
-        if !matches!(o.id.kind.as_str(), "HorizontalPodAutoscaler" | "ScaledObject") {
-            continue;
-        }
-        let target = |k: &str| o.value.at(&format!("/spec/scaleTargetRef/{k}")).and_then(Value::as_str);
-        if let Some(name) = target("name") {
-            let api_version = target("apiVersion").unwrap_or("apps/v1");
-            let kind = target("kind").unwrap_or("Deployment");
+        if let Some((kind, name)) = crate::k8s::index::scale_target(o) {
+            let api_version =
+                o.value.at("/spec/scaleTargetRef/apiVersion").and_then(Value::as_str).unwrap_or("apps/v1");
             targets.push(ObjectId::new(api_version, kind, o.id.namespace.as_deref(), name));
         }
     }
