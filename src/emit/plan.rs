@@ -350,16 +350,14 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
     plan
 }
 
-/// The autoscaler among `desired` that scales Deployment `o`: a
+/// The autoscaler among `desired` that scales the workload `o` (a
+/// Deployment, or a LeaderWorkerSet through its scale subresource): a
 /// HorizontalPodAutoscaler, or a KEDA ScaledObject (whose own
 /// HorizontalPodAutoscaler, `keda-hpa-<name>`, KEDA creates in the cluster:
 /// kedacore/keda `controllers/keda/hpa.go`).
 fn autoscaler_of<'a>(o: &Object, desired: impl IntoIterator<Item = &'a Object>) -> Option<&'a Object> {
-    if o.id.kind != "Deployment" {
-        return None;
-    }
     desired.into_iter().find(|a| {
-        a.id.namespace == o.id.namespace && index::scale_target(a) == Some(("Deployment", o.id.name.as_str()))
+        a.id.namespace == o.id.namespace && index::scale_target(a) == Some((o.id.kind.as_str(), o.id.name.as_str()))
     })
 }
 
@@ -497,9 +495,11 @@ pub struct ServiceStatus {
     pub model: String,
     /// `spec.replicas` of the InferenceService.
     pub replicas: i32,
-    /// Pods the Deployment has now been asked for: `spec.replicas`, or for
-    /// an autoscaled service the live count, at least the autoscaler's minimum.
+    /// Pods the Deployment (groups the LeaderWorkerSet) has now been asked
+    /// for: `spec.replicas`, or for an autoscaled service the live count, at
+    /// least the autoscaler's minimum.
     pub wanted: i64,
+    /// The workload's ready pods (a LeaderWorkerSet's ready groups).
     pub ready_replicas: i64,
     pub phase: Phase,
     /// Why the service is not Ready, or how it scales when it is.
@@ -509,15 +509,15 @@ pub struct ServiceStatus {
     pub loaded_adapters: Vec<String>,
     /// Where clients reach the service.
     pub endpoint: Option<String>,
-    /// When the Deployment's `Available` condition last changed, from the
+    /// When the workload's `Available` condition last changed, from the
     /// snapshot (isvc has no clock of its own).
     pub since: Option<String>,
 }
 
-/// The status of every service: Ready when its Deployment's ready and
-/// updated replicas reach the wanted count, the Deployment controller has
-/// seen the latest spec, and the plan has nothing to do for the service;
-/// Progressing otherwise.
+/// The status of every service: Ready when its workload's (Deployment's or
+/// LeaderWorkerSet's) ready and updated replicas reach the wanted count,
+/// its controller has seen the latest spec, and the plan has nothing to do
+/// for the service; Progressing otherwise.
 pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value], plan: &Plan) -> Vec<ServiceStatus> {
     let live_by_key: HashMap<Key, &Value> =
         live.iter().filter_map(|v| ObjectId::of(v).map(|id| (key(&id), v))).collect();
@@ -534,7 +534,15 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
                     && o.id.namespace.as_deref() == Some(ns)
             })
         };
-        let deployment = mine("Deployment");
+        // The workload: a Deployment, or for a multi-node service a
+        // LeaderWorkerSet, whose status counts groups of pods
+        // (kubernetes-sigs/lws `api/leaderworkerset/v1`, LeaderWorkerSetStatus:
+        // readyReplicas, updatedReplicas, observedGeneration).
+        let deployment = mine("Deployment").or_else(|| mine("LeaderWorkerSet"));
+        let (controller, unit) = match deployment {
+            Some(w) if w.id.kind == "LeaderWorkerSet" => ("LeaderWorkerSet", "groups"),
+            _ => ("Deployment", "pods"),
+        };
         let live_deploy = deployment.and_then(|d| live_by_key.get(&key(&d.id)).copied());
         let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.at(p)).and_then(Value::as_i64);
         let ready = int(live_deploy, "/status/readyReplicas").unwrap_or(0);
@@ -553,14 +561,14 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         let message = if pending > 0 {
             format!("{pending} action{} pending (see isvc plan)", if pending == 1 { "" } else { "s" })
         } else if !seen {
-            "the Deployment controller has not yet seen the latest spec".to_string()
+            format!("the {controller} controller has not yet seen the latest spec")
         } else if updated < wanted {
-            format!("rolling out: {updated} of {wanted} pods updated")
+            format!("rolling out: {updated} of {wanted} {unit} updated")
         } else if ready < wanted {
-            format!("{ready} of {wanted} pods ready")
+            format!("{ready} of {wanted} {unit} ready")
         } else {
             match bounds {
-                Some((min, max)) => format!("autoscaled between {min} and {max} pods"),
+                Some((min, max)) => format!("autoscaled between {min} and {max} {unit}"),
                 None if wanted == 0 => "scaled to zero".to_string(),
                 None => String::new(),
             }

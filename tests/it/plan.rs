@@ -418,3 +418,41 @@ fn a_count_keda_chose_is_left_alone_and_one_below_its_minimum_raised() {
     assert_eq!(fields(&plan, "Deployment"), ["spec.replicas: 1 -> 2"]);
     assert_eq!(plan.actions[0].fields[0].note.as_deref(), Some("raised to the minimum of ScaledObject default/qwen3"));
 }
+
+/// A multi-node service: a LeaderWorkerSet of 2-pod groups, which its
+/// HorizontalPodAutoscaler scales through the set's scale subresource
+/// (kubernetes-sigs/lws `api/leaderworkerset/v1`: `+kubebuilder:subresource:scale`,
+/// specpath `.spec.replicas`). The count is groups.
+#[test]
+fn a_leader_worker_set_is_planned_and_reported_as_its_autoscaler_scales_it() {
+    let services = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {name: big}\n\
+                    spec: {baseModel: m, replicas: 2, gpusPerReplica: 16, nodesPerReplica: 2}\n";
+    let compiled = Test::new().service(services).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
+    let lws = compiled.objects.iter().find(|o| o.id.kind == "LeaderWorkerSet").expect("a LeaderWorkerSet");
+    let hpa = compiled.objects.iter().find(|o| o.id.kind == "HorizontalPodAutoscaler").expect("an HPA");
+    assert_eq!(hpa.value["spec"]["scaleTargetRef"]["kind"], "LeaderWorkerSet");
+    assert_eq!(lws.value["spec"]["replicas"], json!(2));
+    assert_eq!((&hpa.value["spec"]["minReplicas"], &hpa.value["spec"]["maxReplicas"]), (&json!(1), &json!(6)));
+    let mut live: Vec<Value> = compiled.objects.iter().map(|o| o.value.clone()).collect();
+    let at = live.iter().position(|v| v["kind"] == "LeaderWorkerSet").unwrap();
+    // The HPA scaled to 4 groups: the plan leaves the count alone.
+    live[at]["spec"]["replicas"] = json!(4);
+    live[at]["metadata"]["generation"] = json!(3);
+    live[at]["status"] = json!({"observedGeneration": 3, "readyReplicas": 4, "updatedReplicas": 4, "replicas": 4});
+    let plan = plan::plan(&compiled.objects, &live);
+    assert!(plan.is_converged(), "{plan:#?}");
+    let (loaded, _) = isvc::load::parse_services(&Source::new("services/big.yaml", services));
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    assert_eq!((statuses[0].phase, statuses[0].ready_replicas, statuses[0].wanted), (Phase::Ready, 4, 4));
+    assert_eq!(statuses[0].message, "autoscaled between 1 and 6 groups");
+    // Three of the four groups ready.
+    live[at]["status"]["readyReplicas"] = json!(3);
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    assert_eq!((statuses[0].phase, statuses[0].message.as_str()), (Phase::Progressing, "3 of 4 groups ready"));
+    // At zero the HPA does nothing (pkg/controller/podautoscaler): the plan
+    // raises the set to the minimum.
+    live[at]["spec"]["replicas"] = json!(0);
+    let plan = plan::plan(&compiled.objects, &live);
+    assert_eq!(fields(&plan, "LeaderWorkerSet"), ["spec.replicas: 0 -> 1"]);
+}
