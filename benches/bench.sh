@@ -222,6 +222,71 @@ edit_label() {
         "$WORK/edited.orig" >"$EDITED"
 }
 
+# rerender_one KEY: re-renders the tree out/ after an edit of $EDITED,
+# timed as KEY, and checks what it rewrote: only the files of the edited
+# service, out/<namespace>/<name>/ (inode and modification time of every
+# file compared before and after), and at least one of them. The manifest
+# records the digests of the edited input and of the service's files, so
+# it changes with them. Sets ONE_OWN (the service's files rewritten) and
+# ONE_OTHER (how the run failed the check, or empty).
+rerender_one() {
+    local ns name changed own other
+    ns=$(basename "$(dirname "$EDITED")") name=$(basename "$EDITED" .yaml)
+    listing -f out >"$WORK/before.txt"
+    sleep 0.05 # so that a rewrite shows as a new modification time
+    once "$1" "" "$RENDER_OUT"
+    listing -f out >"$WORK/after.txt"
+    changed=$(diff "$WORK/before.txt" "$WORK/after.txt" | sed -n 's/^[<>] [^ ]* [^ ]* //p' | LC_ALL=C sort -u || true)
+    changed=$(grep -vx '\./\.isvc-manifest' <<<"$changed" || true)
+    own=$(grep -c "^\./$ns/$name/" <<<"$changed" || true)
+    other=$(grep -vc "^\./$ns/$name/" <<<"$changed" || true)
+    [[ -n $changed ]] || other=0
+    ONE_OWN=$own ONE_OTHER=""
+    if ((other > 0)); then
+        ONE_OTHER="$other other files changed, e.g. $(grep -v "^\./$ns/$name/" <<<"$changed" | sed -n 1p)"
+    elif ((own == 0)); then
+        ONE_OTHER="the service's files did not change"
+    fi
+}
+
+# one_result ROUND_OWN ROUND_OTHER: folds one run's rerender_one into
+# ONE_FILES (the most files of the service a run rewrote) and ONE_CHANGED
+# (the first failed check, kept).
+one_result() {
+    ((ONE_OWN > ONE_FILES)) && ONE_FILES=$ONE_OWN
+    [[ -n $ONE_CHANGED || -z $ONE_OTHER ]] || ONE_CHANGED=$ONE_OTHER
+    return 0
+}
+
+# one_verdict RATIO: the result of a one-change row: PASS or MISS by time,
+# and whether only the service's files were rewritten.
+one_verdict() {
+    local res
+    res=$(verdict "$1" '<=' 0.1)
+    if [[ -n $ONE_CHANGED ]]; then
+        echo "MISS ($ONE_CHANGED)"
+    elif [[ $res == MISS ]]; then
+        echo "MISS (time; only its $ONE_FILES files rewritten)"
+    else
+        echo "$res (only its $ONE_FILES files rewritten)"
+    fi
+}
+
+# one_row KEY LABEL COLD CHANGED FILES: the row of the one-change re-render
+# timed as KEY, against the cold render timed as COLD, with what its runs
+# rewrote (ONE_CHANGED and ONE_FILES, set here for the rows after it).
+one_row() {
+    local r its=""
+    ONE_CHANGED=$4 ONE_FILES=$5
+    [[ $3 == cold ]] || its="its "
+    if [[ $ONE_CHANGED == unknown ]]; then
+        row "$2" "-" "" "<= 0.1x cold, its files only" "- (no tree to re-render)"
+    else
+        r=$(ratio "$1" "$3")
+        timed "$1" "$2" "${r:+${r}x ${its}cold}" "<= 0.1x cold, its files only" "$(one_verdict "$r")"
+    fi
+}
+
 # peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
 # its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
 # size over the calls, in KiB.
@@ -310,7 +375,6 @@ fi
 ONE_CHANGED=unknown ONE_FILES=0 DIFF_ONE=""
 EDITED=$(first_input)
 if [[ -d out && -n $EDITED ]]; then
-    EDITED_NS=$(basename "$(dirname "$EDITED")") EDITED_NAME=$(basename "$EDITED" .yaml)
     cp "$EDITED" "$WORK/edited.orig"
     ONE_CHANGED=""
     for ((round = 1; round <= RUNS; round++)); do
@@ -321,26 +385,13 @@ if [[ -d out && -n $EDITED ]]; then
         if ! grep -Eq '^0 added, [1-9][0-9]* changed( \([^)]*\))?, 0 removed, [0-9]+ unchanged$' "$WORK/diff-one.txt"; then
             DIFF_ONE="MISS (report: $(tail -n 1 "$WORK/diff-one.txt" 2>/dev/null || true))"
         fi
-        listing -f out >"$WORK/before.txt"
-        sleep 0.05 # so that a rewrite shows as a new modification time
-        once onechanged "" "$RENDER_OUT"
-        listing -f out >"$WORK/after.txt"
-        changed=$(diff "$WORK/before.txt" "$WORK/after.txt" | sed -n 's/^[<>] [^ ]* [^ ]* //p' | LC_ALL=C sort -u || true)
-        # The tree's manifest records the digests of the edited input and
-        # of the service's files, so it changes with them.
-        changed=$(grep -vx '\./\.isvc-manifest' <<<"$changed" || true)
-        own=$(grep -c "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
-        other=$(grep -vc "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" || true)
-        [[ -n $changed ]] || other=0
-        ((own > ONE_FILES)) && ONE_FILES=$own
-        if ((other > 0)); then
-            ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$EDITED_NS/$EDITED_NAME/" <<<"$changed" | sed -n 1p)"
-        elif ((own == 0)) && [[ -z $ONE_CHANGED ]]; then
-            ONE_CHANGED="the service's files did not change"
-        fi
+        rerender_one onechanged
+        one_result
     done
     cp "$WORK/edited.orig" "$EDITED"
 fi
+# The same, kept for its row; the one-namespace rows below check theirs.
+MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 
 # The same N services in one namespace. A compile holds a namespace's
 # objects at once while it checks them, and a re-render after a change
@@ -360,15 +411,19 @@ fi
 for ((round = 1; round <= RUNS; round++)); do
     once onens_cold 'rm -rf out; sync' "$RENDER_OUT"
 done
+ONE_CHANGED=unknown ONE_FILES=0
 EDITED=$(first_input)
 if [[ -d out && -n $EDITED ]]; then
     cp "$EDITED" "$WORK/edited.orig"
+    ONE_CHANGED=""
     sleep 2.1 # settled, as above
     for ((round = 1; round <= RUNS; round++)); do
         edit_label "$round"
-        once onens_one "" "$RENDER_OUT"
+        rerender_one onens_one
+        one_result
     done
 fi
+ONENS_CHANGED=$ONE_CHANGED ONENS_FILES=$ONE_FILES
 cd "$WORK"
 rm -rf "$ONENS"
 
@@ -475,21 +530,7 @@ r=$(ratio diff cold)
 timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
 r=$(ratio check_nocache cold)
 timed check_nocache "isvc render --check (up to date, no cache)" "${r:+${r}x cold}" "(every file read)" ""
-r=$(ratio onechanged cold)
-label="isvc render --out (one service changed)"
-if [[ $ONE_CHANGED == unknown ]]; then
-    row "$label" "-" "" "<= 0.1x cold, its files only" "- (no tree to re-render)"
-else
-    res=$(verdict "$r" '<=' 0.1)
-    if [[ -n $ONE_CHANGED ]]; then
-        res="MISS ($ONE_CHANGED)"
-    elif [[ $res == MISS ]]; then
-        res="MISS (time; only its $ONE_FILES files rewritten)"
-    else
-        res="$res (only its $ONE_FILES files rewritten)"
-    fi
-    timed onechanged "$label" "${r:+${r}x cold}" "<= 0.1x cold, its files only" "$res"
-fi
+one_row onechanged "isvc render --out (one service changed)" cold "$MANY_CHANGED" "$MANY_FILES"
 label="isvc diff (one service changed)"
 if [[ $ONE_CHANGED == unknown ]]; then
     row "$label" "-" "" "<= 0.1x cold" "- (no tree to compare)"
@@ -499,9 +540,8 @@ else
     [[ -z $DIFF_ONE ]] || res=$DIFF_ONE
     timed diffone "$label" "${r:+${r}x cold}" "<= 0.1x cold" "$res"
 fi
-r=$(ratio onens_one onens_cold)
 timed onens_cold "isvc render --out (cold), one namespace" "reference" "" ""
-timed onens_one "isvc render --out (one changed), one namespace" "${r:+${r}x its cold}" "<= 0.1x cold" "$(verdict "$r" '<=' 0.1)"
+one_row onens_one "isvc render --out (one changed), one namespace" onens_cold "$ONENS_CHANGED" "$ONENS_FILES"
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
