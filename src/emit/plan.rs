@@ -303,7 +303,7 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
         }
         let mut fields = Vec::new();
         match autoscaler_of(o, owned.iter().copied()) {
-            Some(hpa) => {
+            Some(autoscaler) => {
                 // The rendered count is the starting count; afterwards the
                 // autoscaler owns it.
                 let mut desired = o.value.clone();
@@ -311,7 +311,7 @@ pub fn plan(desired: &[Object], live: &[Value]) -> Plan {
                     spec.remove("replicas");
                 }
                 compare(&desired, l, &mut Vec::new(), &mut fields);
-                fields.extend(replicas_below_minimum(hpa, l));
+                fields.extend(replicas_below_minimum(autoscaler, l));
             }
             None => compare(&o.value, l, &mut Vec::new(), &mut fields),
         }
@@ -361,14 +361,14 @@ fn autoscaler_of<'a>(o: &Object, desired: impl IntoIterator<Item = &'a Object>) 
     })
 }
 
-/// An autoscaled Deployment whose live count is below its autoscaler's
+/// An autoscaled workload whose live count is below its autoscaler's
 /// minimum is raised to it; any other live count is the autoscaler's
 /// business. (An HPA leaves a target at zero alone, pkg/controller/
 /// podautoscaler; KEDA's executor raises a count below `minReplicaCount`
-/// itself, kedacore/keda `pkg/scaling/executor`, `RequestScale`, and
-/// one of 0 lets it scale to zero.)
-fn replicas_below_minimum(hpa: &Object, live: &Value) -> Option<FieldChange> {
-    let (min, _) = index::autoscaler_bounds(hpa, None);
+/// itself, kedacore/keda `pkg/scaling/executor`, `RequestScale`, and a
+/// minimum of 0 lets it scale to zero.)
+fn replicas_below_minimum(autoscaler: &Object, live: &Value) -> Option<FieldChange> {
+    let (min, _) = index::autoscaler_bounds(autoscaler, None);
     // Objects read from a cluster always carry the count the API server
     // defaulted or the HPA chose; without one there is nothing to raise.
     let current = live.at("/spec/replicas").and_then(Value::as_i64)?;
@@ -376,7 +376,7 @@ fn replicas_below_minimum(hpa: &Object, live: &Value) -> Option<FieldChange> {
         path: "spec.replicas".to_string(),
         live: Some(json!(current)),
         desired: Some(json!(min)),
-        note: Some(format!("raised to the minimum of {}", hpa.id)),
+        note: Some(format!("raised to the minimum of {}", autoscaler.id)),
     })
 }
 
@@ -538,25 +538,25 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
         // LeaderWorkerSet, whose status counts groups of pods
         // (kubernetes-sigs/lws `api/leaderworkerset/v1`, LeaderWorkerSetStatus:
         // readyReplicas, updatedReplicas, observedGeneration).
-        let deployment = mine("Deployment").or_else(|| mine("LeaderWorkerSet"));
-        let (controller, unit) = match deployment {
+        let workload = mine("Deployment").or_else(|| mine("LeaderWorkerSet"));
+        let (controller, unit) = match workload {
             Some(w) if w.id.kind == "LeaderWorkerSet" => ("LeaderWorkerSet", "groups"),
             _ => ("Deployment", "pods"),
         };
-        let live_deploy = deployment.and_then(|d| live_by_key.get(&key(&d.id)).copied());
+        let live_workload = workload.and_then(|d| live_by_key.get(&key(&d.id)).copied());
         let int = |v: Option<&Value>, p: &str| v.and_then(|v| v.at(p)).and_then(Value::as_i64);
-        let ready = int(live_deploy, "/status/readyReplicas").unwrap_or(0);
-        let updated = int(live_deploy, "/status/updatedReplicas").unwrap_or(0);
+        let ready = int(live_workload, "/status/readyReplicas").unwrap_or(0);
+        let updated = int(live_workload, "/status/updatedReplicas").unwrap_or(0);
         // The autoscaler's bounds, whichever kind it is.
-        let bounds = deployment.and_then(|d| autoscaler_of(d, desired)).map(|a| index::autoscaler_bounds(a, None));
-        let hpa_min = bounds.map(|(min, _)| min);
-        let desired_replicas = deployment.and_then(|d| int(Some(&d.value), "/spec/replicas"));
-        let wanted = match (desired_replicas, hpa_min) {
-            (n, Some(min)) => int(live_deploy, "/spec/replicas").or(n).unwrap_or(1).max(min),
+        let bounds = workload.and_then(|d| autoscaler_of(d, desired)).map(|a| index::autoscaler_bounds(a, None));
+        let lowest = bounds.map(|(min, _)| min);
+        let desired_replicas = workload.and_then(|d| int(Some(&d.value), "/spec/replicas"));
+        let wanted = match (desired_replicas, lowest) {
+            (n, Some(min)) => int(live_workload, "/spec/replicas").or(n).unwrap_or(1).max(min),
             (Some(n), None) => n,
-            (None, None) => int(live_deploy, "/spec/replicas").unwrap_or(1),
+            (None, None) => int(live_workload, "/spec/replicas").unwrap_or(1),
         };
-        let seen = int(live_deploy, "/status/observedGeneration") >= int(live_deploy, "/metadata/generation");
+        let seen = int(live_workload, "/status/observedGeneration") >= int(live_workload, "/metadata/generation");
         let pending = plan.pending_for(ns, name);
         let message = if pending > 0 {
             format!("{pending} action{} pending (see isvc plan)", if pending == 1 { "" } else { "s" })
@@ -568,6 +568,9 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
             format!("{ready} of {wanted} {unit} ready")
         } else {
             match bounds {
+                Some((_, max)) if wanted == 0 => {
+                    format!("scaled to zero by its autoscaler, between 0 and {max} {unit}")
+                }
                 Some((min, max)) => format!("autoscaled between {min} and {max} {unit}"),
                 None if wanted == 0 => "scaled to zero".to_string(),
                 None => String::new(),
@@ -585,7 +588,7 @@ pub fn status(services: &[&InferenceService], desired: &[Object], live: &[Value]
             Vec::new()
         };
         let endpoint = endpoint_of(desired, ns, name);
-        let since = live_deploy
+        let since = live_workload
             .and_then(|d| d.at("/status/conditions"))
             .and_then(Value::as_array)
             .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")))

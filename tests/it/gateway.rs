@@ -230,6 +230,20 @@ fn services_scale_on_the_pickers_queue_and_from_zero_where_it_holds_requests() {
         Test::new().service(service("a", "{route: a.example.com}", scaling)).platform(platform(flow, keda)).objects();
     let so = get(&objects, "ScaledObject", "a").unwrap();
     assert_eq!(so["spec"]["minReplicaCount"], 0);
+    // At zero while no request waits, KEDA's doing (kedacore/keda
+    // pkg/scaling/executor, scaleToZero): plan leaves the count, and status
+    // calls the service Ready and says so.
+    let mut live: Vec<Value> = objects.iter().map(|o| o.value.clone()).collect();
+    let deploy = live.iter_mut().find(|v| v["kind"] == "Deployment" && v["metadata"]["name"] == "a").unwrap();
+    deploy["spec"]["replicas"] = json!(0);
+    let plan = isvc::emit::plan::plan(&objects, &live);
+    assert!(plan.is_converged(), "{plan:#?}");
+    let text = service("a", "{route: a.example.com}", scaling);
+    let (loaded, _) = isvc::load::parse_services(&isvc::base::diagnostics::Source::new("services.yaml", text));
+    let services: Vec<_> = loaded.iter().map(|s| &s.service).collect();
+    let status = &isvc::emit::plan::status(&services, &objects, &live, &plan)[0];
+    assert_eq!((status.phase, status.wanted), (isvc::model::v1alpha2::Phase::Ready, 0));
+    assert_eq!(status.message, "scaled to zero by its autoscaler, between 0 and 2 pods");
     assert_eq!(
         so["spec"]["triggers"][0]["metadata"]["query"],
         "sum(llm_d_epp_flow_control_queue_size{namespace=\"chat\",service=\"a-epp\"})"
