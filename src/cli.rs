@@ -1033,6 +1033,10 @@ fn compile_unshown<T: Held>(
         all.extend(errors);
         all
     };
+    // The input files unchanged since the tree was rendered: their
+    // services' files are the tree's (`Options::keep_files_of`).
+    let unchanged: BTreeSet<String> =
+        selected.as_ref().map(|(s, _)| s.unchanged().map(|(label, _)| label.to_string()).collect()).unwrap_or_default();
     // The namespaces kept unread, with their recorded digests.
     let clean = selected.map(|(s, _)| s.clean()).unwrap_or_default();
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
@@ -1065,7 +1069,8 @@ fn compile_unshown<T: Held>(
         .filter(|(ns, d)| records.get(ns.as_str()).is_some_and(|r| r.0 == d.as_str()))
         .map(|(ns, _)| ns.clone())
         .collect();
-    let mut compiled = Compiler::new(&i.inputs, options.reuse(reuse)).compile_held().map_err(warned)?;
+    let mut compiled =
+        Compiler::new(&i.inputs, options.reuse(reuse).keep_files_of(unchanged)).compile_held().map_err(warned)?;
     if !i.warnings.is_empty() {
         compiled.warnings = warned(std::mem::take(&mut compiled.warnings));
     }
@@ -1213,13 +1218,23 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     show_warnings(&compiled.0);
     let (mut compiled, services, digests) = compiled;
-    let kept = match meanwhile.flatten() {
+    let mut kept = match meanwhile.flatten() {
         Some(kept) if kept.namespaces == compiled.reused => kept,
         _ => existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default(),
     };
+    // The files of the services of unchanged files in the namespaces
+    // compiled again (only over a tree its manifest describes, read).
+    if !compiled.kept_services.is_empty() {
+        let Some(existing) = existing else {
+            return Err(Diagnostic::error("internal error: services kept from a tree that was not read").into());
+        };
+        existing.keep_services(&mut kept, &compiled.kept_services);
+    }
     let counts = object_counts(&compiled, &kept);
     say_read(selection.as_ref(), files, &compiled.reused);
-    let rendered = compiled.objects.len() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
+    let rendered = compiled.objects.len()
+        + kept.service_objects
+        + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     // Without any service, a render warns.
     let no_services = digests.is_empty();
     let namespaces: Vec<(String, String, usize)> = digests
@@ -1453,6 +1468,14 @@ fn in_namespaces(path: &Path, namespaces: &BTreeSet<String>) -> bool {
     path.iter().next().is_some_and(|ns| namespaces.contains(&*ns.to_string_lossy()))
 }
 
+/// Whether the tree's file `path` lies in the directory of one of
+/// `services` (by namespace): `<namespace>/<name>/...`.
+fn in_services(path: &Path, services: &BTreeMap<String, BTreeSet<String>>) -> bool {
+    let mut names = path.iter();
+    let (Some(ns), Some(name), Some(_)) = (names.next(), names.next(), names.next()) else { return false };
+    services.get(&*ns.to_string_lossy()).is_some_and(|names| names.contains(&*name.to_string_lossy()))
+}
+
 /// The input paths as the render summary names them: as given, `-` as
 /// standard input, and past three paths (a shell glob) a count.
 fn inputs_label(paths: &[PathBuf]) -> String {
@@ -1542,7 +1565,7 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         };
         show_warnings(&compiled);
         say_read(selection.as_ref(), files, &compiled.reused);
-        let kept = |p: &Path| in_namespaces(p, &compiled.reused);
+        let kept = |p: &Path| in_namespaces(p, &compiled.reused) || in_services(p, &compiled.kept_services);
         let unchanged = existing.ours.keys().filter(|p| kept(p) && output::is_object_file(p)).count();
         let mut report = diff::diff_in_tree(&compiled.objects, existing, &args.out, |p| !kept(p))?;
         report.unchanged += unchanged;

@@ -84,6 +84,8 @@ pub struct Options {
     label: Box<Label>,
     /// Namespaces whose objects the caller holds from an earlier compile.
     reuse: BTreeSet<String>,
+    /// Input files (by label) whose services' files the caller holds.
+    keep_files_of: BTreeSet<String>,
 }
 
 impl Default for Options {
@@ -94,6 +96,7 @@ impl Default for Options {
             cluster: None,
             label: Box::new(|s| s.source.name.display().to_string()),
             reuse: BTreeSet::new(),
+            keep_files_of: BTreeSet::new(),
         }
     }
 }
@@ -124,6 +127,22 @@ impl Options {
     /// services' files. [`Compilation::reused`] says which were left out.
     pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
         self.reuse = namespaces;
+        self
+    }
+
+    /// Input files, by the label [`Options::label`] gives them, whose
+    /// services the caller holds the files of from an earlier compile of
+    /// the same file, platform, templates, rules and isvc version. Their
+    /// services are derived, rendered and checked with the rest of their
+    /// namespace, and then left out of [`Compilation::objects`]
+    /// ([`Compilation::kept_services`] names them): their files would be
+    /// written with the same bytes. Not for a service that shares a
+    /// weighted route: the first of such services by name renders the
+    /// route, with every backend's weight (`derive::gateway::share_routes`),
+    /// so its objects depend on the others' files. Honoured where
+    /// [`Options::reuse`] is.
+    pub fn keep_files_of(mut self, labels: BTreeSet<String>) -> Options {
+        self.keep_files_of = labels;
         self
     }
 
@@ -203,7 +222,7 @@ impl<'a> Compiler<'a> {
                 return Err(diags);
             }
             objects::sort(&mut objects);
-            Compilation { objects, warnings: diags, quota, reused: BTreeSet::new() }
+            Compilation { objects, warnings: diags, quota, reused: BTreeSet::new(), kept_services: BTreeMap::new() }
         };
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.object().cluster.is_some()),
@@ -246,9 +265,11 @@ impl<'a> Compiler<'a> {
 
     fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
         static NONE: BTreeSet<String> = BTreeSet::new();
+        let apart = namespaces_apart(engine, &self.inputs.platform);
         Stage {
             engine,
-            reuse: if namespaces_apart(engine, &self.inputs.platform) { &self.options.reuse } else { &NONE },
+            reuse: if apart { &self.options.reuse } else { &NONE },
+            keep_files_of: if apart { &self.options.keep_files_of } else { &NONE },
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -329,6 +350,9 @@ pub struct Compilation<T = Object> {
     /// The namespaces of [`Options::reuse`] left out: none of their
     /// objects is in `objects`.
     pub reused: BTreeSet<String>,
+    /// The services of [`Options::keep_files_of`] left out, by namespace:
+    /// checked with their namespace, none of their objects in `objects`.
+    pub kept_services: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// A cluster's objects after [`Stage::checked`]: the warnings of the render
@@ -349,6 +373,7 @@ struct Checked<T> {
     /// The workloads an autoscaler scales, found only for a GitOps engine.
     autoscaled: BTreeSet<ObjectId>,
     reused: BTreeSet<String>,
+    kept_services: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl<T: Held> Checked<T> {
@@ -375,6 +400,9 @@ struct Stage<'a> {
     engine: Option<platform::Engine>,
     /// Namespaces not to compile (see [`Options::reuse`]).
     reuse: &'a BTreeSet<String>,
+    /// Input files whose services' objects are checked but not held (see
+    /// [`Options::keep_files_of`]).
+    keep_files_of: &'a BTreeSet<String>,
 }
 
 /// Objects compiled, indexed and checked together: one namespace's
@@ -469,7 +497,7 @@ impl Stage<'_> {
         services: &[LoadedService],
         platform: &Platform,
     ) -> Result<(Compilation<T>, BTreeSet<ObjectId>), Diagnostics> {
-        let Checked { objects, mut diags, quota, mut findings, autoscaled, reused, .. } =
+        let Checked { objects, mut diags, quota, mut findings, autoscaled, reused, kept_services, .. } =
             self.checked(services, platform, true)?;
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
@@ -478,7 +506,7 @@ impl Stage<'_> {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok((Compilation { objects, warnings: diags, quota, reused }, autoscaled))
+        Ok((Compilation { objects, warnings: diags, quota, reused, kept_services }, autoscaled))
     }
 
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
@@ -511,6 +539,7 @@ impl Stage<'_> {
             errors_only,
             autoscaled: BTreeSet::new(),
             reused: BTreeSet::new(),
+            kept_services: BTreeMap::new(),
         };
         let diags = &mut out.diags;
         diags.extend(placements(services, platform));
@@ -560,16 +589,17 @@ impl Stage<'_> {
         let derive = |group: Group<'s>| {
             let mut diags = Diagnostics::new();
             let desired = self.derive(&group.services, platform, &mut diags);
-            (desired, group.objects, diags)
+            let kept = self.kept_services(&desired);
+            (desired, group.objects, diags, kept)
         };
-        let render = |(desired, platform_objects, mut diags): (Vec<_>, Vec<Object>, Diagnostics)| {
+        let render = |(desired, platform_objects, mut diags, kept): (Vec<_>, Vec<Object>, Diagnostics, _)| {
             let mut objects = self.render(desired, &mut diags);
             objects.extend(platform_objects);
-            (objects, diags)
+            (objects, diags, kept)
         };
         let mut todo = todo.into_iter();
         let mut next = todo.next().map(derive).map(render);
-        while let Some((mut objects, diags)) = next.take() {
+        while let Some((mut objects, diags, kept)) = next.take() {
             out.diags.extend(diags);
             if whole {
                 objects.append(&mut shared);
@@ -577,7 +607,7 @@ impl Stage<'_> {
             let following = todo.next();
             let (held, rendered) = {
                 let (out, shared) = (&mut out, &shared);
-                let check = || self.check_group(shared, objects, services, platform, out);
+                let check = || self.check_group(shared, objects, services, platform, &kept, out);
                 if T::OVERLAP {
                     rayon::join(check, || following.map(derive).map(render))
                 } else {
@@ -594,7 +624,8 @@ impl Stage<'_> {
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
-            let held = self.check_group(&[], std::mem::take(&mut shared), services, platform, &mut out);
+            let held =
+                self.check_group(&[], std::mem::take(&mut shared), services, platform, &BTreeMap::new(), &mut out);
             out.keep(held);
         }
         if out.diags.has_errors() {
@@ -616,13 +647,15 @@ impl Stage<'_> {
     /// admits them (quotas and Kueue's queues), runs every rule over them
     /// unless an error was found and annotates them for the GitOps engine,
     /// its errors in `out.diags`: the group's objects as `T`, for
-    /// [`Checked::keep`].
+    /// [`Checked::keep`], but those of the services `kept` (by namespace),
+    /// whose files the caller holds.
     fn check_group<T: Held>(
         &self,
         shared: &[Object],
         mut objects: Vec<Object>,
         services: &[LoadedService],
         platform: &Platform,
+        kept: &BTreeMap<String, BTreeSet<String>>,
         out: &mut Checked<T>,
     ) -> Vec<T> {
         let diags = &mut out.diags;
@@ -648,7 +681,33 @@ impl Stage<'_> {
             out.autoscaled.extend(gitops::autoscaled(objects.iter()));
             gitops::annotate(&mut objects, engine);
         }
+        if !kept.is_empty() {
+            objects.retain(|o| match (&o.id.namespace, &o.owner) {
+                (Some(ns), Some(owner)) => !kept.get(ns).is_some_and(|names| names.contains(owner)),
+                _ => true,
+            });
+            for (ns, names) in kept {
+                out.kept_services.entry(ns.clone()).or_default().extend(names.iter().cloned());
+            }
+        }
         T::hold(objects)
+    }
+
+    /// The services among `desired` whose objects are checked but not held
+    /// ([`Options::keep_files_of`]), by namespace: those of the files named
+    /// there that share no weighted route.
+    fn kept_services(&self, desired: &[Desired<'_>]) -> BTreeMap<String, BTreeSet<String>> {
+        let mut kept: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        if self.keep_files_of.is_empty() {
+            return kept;
+        }
+        for (s, d) in desired {
+            let shares_route = d.gateway.as_ref().is_some_and(|g| g.backend.weight.is_some());
+            if !shares_route && self.keep_files_of.contains(&(self.label)(s)) {
+                kept.entry(d.namespace.clone()).or_default().insert(d.name.clone());
+            }
+        }
+        kept
     }
 
     /// The desired state of each of `services` that derives; the errors of

@@ -79,9 +79,12 @@ pub fn tree(objects: &[Object]) -> Tree {
 /// made again.
 pub fn written_tree(objects: Vec<Written>, kept: Kept) -> Tree {
     let roots: BTreeSet<String> = objects.iter().filter_map(|w| w.object.cluster.clone()).collect();
-    let Kept { files: mut tree, dirs, unlisted, .. } = kept;
+    let Kept { files: mut tree, dirs, unlisted, services, .. } = kept;
     let mut made: Vec<(TreePath, Contents)> =
         objects.into_par_iter().map(|w| (w.object.relative_path().into(), Contents::text(w.text))).collect();
+    // The kept services' files stand among the files made of their
+    // namespaces, which get their kustomizations made again.
+    made.extend(services);
     // Sorted on every core, by bytes for plain paths: a map built from
     // sorted files (a cold render's) is built in one pass, where one
     // insert after another compared each path with some fifteen others,
@@ -126,9 +129,43 @@ pub struct Kept {
     /// own directory (none, in a tree isvc wrote): [`written_tree`] makes
     /// theirs again.
     unlisted: Vec<PathBuf>,
+    /// The files of the services kept in namespaces compiled again
+    /// ([`Existing::keep_services`]), known by digest.
+    services: Vec<(TreePath, Contents)>,
+    /// How many objects those hold.
+    pub service_objects: usize,
 }
 
 impl Existing {
+    /// Adds to `kept` the files of the services `services` names, by
+    /// namespace: each service's directory, `<namespace>/<name>/`, in a
+    /// namespace compiled again but for them
+    /// ([`crate::Compilation::kept_services`]). Their objects are counted
+    /// with their namespace's.
+    pub fn keep_services(&self, kept: &mut Kept, services: &BTreeMap<String, BTreeSet<String>>) {
+        use std::ops::Bound;
+        for (ns, names) in services {
+            for name in names {
+                // Names a compile checked (DNS labels), never `..` or `a/b`.
+                let one_name = |n: &str| !n.contains('/') && crate::base::paths::plain(n.as_bytes());
+                if !one_name(ns) || !one_name(name) {
+                    continue;
+                }
+                let dir = Path::new(ns).join(name);
+                for (path, contents) in self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded)) {
+                    if !path.starts_with(&dir) {
+                        break;
+                    }
+                    if is_object_file(path) {
+                        *kept.objects.entry(ns.clone()).or_default() += 1;
+                        kept.service_objects += 1;
+                    }
+                    kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
+                }
+            }
+        }
+    }
+
     /// The files of the directories of `namespaces` (named by their first
     /// component), each found as one run of the sorted files, with what
     /// [`written_tree`] needs to know of them.

@@ -876,3 +876,108 @@ fn two_files_of_one_label_are_always_read() {
     assert_eq!(render_fresh(dir).0, 0);
     assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
 }
+
+/// The files a partial render, with `-v`, says it created, updated or
+/// deleted, relative to the tree.
+fn written(err: &str) -> Vec<String> {
+    let mut out: Vec<String> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("created ").or(l.strip_prefix("updated ")).or(l.strip_prefix("deleted ")))
+        .filter_map(|p| p.strip_prefix("rendered/"))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out
+}
+
+/// Inside a namespace a change touches, the services of unchanged files
+/// keep their files (`Options::keep_files_of`): they are checked with the
+/// namespace, not written again. Services sharing a weighted route are
+/// written every time: the first by name renders the route with every
+/// backend's weight, so an edit of the others changes its file. Each edit
+/// renders what a render from scratch writes, byte for byte, and `diff`
+/// over the manifest says what `diff` over the whole tree says.
+#[test]
+fn a_namespace_compiled_again_keeps_the_files_of_its_unchanged_services_but_of_shared_routes() {
+    let dir = setup("");
+    let dir = dir.path();
+    std::fs::remove_file(dir.join("services/qwen3.yaml")).ok();
+    std::fs::write(
+        dir.join("platform.yaml"),
+        format!("{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n"),
+    )
+    .unwrap();
+    let weighted = |name: &str, weight: u32| {
+        doc(name, "team-a", &format!("replicas: 1, gateway: {{route: llm.example.com/v, weight: {weight}}}"))
+    };
+    write(dir, "a.yaml", &doc("chat", "team-a", "replicas: 1"));
+    write(
+        dir,
+        "two.yaml",
+        &format!("{}---\n{}", doc("rank", "team-a", "replicas: 1"), doc("embed", "team-a", "replicas: 2")),
+    );
+    write(dir, "v1.yaml", &weighted("v1", 50));
+    write(dir, "v2.yaml", &weighted("v2", 25));
+    write(dir, "v3.yaml", &weighted("v3", 25));
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    let same_as_fresh = |dir: &Path| {
+        let (code, err) = render_fresh(dir);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+    };
+    let same_diff_as_full = |dir: &Path| {
+        std::fs::remove_dir_all(dir.join("full")).ok();
+        crate::common::copy_dir(&dir.join("rendered"), &dir.join("full"));
+        std::fs::remove_file(dir.join("full/.isvc-manifest")).unwrap();
+        let (code, partial, read) = diff_verbose(dir, "rendered", "json");
+        assert!(read.is_some(), "a diff over the manifest");
+        let full = diff_verbose(dir, "full", "json");
+        assert_eq!((code, partial), (full.0, full.1));
+    };
+    // One plain service: its files alone (and the manifest).
+    write(dir, "a.yaml", &doc("chat", "team-a", "replicas: 3"));
+    same_diff_as_full(dir);
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(written(&err).iter().all(|f| f == ".isvc-manifest" || f.starts_with("team-a/chat/")), "{err}");
+    assert!(written(&err).iter().any(|f| f.starts_with("team-a/chat/")), "{err}");
+    assert!(err.contains("rendered 20 objects"), "{err}");
+    same_as_fresh(dir);
+    // The weights of v2 and v3: v1's file unchanged, its route not.
+    write(dir, "v2.yaml", &weighted("v2", 30));
+    write(dir, "v3.yaml", &weighted("v3", 20));
+    same_diff_as_full(dir);
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(written(&err).contains(&"team-a/v1/httproute.yaml".to_string()), "{err}");
+    same_as_fresh(dir);
+    // One of two services of one file; a service added and one removed.
+    write(
+        dir,
+        "two.yaml",
+        &format!("{}---\n{}", doc("rank", "team-a", "replicas: 1"), doc("embed", "team-a", "replicas: 1")),
+    );
+    std::fs::remove_file(dir.join("services/a.yaml")).unwrap();
+    write(dir, "new.yaml", &doc("new", "team-a", "replicas: 1"));
+    same_diff_as_full(dir);
+    let (code, err, _) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        written(&err).iter().all(|f| [
+            ".isvc-manifest",
+            "team-a/kustomization.yaml",
+            "team-a/embed/",
+            "team-a/rank/",
+            "team-a/chat",
+            "team-a/new/"
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))),
+        "{err}"
+    );
+    same_as_fresh(dir);
+    let checked =
+        run(isvc(dir).args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"]));
+    assert_eq!(checked.0, 0, "{}", checked.2);
+}
