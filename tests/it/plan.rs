@@ -402,6 +402,25 @@ fn a_count_keda_chose_is_left_alone_and_one_below_its_minimum_raised() {
     // KEDA's HPA chose under load (keda-hpa-qwen3 scales it within 2..8).
     let mut live: Vec<Value> = compiled.objects.iter().map(|o| o.value.clone()).collect();
     live_object(&mut live, "Deployment")["spec"]["replicas"] = json!(5);
+    // KEDA's own HPA carries the ScaledObject's labels, isvc's among them,
+    // and the ScaledObject as its controller (kedacore/keda
+    // controllers/keda/hpa.go, newHPAForScaledObject): not isvc's to prune.
+    let so = compiled.objects.iter().find(|o| o.id.kind == "ScaledObject").unwrap();
+    let (key, value) = isvc::model::labels::MANAGED_BY;
+    assert_eq!(so.value["metadata"]["labels"][key], value);
+    live.push(json!({
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {
+            "name": "keda-hpa-qwen3",
+            "namespace": "default",
+            "labels": so.value["metadata"]["labels"],
+            "ownerReferences": [{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "qwen3",
+                                 "uid": "1", "controller": true}],
+        },
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "qwen3"},
+                 "minReplicas": 2, "maxReplicas": 8},
+    }));
     let plan = plan::plan(&compiled.objects, &live);
     assert!(plan.is_converged(), "{plan:#?}");
     let (loaded, _) = isvc::load::parse_services(&Source::new("services/qwen3.yaml", services));
