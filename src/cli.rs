@@ -1033,10 +1033,13 @@ fn compile_unshown<T: Held>(
         all.extend(errors);
         all
     };
-    // The input files unchanged since the tree was rendered: their
-    // services' files are the tree's (`Options::keep_files_of`).
-    let unchanged: BTreeSet<String> =
-        selected.as_ref().map(|(s, _)| s.unchanged().map(|(label, _)| label.to_string()).collect()).unwrap_or_default();
+    // The input files read that are unchanged since the tree was rendered
+    // (those of the namespaces a change touches): their services' files
+    // are the tree's (`Options::keep_files_of`).
+    let unchanged: BTreeSet<String> = selected
+        .as_ref()
+        .map(|(s, _)| s.read().filter(|label| s.recorded(label).is_some()).map(str::to_string).collect())
+        .unwrap_or_default();
     // The namespaces kept unread, with their recorded digests.
     let clean = selected.map(|(s, _)| s.clean()).unwrap_or_default();
     let clusters: Vec<&str> = i.inputs.platform.clusters.iter().map(|c| c.name.as_str()).collect();
@@ -1233,7 +1236,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let counts = object_counts(&compiled, &kept);
     say_read(selection.as_ref(), files, &compiled.reused);
     let rendered = compiled.objects.len()
-        + kept.service_objects
+        + kept.service_objects()
         + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     // Without any service, a render warns.
     let no_services = digests.is_empty();

@@ -616,6 +616,11 @@ impl Stage<'_> {
                 }
             };
             out.keep(held);
+            // A group's services are its namespaces' own: the groups' lists
+            // join without overlap.
+            for (ns, names) in kept {
+                out.kept_services.entry(ns).or_default().extend(names);
+            }
             next = rendered;
         }
         // A namespace to keep of which nothing was read (its services' files
@@ -686,9 +691,6 @@ impl Stage<'_> {
                 (Some(ns), Some(owner)) => !kept.get(ns).is_some_and(|names| names.contains(owner)),
                 _ => true,
             });
-            for (ns, names) in kept {
-                out.kept_services.entry(ns.clone()).or_default().extend(names.iter().cloned());
-            }
         }
         T::hold(objects)
     }

@@ -132,8 +132,20 @@ pub struct Kept {
     /// The files of the services kept in namespaces compiled again
     /// ([`Existing::keep_services`]), known by digest.
     services: Vec<(TreePath, Contents)>,
-    /// How many objects those hold.
-    pub service_objects: usize,
+}
+
+impl Kept {
+    /// How many objects the files of the services kept hold.
+    pub fn service_objects(&self) -> usize {
+        self.services.iter().filter(|(path, _)| is_object_file(path)).count()
+    }
+}
+
+/// Whether `name`, of a namespace or a service in a manifest or a
+/// compile, is one plain name of the tree: not empty, `.` or `..`, and
+/// without a `/` (one edited by hand into a manifest names no directory).
+fn one_name(name: &str) -> bool {
+    !name.contains('/') && crate::base::paths::plain(name.as_bytes())
 }
 
 impl Existing {
@@ -147,7 +159,6 @@ impl Existing {
         for (ns, names) in services {
             for name in names {
                 // Names a compile checked (DNS labels), never `..` or `a/b`.
-                let one_name = |n: &str| !n.contains('/') && crate::base::paths::plain(n.as_bytes());
                 if !one_name(ns) || !one_name(name) {
                     continue;
                 }
@@ -158,7 +169,6 @@ impl Existing {
                     }
                     if is_object_file(path) {
                         *kept.objects.entry(ns.clone()).or_default() += 1;
-                        kept.service_objects += 1;
                     }
                     kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
                 }
@@ -177,7 +187,7 @@ impl Existing {
             // A name that is not one plain name (empty, `..`, `a/b`: from a
             // manifest edited by hand) is no path's first name: it has no
             // files.
-            if ns.contains('/') || !crate::base::paths::plain(ns.as_bytes()) {
+            if !one_name(ns) {
                 continue;
             }
             let dir = Path::new(ns);
