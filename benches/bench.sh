@@ -227,8 +227,8 @@ edit_label() {
 # service, out/<namespace>/<name>/ (inode and modification time of every
 # file compared before and after), and at least one of them. The manifest
 # records the digests of the edited input and of the service's files, so
-# it changes with them. Sets ONE_OWN (the service's files rewritten) and
-# ONE_OTHER (how the run failed the check, or empty).
+# it changes with them. Keeps in ONE_FILES the most files of the service a
+# run rewrote, and in ONE_CHANGED the first failed check.
 rerender_one() {
     local ns name changed own other
     ns=$(basename "$(dirname "$EDITED")") name=$(basename "$EDITED" .yaml)
@@ -241,20 +241,14 @@ rerender_one() {
     own=$(grep -c "^\./$ns/$name/" <<<"$changed" || true)
     other=$(grep -vc "^\./$ns/$name/" <<<"$changed" || true)
     [[ -n $changed ]] || other=0
-    ONE_OWN=$own ONE_OTHER=""
-    if ((other > 0)); then
-        ONE_OTHER="$other other files changed, e.g. $(grep -v "^\./$ns/$name/" <<<"$changed" | sed -n 1p)"
+    ((own > ONE_FILES)) && ONE_FILES=$own
+    if [[ -n $ONE_CHANGED ]]; then
+        return 0
+    elif ((other > 0)); then
+        ONE_CHANGED="$other other files changed, e.g. $(grep -v "^\./$ns/$name/" <<<"$changed" | sed -n 1p)"
     elif ((own == 0)); then
-        ONE_OTHER="the service's files did not change"
+        ONE_CHANGED="the service's files did not change"
     fi
-}
-
-# one_result ROUND_OWN ROUND_OTHER: folds one run's rerender_one into
-# ONE_FILES (the most files of the service a run rewrote) and ONE_CHANGED
-# (the first failed check, kept).
-one_result() {
-    ((ONE_OWN > ONE_FILES)) && ONE_FILES=$ONE_OWN
-    [[ -n $ONE_CHANGED || -z $ONE_OTHER ]] || ONE_CHANGED=$ONE_OTHER
     return 0
 }
 
@@ -386,7 +380,6 @@ if [[ -d out && -n $EDITED ]]; then
             DIFF_ONE="MISS (report: $(tail -n 1 "$WORK/diff-one.txt" 2>/dev/null || true))"
         fi
         rerender_one onechanged
-        one_result
     done
     cp "$WORK/edited.orig" "$EDITED"
 fi
@@ -420,7 +413,6 @@ if [[ -d out && -n $EDITED ]]; then
     for ((round = 1; round <= RUNS; round++)); do
         edit_label "$round"
         rerender_one onens_one
-        one_result
     done
 fi
 ONENS_CHANGED=$ONE_CHANGED ONENS_FILES=$ONE_FILES
