@@ -475,3 +475,59 @@ fn a_leader_worker_set_is_planned_and_reported_as_its_autoscaler_scales_it() {
     let plan = plan::plan(&compiled.objects, &live);
     assert_eq!(fields(&plan, "LeaderWorkerSet"), ["spec.replicas: 0 -> 1"]);
 }
+
+/// What `status` looks up for each service (its workload and autoscaler,
+/// the plan's actions for it, its endpoint) is indexed once for the fleet:
+/// each service still gets its own. Two services sharing a weighted route
+/// both report the route (rendered by the first of them by name), a
+/// service without a gateway its Service's address, and each its own count
+/// of pending actions.
+#[test]
+fn status_finds_each_services_own_objects_and_a_shared_route() {
+    let doc = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\nmetadata: {{name: {name}, namespace: team-a}}\n\
+             spec: {{baseModel: Qwen/Qwen3-0.6B, {spec}}}\n"
+        )
+    };
+    let text = [
+        doc("v1", "replicas: 1, gateway: {route: llm.example.com/v, weight: 50}"),
+        doc("v2", "replicas: 1, gateway: {route: llm.example.com/v, weight: 50}"),
+        doc("chat", "replicas: 4"),
+    ]
+    .join("---\n");
+    let (loaded, diags) = isvc::load::parse_services(&Source::new("services/fleet.yaml", &text));
+    assert!(diags.is_empty(), "{diags:?}");
+    let compiled = Test::new()
+        .platform(
+            "apiVersion: ai.example.com/v1alpha1\nkind: Platform\n\
+             gateway:\n  parentRef: {name: gw, namespace: gateway-system}\n",
+        )
+        .file("services/fleet.yaml", text.as_str())
+        .compile()
+        .unwrap_or_else(|d| panic!("{}", d.render(false)));
+    // A cluster with everything but chat's Service, and v2's Deployment
+    // edited by hand.
+    let mut live: Vec<Value> = compiled
+        .objects
+        .iter()
+        .filter(|o| o.owner.is_some() && !(o.id.kind == "Service" && o.id.name == "chat"))
+        .map(|o| o.value.clone())
+        .collect();
+    let v2 = live.iter_mut().find(|v| v["kind"] == "Deployment" && v["metadata"]["name"] == "v2").unwrap();
+    v2["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(1);
+    let plan = plan::plan(&compiled.objects, &live);
+    assert_eq!(actions(&plan), ["create service team-a/chat", "update deployment team-a/v2"]);
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let statuses = plan::status(&services, &compiled.objects, &live, &plan);
+    let seen: Vec<(&str, Option<&str>, &str, i64)> =
+        statuses.iter().map(|s| (s.name.as_str(), s.endpoint.as_deref(), s.message.as_str(), s.wanted)).collect();
+    assert_eq!(
+        seen,
+        [
+            ("v1", Some("http://llm.example.com/v"), "rolling out: 0 of 1 pods updated", 1),
+            ("v2", Some("http://llm.example.com/v"), "1 action pending (see isvc plan)", 1),
+            ("chat", Some("http://chat.team-a.svc:8000"), "1 action pending (see isvc plan)", 4),
+        ]
+    );
+}
