@@ -1618,8 +1618,16 @@ fn reconcile(
     args: &LiveArgs,
 ) -> Result<(Compilation, Vec<LoadedService>, Vec<serde_json::Value>, plan::Plan), Diagnostics> {
     // A snapshot is one cluster's: plan against that cluster's objects.
-    let compiled = compile_one_cluster::<Object>(&args.inputs, &header_base(), "plan or status against a snapshot");
-    let live = plan::read_snapshot_in(&args.live, run_budget());
+    // It is read on a thread of its own while the services compile: its
+    // parse runs on one core (a `kubectl get -o yaml` snapshot is one List
+    // document; 1.3 s for 55 MB at 10,000 services), the compile on every
+    // core. Both count against the one budget of the run, as the service
+    // files read at once already do.
+    let (compiled, live) = std::thread::scope(|scope| {
+        let live = scope.spawn(|| plan::read_snapshot_in(&args.live, run_budget()));
+        let compiled = compile_one_cluster::<Object>(&args.inputs, &header_base(), "plan or status against a snapshot");
+        (compiled, live.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
     let (compiled, live) = match (compiled, live) {
         (Ok(c), Ok(l)) => (c, l),
         (c, l) => {
@@ -1635,7 +1643,10 @@ fn reconcile(
 }
 
 fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
-    let (_, _, _, plan) = reconcile(&args)?;
+    let (compiled, services, live, plan) = reconcile(&args)?;
+    // The compile and the snapshot go with the process, not value by value
+    // (0.6 s on one core at 10,000 services).
+    std::mem::forget((compiled, services, live));
     match args.format {
         LiveFormat::Text => print(&crate::report::plan::to_text(&plan, true)),
         LiveFormat::Json => print_plain(&crate::report::plan::to_json(&plan)),
@@ -1644,14 +1655,17 @@ fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 }
 
 fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
-    let (compiled, services, live, plan) = reconcile(&args)?;
-    let services: Vec<&crate::model::v1alpha2::InferenceService> = services.iter().map(|s| &s.service).collect();
+    let (compiled, loaded, live, plan) = reconcile(&args)?;
+    let services: Vec<&crate::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     match args.format {
         LiveFormat::Text => print_plain(&crate::report::plan::status_to_text(&statuses)),
         LiveFormat::Json => print_plain(&crate::report::plan::status_to_json(&services, &statuses)),
     }
     let ready = statuses.iter().all(|s| s.phase == crate::model::v1alpha1::Phase::Ready);
+    drop(services);
+    // As in `plan`: the compile and the snapshot go with the process.
+    std::mem::forget((compiled, loaded, live));
     Ok(if ready { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
