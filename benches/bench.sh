@@ -386,6 +386,21 @@ fi
 # The same, kept for its row; the one-namespace rows below check theirs.
 MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 
+# The reconcile against a snapshot of a converged cluster: every object the
+# stream render prints, live (a stream of single objects, as `plan` reads a
+# `kubectl get -o yaml` List; no status, so `status` finds every service
+# Progressing and exits 1). `plan` must find nothing to do.
+SNAPSHOT=$WORK/live.yaml PLAN_RES=""
+"$ISVC" render services --stdout >"$SNAPSHOT" 2>/dev/null || true
+for ((round = 1; round <= RUNS; round++)); do
+    once plan "" '"$ISVC" plan services --live "$SNAPSHOT" >"$WORK/plan.txt"'
+    once status "" '"$ISVC" status services --live "$SNAPSHOT" >/dev/null; test $? -eq 1'
+done
+if ! grep -Eq "^plan: 0 to create, 0 to update, 0 to delete, [1-9][0-9]* unchanged$" "$WORK/plan.txt" 2>/dev/null; then
+    PLAN_RES="MISS (plan: $(tail -n 1 "$WORK/plan.txt" 2>/dev/null || true))"
+fi
+rm -f "$SNAPSHOT"
+
 # The same N services in one namespace. A compile holds a namespace's
 # objects at once while it checks them, and a re-render after a change
 # compiles the namespaces the change touches whole (docs/output.md): one
@@ -532,6 +547,10 @@ else
     [[ -z $DIFF_ONE ]] || res=$DIFF_ONE
     timed diffone "$label" "${r:+${r}x cold}" "<= 0.1x cold" "$res"
 fi
+r=$(ratio plan stdout)
+timed plan "isvc plan (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" "${PLAN_RES:-nothing to do}"
+r=$(ratio status stdout)
+timed status "isvc status (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" ""
 timed onens_cold "isvc render --out (cold), one namespace" "reference" "" ""
 one_row onens_one "isvc render --out (one changed), one namespace" onens_cold "$ONENS_CHANGED" "$ONENS_FILES"
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
