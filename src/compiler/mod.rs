@@ -160,11 +160,11 @@ pub struct Compiler<'a> {
     options: Options,
 }
 
-/// What `isvc check` reports: the objects examined (every cluster's) and
-/// the findings of every rule, warnings included.
+/// What `isvc check` reports: the objects examined (every cluster's), held
+/// as `T`, and the findings of every rule, warnings included.
 #[derive(Debug)]
-pub struct Examination {
-    pub objects: Vec<Object>,
+pub struct Examination<T = Object> {
+    pub objects: Vec<T>,
     pub findings: Vec<check::Finding>,
 }
 
@@ -310,13 +310,19 @@ impl<'a> Compiler<'a> {
     /// `render` agree. A finding every cluster shares is reported once; the
     /// others name their cluster.
     pub fn examine(&self) -> Result<Examination, Diagnostics> {
+        self.examine_held()
+    }
+
+    /// [`Compiler::examine`], keeping each object as `T` once its checks
+    /// have run ([`Compiler::compile_held`]).
+    pub fn examine_held<T: Held>(&self) -> Result<Examination<T>, Diagnostics> {
         self.references()?;
         let platform = self.platform()?;
         let stage = self.stage(None);
         if platform.clusters.is_empty() {
             return stage.examine(&self.inputs.services, &platform);
         }
-        let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.examine(s, p));
+        let (per_cluster, failed) = per_cluster(&self.inputs.services, &platform, |s, p| stage.examine::<T>(s, p));
         if !failed.is_empty() {
             let passed = per_cluster.iter().map(|(c, _)| (c.clone(), Vec::new()));
             let all: Vec<(String, Vec<Diagnostic>)> = failed.into_iter().chain(passed).collect();
@@ -328,7 +334,7 @@ impl<'a> Compiler<'a> {
         let mut findings = Vec::new();
         for (name, e) in per_cluster {
             objects.extend(e.objects.into_iter().map(|mut o| {
-                o.cluster = Some(name.clone());
+                o.object_mut().cluster = Some(name.clone());
                 o
             }));
             findings.push((name, e.findings));
@@ -511,7 +517,7 @@ impl Stage<'_> {
 
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
     /// and every rule's findings over them.
-    fn examine(&self, services: &[LoadedService], platform: &Platform) -> Result<Examination, Diagnostics> {
+    fn examine<T: Held>(&self, services: &[LoadedService], platform: &Platform) -> Result<Examination<T>, Diagnostics> {
         let Checked { objects, mut findings, .. } = self.checked(services, platform, false)?;
         check::locate(&mut findings, services);
         Ok(Examination { objects, findings })

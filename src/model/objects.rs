@@ -224,6 +224,37 @@ impl Held for Object {
     }
 }
 
+/// An object of which only the identity, owner, source and place are kept,
+/// its value freed once checked: what `isvc check` keeps of the objects it
+/// counts, so it holds a namespace's values at a time, as a render does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Examined {
+    /// The object, its value `null`.
+    pub object: Object,
+}
+
+impl Held for Examined {
+    /// Frees the values on every core.
+    fn hold(objects: Vec<Object>) -> Vec<Examined> {
+        use rayon::prelude::*;
+        objects
+            .into_par_iter()
+            .map(|mut object| {
+                object.value = Value::Null;
+                Examined { object }
+            })
+            .collect()
+    }
+
+    fn object(&self) -> &Object {
+        &self.object
+    }
+
+    fn object_mut(&mut self) -> &mut Object {
+        &mut self.object
+    }
+}
+
 /// An object written to its file's text ([`Object::to_file`]): what a
 /// render holds, about a tenth of the object's own size, so a render need
 /// never hold every object of a large fleet at once.
