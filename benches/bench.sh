@@ -393,6 +393,8 @@ MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 SNAPSHOT=$WORK/live.yaml PLAN_RES=""
 "$ISVC" render services --stdout >"$SNAPSHOT" 2>/dev/null || true
 for ((round = 1; round <= RUNS; round++)); do
+    # Every rule's findings, warnings included (exit 0: no error).
+    once check_rules "" '"$ISVC" check services >/dev/null'
     once plan "" '"$ISVC" plan services --live "$SNAPSHOT" >"$WORK/plan.txt"'
     once status "" '"$ISVC" status services --live "$SNAPSHOT" >/dev/null; test $? -eq 1'
 done
@@ -547,6 +549,8 @@ else
     [[ -z $DIFF_ONE ]] || res=$DIFF_ONE
     timed diffone "$label" "${r:+${r}x cold}" "<= 0.1x cold" "$res"
 fi
+r=$(ratio check_rules stdout)
+timed check_rules "isvc check (every rule)" "${r:+${r}x --stdout}" "(compile, findings reported)" ""
 r=$(ratio plan stdout)
 timed plan "isvc plan (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" "${PLAN_RES:-nothing to do}"
 r=$(ratio status stdout)
