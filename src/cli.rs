@@ -1528,7 +1528,10 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
                 // One cluster's objects against that cluster's tree alone.
                 existing.ours.retain(|path, _| path.starts_with(name));
             }
-            diff::diff(&compiled.objects, &existing)
+            let report = diff::diff(&compiled.objects, &existing);
+            // The compile and the tree go with the process, as in `render`.
+            std::mem::forget((compiled, existing));
+            report
         }
     };
     print(&match args.format {
