@@ -218,7 +218,9 @@ fn compare(
         let n = places.object_at(objects, path)?;
         (texts[n] == text).then_some(n)
     };
-    let mut current: BTreeMap<Key, (PathBuf, &str, Value)> = BTreeMap::new();
+    // A file of the tree parsed back: its path, its text and its object.
+    type File<'t> = (PathBuf, &'t str, Value);
+    let mut current: BTreeMap<Key, File<'_>> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
     let read: Vec<(&Path, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
         .ours
@@ -241,7 +243,8 @@ fn compare(
     // Each object paired with its file, in order; then each compared and
     // its text diffed on every core (after a change to the platform, every
     // Deployment of the fleet differs: 10,000 diffs at 10,000 services).
-    let paired: Vec<Option<Option<(PathBuf, &str, Value)>>> = objects
+    // `None` for an object unchanged, else its file, if there is one.
+    let paired: Vec<Option<Option<File<'_>>>> = objects
         .iter()
         .zip(unchanged)
         .map(|(o, unchanged)| (!unchanged).then(|| current.remove(&(o.cluster.clone(), o.id.clone()))))
