@@ -387,9 +387,10 @@ fi
 MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 
 # The reconcile against a snapshot of a converged cluster: every object the
-# stream render prints, live (a stream of single objects, as `plan` reads a
-# `kubectl get -o yaml` List; no status, so `status` finds every service
-# Progressing and exits 1). `plan` must find nothing to do.
+# stream render prints, live (a stream of single objects, which `plan`
+# reads as it reads the List `kubectl get -o yaml` prints; no status, so
+# `status` finds every service Progressing and exits 1). `plan` must find
+# nothing to do.
 SNAPSHOT=$WORK/live.yaml PLAN_RES=""
 "$ISVC" render services --stdout >"$SNAPSHOT" 2>/dev/null || true
 for ((round = 1; round <= RUNS; round++)); do
