@@ -129,10 +129,12 @@ fn snapshot_objects(
             vec![value]
         };
         for (i, item) in items.into_iter().enumerate() {
-            let path = if is_list { vec![PathSegment::Key("items".into()), PathSegment::Index(i)] } else { Vec::new() };
             if ObjectId::of(&item).is_some() {
                 objects.push(item);
             } else {
+                // The entry's path, for its place: made for an error only.
+                let path =
+                    if is_list { vec![PathSegment::Key("items".into()), PathSegment::Index(i)] } else { Vec::new() };
                 diags.push(
                     Diagnostic::error("snapshot entry has no apiVersion, kind or metadata.name")
                         .at(at(&path))
