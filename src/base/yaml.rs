@@ -223,6 +223,22 @@ impl Node {
         }
     }
 
+    /// [`Node::to_json`], taking the node's strings rather than copying
+    /// them.
+    pub fn into_json(self) -> Value {
+        match self.value {
+            NodeValue::Null => Value::Null,
+            NodeValue::Bool(b) => Value::Bool(b),
+            NodeValue::Int(i) => Value::from(i),
+            NodeValue::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+            NodeValue::Str(s) => Value::String(s),
+            NodeValue::Seq(items) => Value::Array(items.into_iter().map(Node::into_json).collect()),
+            NodeValue::Map(entries) => {
+                Value::Object(entries.into_iter().map(|(k, v)| (k.name, v.into_json())).collect())
+            }
+        }
+    }
+
     fn count(&self) -> usize {
         1 + match &self.value {
             NodeValue::Seq(items) => items.iter().map(Node::count).sum(),
@@ -326,7 +342,18 @@ fn parse_stream_budget(
     limits: Limits,
     run: Option<&RunBudget>,
 ) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
-    let text = source.text.strip_prefix('\u{feff}').unwrap_or(&source.text);
+    parse_text(source, &source.text, limits, run)
+}
+
+/// Parses `text`, the whole of `source`'s text or a run of its whole
+/// documents (whose spans are then counted from the run's start).
+fn parse_text(
+    source: &Arc<Source>,
+    text: &str,
+    limits: Limits,
+    run: Option<&RunBudget>,
+) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut builder = Builder {
         source,
         limits,
@@ -348,6 +375,103 @@ fn parse_stream_budget(
         }
     }
     (builder.docs, None, builder.alias_nodes)
+}
+
+/// The documents of a large stream as JSON values, and the alias
+/// expansions charged for them to the run's budget (what to give back,
+/// [`RunBudget::give_back`], if the text is parsed again after all).
+#[derive(Debug)]
+pub struct Values {
+    /// Every non-empty document's value, in the text's order.
+    pub values: Vec<Value>,
+    pub alias_nodes: usize,
+}
+
+/// Texts are cut into pieces of about this many bytes by [`parse_values_in`].
+const PIECE_BYTES: usize = 1 << 20;
+
+/// The documents of `source` as JSON values, parsed a piece at a time on
+/// every core: a snapshot of a fleet is tens of thousands of documents in
+/// tens of megabytes, which one core takes seconds to read. `None` where
+/// the pieces cannot stand for the whole text: then the caller parses it
+/// whole ([`parse_documents_in`]), for its diagnostics and their positions.
+///
+/// Each piece is a run of whole documents, cut where a line starts with a
+/// document start marker (`---` and then white space or the end), which
+/// YAML does not allow inside a document's content (YAML 1.2.2, 9.1.4:
+/// `c-forbidden`). What the whole text's parse holds to holds for them:
+/// - each document's limits (nodes, depth, scalar size) and its anchors
+///   start again at every document, in a piece as in the whole;
+/// - the text's alias budget is one budget shared by the pieces, so their
+///   expansions together meet the text's limit, as the whole's would;
+/// - the run's budget is charged once, with the pieces' sum.
+///
+/// `None` for a text with a directive (a line starting with `%`, which
+/// applies to the document after it), and for any error or problem in a
+/// piece (the text's budget spent included): nothing but the values is
+/// kept of a piece.
+pub fn parse_values_in(source: &Arc<Source>, limits: Limits, run: &RunBudget) -> Option<Values> {
+    values_in_pieces(source, limits, run, PIECE_BYTES)
+}
+
+fn values_in_pieces(source: &Arc<Source>, limits: Limits, run: &RunBudget, piece_bytes: usize) -> Option<Values> {
+    use rayon::prelude::*;
+    use std::sync::atomic::AtomicBool;
+    let text = source.text.as_str();
+    if text.starts_with('%') || text.contains("\n%") {
+        return None;
+    }
+    let pieces = pieces(text, piece_bytes);
+    // The text's own alias budget, which the pieces share: its limit is
+    // the text's, and its bytes are not counted (the run counted them).
+    let file = RunBudget::with_limits(limits.max_alias_nodes, u64::MAX);
+    let failed = AtomicBool::new(false);
+    let parsed: Vec<Option<Vec<Value>>> = pieces
+        .par_iter()
+        .map(|piece| {
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let (docs, fatal, _) = parse_text(source, piece, limits, Some(&file));
+            if fatal.is_some() || docs.iter().any(|d| !d.errors.is_empty()) {
+                failed.store(true, Ordering::Relaxed);
+                return None;
+            }
+            // Each document's nodes dropped as its value is made.
+            Some(docs.into_iter().filter_map(|d| d.root).map(Node::into_json).collect())
+        })
+        .collect();
+    let mut values = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
+    for piece in parsed {
+        values.extend(piece?);
+    }
+    let alias_nodes = file.used.load(Ordering::Relaxed);
+    if run.take_alias_nodes(alias_nodes).is_err() {
+        run.give_back(0, alias_nodes);
+        return None;
+    }
+    Some(Values { values, alias_nodes })
+}
+
+/// `text` cut into runs of whole documents of at least `piece_bytes` each
+/// (the last one may be shorter), each but the first starting with a line
+/// that is a document start marker.
+fn pieces(text: &str, piece_bytes: usize) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut from = 0;
+    while let Some(found) = text[from..].find("\n---") {
+        // The marker's line starts after the newline.
+        let at = from + found + 1;
+        from = at + 3;
+        let marker = matches!(text.as_bytes().get(from), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
+        if marker && at - start >= piece_bytes {
+            pieces.push(&text[start..at]);
+            start = at;
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
 }
 
 fn convert_span(span: &saphyr_parser::Span) -> Span {
@@ -940,5 +1064,85 @@ mod tests {
             assert!(rhs.starts_with('"') || rhs.starts_with('\''), "{line}");
         }
         assert_eq!(one(&text), v);
+    }
+
+    #[test]
+    fn a_text_is_cut_only_where_a_line_is_a_document_start_marker() {
+        let text = "a: 1\n---\nb: 2\n--- \nc: 3\n---x\n----\n---\r\nd\n";
+        assert_eq!(pieces(text, 1), ["a: 1\n", "---\nb: 2\n", "--- \nc: 3\n---x\n----\n", "---\r\nd\n"]);
+        // Each piece is at least as long as asked, the last one aside.
+        assert_eq!(pieces(text, 12), ["a: 1\n---\nb: 2\n", "--- \nc: 3\n---x\n----\n", "---\r\nd\n"]);
+        assert_eq!(pieces(text, 1000), [text]);
+        assert_eq!(pieces("a\n---", 1), ["a\n", "---"]);
+    }
+
+    fn whole(source: &Arc<Source>, limits: Limits) -> Vec<Value> {
+        let docs = parse_documents(source, limits).unwrap();
+        docs.into_iter().flatten().map(|n| n.to_json()).collect()
+    }
+
+    #[test]
+    fn a_stream_read_in_pieces_has_the_values_of_the_whole() {
+        let text = "\u{feff}# a comment\na: &x {b: [1, 2.5, null, true, \"s\"]}\nc: *x\n\
+                    --- |\n  block\n  ---not a marker\n...\n---\n---\n\
+                    - &y {<<: {k: v}, l: 0x1f}\n- *y\n--- # empty, then a plain scalar\n--- plain\n\
+                    ---\nkey: 'single\n  quoted'\n";
+        let source = Source::new("s.yaml", text);
+        let expected = whole(&source, Limits::default());
+        assert_eq!(expected.len(), 5);
+        for piece_bytes in [1, 10, 40, 1 << 20] {
+            let run = RunBudget::new();
+            let got = values_in_pieces(&source, Limits::default(), &run, piece_bytes).unwrap();
+            assert_eq!(got.values, expected, "pieces of {piece_bytes} bytes");
+            // The aliases' expansions, charged to the run once, as the whole's.
+            let counted = RunBudget::new();
+            let (_, _, aliases) = parse_stream_counted(&source, Limits::default(), &counted);
+            assert_eq!((got.alias_nodes, run.used.load(Ordering::Relaxed)), (aliases, aliases));
+        }
+    }
+
+    #[test]
+    fn a_stream_the_pieces_cannot_stand_for_is_left_to_the_whole_parse() {
+        let none = |text: &str, limits: Limits| {
+            let run = RunBudget::new();
+            let got = values_in_pieces(&Source::new("s.yaml", text), limits, &run, 1);
+            // Nothing is left charged to the run.
+            assert_eq!(run.used.load(Ordering::Relaxed), 0, "{text}");
+            got.is_none()
+        };
+        let limits = Limits::default();
+        assert!(!none("a: 1\n---\nb: 2\n", limits));
+        // A directive applies to the document after it.
+        assert!(none("%YAML 1.2\n---\na: 1\n", limits));
+        assert!(none("a: 1\n...\n%YAML 1.2\n---\nb: 2\n", limits));
+        // A syntax error, or a problem of one document, in a later piece.
+        assert!(none("a: 1\n---\nb: [\n", limits));
+        assert!(none("a: 1\n---\nb: 1\nb: 2\n", limits));
+        // An alias defined in an earlier document: anchors start again at
+        // every document, in a piece as in the whole.
+        assert!(none("a: &x 1\n---\nb: *x\n", limits));
+        // The text's alias budget is the pieces' together: each document's
+        // aliases are within it, all of them are not.
+        let doc = "a: &x [1, 2, 3, 4, 5, 6, 7, 8, 9]\nb: [*x, *x, *x, *x]\n";
+        let text = format!("{doc}---\n{doc}---\n{doc}");
+        let tight = Limits { max_alias_nodes: 70, ..Limits::default() };
+        assert!(parse_documents(&Source::new("s.yaml", text.as_str()), tight).is_err());
+        assert!(none(&text, tight));
+        let run = RunBudget::new();
+        assert!(values_in_pieces(&Source::new("s.yaml", doc), tight, &run, 1).is_some());
+    }
+
+    #[test]
+    fn the_runs_alias_budget_is_charged_once_with_the_pieces_sum() {
+        let doc = "a: &x [1, 2, 3]\nb: [*x, *x]\n";
+        let text = format!("{doc}---\n{doc}");
+        let source = Source::new("s.yaml", text.as_str());
+        let (_, _, aliases) = parse_stream_counted(&source, Limits::default(), &RunBudget::new());
+        // Room for one document's aliases, not for both.
+        let run = RunBudget::with_limits(aliases - 1, u64::MAX);
+        assert!(values_in_pieces(&source, Limits::default(), &run, 1).is_none());
+        assert_eq!(run.used.load(Ordering::Relaxed), 0);
+        let run = RunBudget::with_limits(aliases, u64::MAX);
+        assert_eq!(values_in_pieces(&source, Limits::default(), &run, 1).unwrap().alias_nodes, aliases);
     }
 }

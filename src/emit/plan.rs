@@ -91,6 +91,16 @@ pub fn parse_snapshot_in(source: &Arc<Source>, run: &yaml::RunBudget) -> Result<
         printable_only: false,
         ..Limits::default()
     };
+    // Read a piece at a time on every core; a snapshot the pieces cannot
+    // stand for, or one with a problem, is read whole again, for its
+    // diagnostics' positions.
+    if let Some(parsed) = yaml::parse_values_in(source, limits, run) {
+        let alias_nodes = parsed.alias_nodes;
+        match snapshot_objects(source, parsed.values.into_iter().map(|v| (v, None))) {
+            Ok(objects) => return Ok(objects),
+            Err(_) => run.give_back(0, alias_nodes),
+        }
+    }
     let docs = yaml::parse_documents_in(source, limits, run)?;
     snapshot_objects(source, docs.into_iter().flatten().map(|n| (n.to_json(), Some(n))))
 }

@@ -247,6 +247,31 @@ fn snapshots_may_be_streams_of_single_objects() {
     assert_eq!(err.0[0].to_string().lines().nth(1), Some("  --> bad.yaml:4:3"));
 }
 
+#[test]
+fn a_large_stream_is_read_in_pieces_with_the_whole_reads_diagnostics() {
+    // Over a megabyte: read a piece at a time (`base::yaml::parse_values_in`).
+    let doc = |i: usize| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\ndata:\n  k: '{}'\n", "v".repeat(400))
+    };
+    let docs: Vec<String> = (0..6000).map(doc).collect();
+    let text = docs.join("---\n");
+    assert!(text.len() > 1 << 21);
+    let live = plan::parse_snapshot(&Source::new("big.yaml", text.as_str())).unwrap();
+    assert_eq!(live.len(), 6000);
+    assert_eq!(live[5999]["metadata"]["name"], "c5999");
+    // An entry without a name near the end: the error has its line.
+    let mut bad = docs.clone();
+    bad[5990] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n".to_string();
+    let line = 1 + bad[..5990].iter().map(|d| d.lines().count() + 1).sum::<usize>();
+    let err = plan::parse_snapshot(&Source::new("big.yaml", bad.join("---\n"))).unwrap_err();
+    assert_eq!(err.0.len(), 1);
+    assert_eq!(err.0[0].to_string().lines().nth(1), Some(format!("  --> big.yaml:{line}:1").as_str()));
+    // A syntax error there, as the whole text's parse reports it.
+    bad[5990] = "apiVersion: v1\nkind: [\n".to_string();
+    let err = plan::parse_snapshot(&Source::new("big.yaml", bad.join("---\n"))).unwrap_err();
+    assert!(err.0[0].to_string().contains(&format!("big.yaml:{}:", line + 2)), "{}", err.0[0]);
+}
+
 // The command line.
 
 fn isvc(dir: &Path) -> Command {
