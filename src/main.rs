@@ -21,11 +21,22 @@ mod allocator {
     // The number above holds for this list of options only.
     const _: () = assert!(_mi_option_last == 47);
 
+    /// The delay where the peak matters most. Memory freed and taken again
+    /// within a few milliseconds (a document's parse tree made into its
+    /// value, an object checked, then the next) stays with the process;
+    /// what a run has done with stays given back. At 10,000 services,
+    /// against a delay of 0 (medians of 8 to 10 interleaved pairs): `plan`
+    /// of a converged snapshot took 0.83x the time, `check` 0.84x and
+    /// `render --stdout --kind Deployment` 0.91x, each at the same peak
+    /// within 3 MiB (746, 91 and 141 MiB; benches/README.md).
+    const PEAK_PURGE_DELAY_MS: std::ffi::c_long = 10;
+
     /// A render frees each namespace's objects once written; giving that
     /// memory back at once lowers the peak resident memory at 10,000
     /// services by 7 to 30 MB, for up to 0.4 s of system time
-    /// (benches/README.md). That is done where the peak matters most
-    /// ([`isvc::cli::Memory::Peak`]). `diff` and every render but
+    /// (benches/README.md). Where the peak matters most
+    /// ([`isvc::cli::Memory::Peak`]) it is given back after
+    /// [`PEAK_PURGE_DELAY_MS`]. `diff` and every render but
     /// `--stdout --kind` keep mimalloc's delay (`diff` holds the fleet's
     /// objects and the tree's texts at its peak, which no delay lowers):
     /// at 10,000 services a cold render took 0.84x the time and peaked at
@@ -40,7 +51,7 @@ mod allocator {
             // SAFETY: mimalloc's option setters are plain stores, not
             // synchronised: this runs once the arguments are parsed, before
             // any other thread (rayon's pool included) exists.
-            unsafe { mi_option_set(PURGE_DELAY, 0) };
+            unsafe { mi_option_set(PURGE_DELAY, PEAK_PURGE_DELAY_MS) };
         }
         // Transparent huge pages: mimalloc asks for them (`madvise`) on
         // its arenas, and each page it takes after a purge is then a fresh
