@@ -342,17 +342,20 @@ fn parse_stream_budget(
     limits: Limits,
     run: Option<&RunBudget>,
 ) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
-    parse_text(source, &source.text, limits, run)
+    let (docs, fatal, alias_nodes, _) = parse_text(source, &source.text, limits, run);
+    (docs, fatal, alias_nodes)
 }
 
-/// Parses `text`, the whole of `source`'s text or a run of its whole
-/// documents (whose spans are then counted from the run's start).
+/// Parses `text`, the whole of `source`'s text or a piece of it (whose
+/// spans are then counted from the piece's start): its documents, the
+/// syntax error that stopped it, the nodes its aliases copied and the
+/// nodes of its last document.
 fn parse_text(
     source: &Arc<Source>,
     text: &str,
     limits: Limits,
     run: Option<&RunBudget>,
-) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
+) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize, usize) {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut builder = Builder {
         source,
@@ -371,10 +374,10 @@ fn parse_text(
             Err(e) => Err(scan_error(source, &e)),
         };
         if let Err(e) = result {
-            return (builder.docs, Some(e), builder.alias_nodes);
+            return (builder.docs, Some(e), builder.alias_nodes, builder.nodes);
         }
     }
-    (builder.docs, None, builder.alias_nodes)
+    (builder.docs, None, builder.alias_nodes, builder.nodes)
 }
 
 /// The documents of a large stream as JSON values, and the alias
@@ -415,42 +418,130 @@ pub fn parse_values_in(source: &Arc<Source>, limits: Limits, run: &RunBudget) ->
 }
 
 fn values_in_pieces(source: &Arc<Source>, limits: Limits, run: &RunBudget, piece_bytes: usize) -> Option<Values> {
-    use rayon::prelude::*;
-    use std::sync::atomic::AtomicBool;
     let text = source.text.as_str();
     if text.starts_with('%') || text.contains("\n%") {
         return None;
     }
-    let pieces = pieces(text, piece_bytes);
     // The text's own alias budget, which the pieces share: its limit is
     // the text's, and its bytes are not counted (the run counted them).
     let file = RunBudget::with_limits(limits.max_alias_nodes, u64::MAX);
-    let failed = AtomicBool::new(false);
-    let parsed: Vec<Option<Vec<Value>>> = pieces
-        .par_iter()
-        .map(|piece| {
-            if failed.load(Ordering::Relaxed) {
-                return None;
-            }
-            let (docs, fatal, _) = parse_text(source, piece, limits, Some(&file));
-            if fatal.is_some() || docs.iter().any(|d| !d.errors.is_empty()) {
-                failed.store(true, Ordering::Relaxed);
-                return None;
-            }
-            // Each document's nodes dropped as its value is made.
-            Some(docs.into_iter().filter_map(|d| d.root).map(Node::into_json).collect())
-        })
-        .collect();
-    let mut values = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
-    for piece in parsed {
-        values.extend(piece?);
-    }
+    let documents = pieces(text, piece_bytes);
+    let values = match list_pieces(text, piece_bytes).filter(|_| documents.len() == 1) {
+        Some(list) => vec![list.value(source, limits, &file)?],
+        None => parse_pieces(source, &documents, limits, &file)?.into_iter().flat_map(|(values, _)| values).collect(),
+    };
     let alias_nodes = file.used.load(Ordering::Relaxed);
     if run.take_alias_nodes(alias_nodes).is_err() {
         run.give_back(0, alias_nodes);
         return None;
     }
     Some(Values { values, alias_nodes })
+}
+
+/// Each piece's documents as values, with the nodes of its last document,
+/// parsed on every core with `limits` and the text's alias budget `file`;
+/// `None` for any error or problem in any piece.
+fn parse_pieces(
+    source: &Arc<Source>,
+    pieces: &[&str],
+    limits: Limits,
+    file: &RunBudget,
+) -> Option<Vec<(Vec<Value>, usize)>> {
+    use rayon::prelude::*;
+    use std::sync::atomic::AtomicBool;
+    let failed = AtomicBool::new(false);
+    pieces
+        .par_iter()
+        .map(|piece| {
+            if failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let (docs, fatal, _, nodes) = parse_text(source, piece, limits, Some(file));
+            if fatal.is_some() || docs.iter().any(|d| !d.errors.is_empty()) {
+                failed.store(true, Ordering::Relaxed);
+                return None;
+            }
+            // Each document's nodes dropped as its value is made.
+            Some((docs.into_iter().filter_map(|d| d.root).map(Node::into_json).collect(), nodes))
+        })
+        .collect()
+}
+
+/// A List written as `kubectl get -o yaml` writes it: its `items:` key at
+/// the start of a line, alone on it, and each item a `- ` line at the start
+/// of one, its own lines indented (a line at the start of a line is
+/// either an item's dash or the next key: YAML indents an item's content
+/// past its dash, 8.2.1). The items are cut into pieces of whole items.
+struct ListPieces<'t> {
+    /// The document without the `items:` line and its items.
+    rest: String,
+    /// The items' lines, each piece a block sequence of whole items.
+    items: Vec<&'t str>,
+}
+
+impl ListPieces<'_> {
+    /// The List's value: the rest's mapping (which must not have its own
+    /// `items`) with the items of every piece. Each piece is parsed one
+    /// level shallower than the items lie in the whole, and their nodes
+    /// together, with the rest's, must stay within the whole document's
+    /// limit.
+    fn value(self, source: &Arc<Source>, limits: Limits, file: &RunBudget) -> Option<Value> {
+        let (rest, _, _, rest_nodes) = parse_text(source, &self.rest, limits, Some(file));
+        let [ParsedDocument { root: Some(rest), errors }] = <[ParsedDocument; 1]>::try_from(rest).ok()? else {
+            return None;
+        };
+        if !errors.is_empty() || rest.get("items").is_some() {
+            return None;
+        }
+        let Value::Object(mut list) = rest.into_json() else { return None };
+        let shallower = Limits { max_depth: limits.max_depth.checked_sub(1)?, ..limits };
+        let pieces = parse_pieces(source, &self.items, shallower, file)?;
+        // The whole's count: the rest's nodes, the `items` key and its
+        // sequence, and the items (each piece counts a sequence of its own).
+        let nodes = pieces.iter().map(|(_, n)| n - 1).sum::<usize>() + rest_nodes + 2;
+        if nodes > limits.max_nodes {
+            return None;
+        }
+        let mut items = Vec::new();
+        for (values, _) in pieces {
+            let [Value::Array(piece)] = <[Value; 1]>::try_from(values).ok()? else { return None };
+            items.extend(piece);
+        }
+        list.insert("items".to_string(), Value::Array(items));
+        Some(Value::Object(list))
+    }
+}
+
+/// The pieces of `text`, one document, if it is a List as
+/// [`ListPieces`] describes with items enough for two pieces of at least
+/// `piece_bytes` each.
+fn list_pieces(text: &str, piece_bytes: usize) -> Option<ListPieces<'_>> {
+    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+    let key = if text.starts_with("items:") { 0 } else { text.find("\nitems:")? + 1 };
+    let first = line_end(key);
+    let after_key = text[key + "items:".len()..first].trim();
+    if !(after_key.is_empty() || after_key.starts_with('#')) {
+        return None;
+    }
+    let mut items = Vec::new();
+    let (mut start, mut at) = (first, first);
+    while at < text.len() {
+        let line = &text[at..line_end(at)];
+        let dash = line.starts_with("- ") || line.trim_end() == "-";
+        if !(dash || line.starts_with(' ') || line.starts_with('#') || line.trim().is_empty()) {
+            break;
+        }
+        if dash && at - start >= piece_bytes {
+            items.push(&text[start..at]);
+            start = at;
+        }
+        at += line.len();
+    }
+    items.push(&text[start..at]);
+    if items.len() < 2 {
+        return None;
+    }
+    Some(ListPieces { rest: format!("{}{}", &text[..key], &text[at..]), items })
 }
 
 /// `text` cut into runs of whole documents of at least `piece_bytes` each
@@ -1144,5 +1235,62 @@ mod tests {
         assert_eq!(run.used.load(Ordering::Relaxed), 0);
         let run = RunBudget::with_limits(aliases, u64::MAX);
         assert_eq!(values_in_pieces(&source, Limits::default(), &run, 1).unwrap().alias_nodes, aliases);
+    }
+
+    const LIST: &str = "apiVersion: v1\nitems:   # the objects\n- kind: A\n  metadata: {name: a}\n  data: |\n    x\n    - y\n\
+                        # between items\n-\n  kind: B\n\n- kind: C\n  spec: [1, &z {k: v}, *z]\nkind: List\nmetadata:\n  resourceVersion: \"\"\n";
+
+    #[test]
+    fn a_list_is_cut_between_its_items() {
+        let list = list_pieces(LIST, 1).unwrap();
+        assert_eq!(list.rest, "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\n");
+        assert_eq!(
+            list.items,
+            [
+                "- kind: A\n  metadata: {name: a}\n  data: |\n    x\n    - y\n# between items\n",
+                "-\n  kind: B\n\n",
+                "- kind: C\n  spec: [1, &z {k: v}, *z]\n"
+            ]
+        );
+        assert_eq!(list_pieces(LIST, 60).unwrap().items.len(), 2);
+        // Too few items for two pieces, items not at the start of their
+        // lines, or an `items` key with a value on its line: not cut.
+        assert!(list_pieces(LIST, 1000).is_none());
+        assert!(list_pieces("kind: List\nitems:\n  - a: 1\n  - b: 2\n", 1).is_none());
+        assert!(list_pieces("kind: List\nitems: [a, b]\n", 1).is_none());
+    }
+
+    #[test]
+    fn a_list_read_in_pieces_has_the_value_of_the_whole() {
+        let source = Source::new("l.yaml", LIST);
+        let expected = whole(&source, Limits::default());
+        for piece_bytes in [1, 60, 1000] {
+            let got = values_in_pieces(&source, Limits::default(), &RunBudget::new(), piece_bytes).unwrap();
+            assert_eq!(got.values, expected, "pieces of {piece_bytes} bytes");
+        }
+        let none = |text: &str, limits: Limits| {
+            let run = RunBudget::new();
+            let got = values_in_pieces(&Source::new("l.yaml", text), limits, &run, 1);
+            assert_eq!(run.used.load(Ordering::Relaxed), 0, "{text}");
+            got.is_none()
+        };
+        // An `items` key twice (an error of the whole), an alias of an
+        // anchor in another piece, a duplicate key in an item.
+        assert!(none(&format!("{LIST}items: []\n"), Limits::default()));
+        assert!(none("kind: List\nitems:\n- a: &x 1\n- b: *x\n", Limits::default()));
+        assert!(none("kind: List\nitems:\n- a: 1\n- b: 2\n  b: 3\n", Limits::default()));
+        // The items lie one level deeper in the whole than in a piece, and
+        // their nodes together count against the whole document's limit.
+        let text = "kind: List\nitems:\n- a: {b: 1}\n- c: {d: 2}\n";
+        let source = Source::new("l.yaml", text);
+        for (limits, whole_ok) in [
+            (Limits { max_depth: 4, ..Limits::default() }, true),
+            (Limits { max_depth: 3, ..Limits::default() }, false),
+            (Limits { max_nodes: 15, ..Limits::default() }, true),
+            (Limits { max_nodes: 14, ..Limits::default() }, false),
+        ] {
+            assert_eq!(parse_documents(&source, limits).is_ok(), whole_ok, "{limits:?}");
+            assert_eq!(!none(text, limits), whole_ok, "{limits:?}");
+        }
     }
 }

@@ -248,7 +248,7 @@ fn snapshots_may_be_streams_of_single_objects() {
 }
 
 #[test]
-fn a_large_stream_is_read_in_pieces_with_the_whole_reads_diagnostics() {
+fn a_large_snapshot_is_read_in_pieces_with_the_whole_reads_diagnostics() {
     // Over a megabyte: read a piece at a time (`base::yaml::parse_values_in`).
     let doc = |i: usize| {
         format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\ndata:\n  k: '{}'\n", "v".repeat(400))
@@ -270,6 +270,17 @@ fn a_large_stream_is_read_in_pieces_with_the_whole_reads_diagnostics() {
     bad[5990] = "apiVersion: v1\nkind: [\n".to_string();
     let err = plan::parse_snapshot(&Source::new("big.yaml", bad.join("---\n"))).unwrap_err();
     assert!(err.0[0].to_string().contains(&format!("big.yaml:{}:", line + 2)), "{}", err.0[0]);
+    // The same objects as a List, as `kubectl get -o yaml` prints it.
+    let item = |d: &String| format!("- {}", d.trim_end().replace('\n', "\n  "));
+    let list = |docs: &[String]| {
+        let items: Vec<String> = docs.iter().map(item).collect();
+        format!("apiVersion: v1\nitems:\n{}\nkind: List\nmetadata:\n  resourceVersion: \"\"\n", items.join("\n"))
+    };
+    assert_eq!(plan::parse_snapshot(&Source::new("list.yaml", list(&docs))).unwrap(), live);
+    bad[5990] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n".to_string();
+    let line = 3 + bad[..5990].iter().map(|d| d.lines().count()).sum::<usize>();
+    let err = plan::parse_snapshot(&Source::new("list.yaml", list(&bad))).unwrap_err();
+    assert_eq!(err.0[0].to_string().lines().nth(1), Some(format!("  --> list.yaml:{line}:3").as_str()));
 }
 
 // The command line.
