@@ -693,10 +693,16 @@ impl Stage<'_> {
             gitops::annotate(&mut objects, engine);
         }
         if !kept.is_empty() {
-            objects.retain(|o| match (&o.id.namespace, &o.owner) {
-                (Some(ns), Some(owner)) => !kept.get(ns).is_some_and(|names| names.contains(owner)),
-                _ => true,
-            });
+            let (held, unheld): (Vec<Object>, Vec<Object>) =
+                objects.into_iter().partition(|o| match (&o.id.namespace, &o.owner) {
+                    (Some(ns), Some(owner)) => !kept.get(ns).is_some_and(|names| names.contains(owner)),
+                    _ => true,
+                });
+            // Freed on every core: after one change in a namespace of
+            // 10,000 services, these are 28,000 objects, whose values took
+            // 0.1 s to free on one (benches/README.md).
+            unheld.into_par_iter().for_each(drop);
+            objects = held;
         }
         T::hold(objects)
     }
