@@ -473,8 +473,9 @@ fn parse_pieces(
 /// either an item's dash or the next key: YAML indents an item's content
 /// past its dash, 8.2.1). The items are cut into pieces of whole items.
 struct ListPieces<'t> {
-    /// The document without the `items:` line and its items.
-    rest: String,
+    /// The document's lines before the `items:` line, and after its items.
+    head: &'t str,
+    tail: &'t str,
     /// The items' lines, each piece a block sequence of whole items.
     items: Vec<&'t str>,
 }
@@ -486,7 +487,17 @@ impl ListPieces<'_> {
     /// together, with the rest's, must stay within the whole document's
     /// limit.
     fn value(self, source: &Arc<Source>, limits: Limits, file: &RunBudget) -> Option<Value> {
-        let (rest, _, _, rest_nodes) = parse_text(source, &self.rest, limits, Some(file));
+        // The lines before the items and those after them each stand on
+        // their own (no quoted scalar or flow collection runs across a
+        // cut), so the cuts are where the whole's items begin and end.
+        let alone = |text: &str| {
+            let (docs, fatal, _, _) = parse_text(source, text, limits, None);
+            fatal.is_none() && docs.iter().all(|d| d.errors.is_empty())
+        };
+        if !alone(self.head) || !alone(self.tail) {
+            return None;
+        }
+        let (rest, _, _, rest_nodes) = parse_text(source, &format!("{}{}", self.head, self.tail), limits, Some(file));
         let [ParsedDocument { root: Some(rest), errors }] = <[ParsedDocument; 1]>::try_from(rest).ok()? else {
             return None;
         };
@@ -541,7 +552,7 @@ fn list_pieces(text: &str, piece_bytes: usize) -> Option<ListPieces<'_>> {
     if items.len() < 2 {
         return None;
     }
-    Some(ListPieces { rest: format!("{}{}", &text[..key], &text[at..]), items })
+    Some(ListPieces { head: &text[..key], tail: &text[at..], items })
 }
 
 /// `text` cut into runs of whole documents of at least `piece_bytes` each
@@ -1243,7 +1254,7 @@ mod tests {
     #[test]
     fn a_list_is_cut_between_its_items() {
         let list = list_pieces(LIST, 1).unwrap();
-        assert_eq!(list.rest, "apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\n");
+        assert_eq!((list.head, list.tail), ("apiVersion: v1\n", "kind: List\nmetadata:\n  resourceVersion: \"\"\n"));
         assert_eq!(
             list.items,
             [
@@ -1279,6 +1290,15 @@ mod tests {
         assert!(none(&format!("{LIST}items: []\n"), Limits::default()));
         assert!(none("kind: List\nitems:\n- a: &x 1\n- b: *x\n", Limits::default()));
         assert!(none("kind: List\nitems:\n- a: 1\n- b: 2\n  b: 3\n", Limits::default()));
+        // A quoted scalar or a flow collection that runs over the cuts
+        // (the parser refuses their lines at the start of a line): the
+        // lines around the items do not stand alone, and the whole's error
+        // is the one reported.
+        for across in ["note: \"x\nitems:\n- a: 1\n- b: 2\ny\"\n", "note: [x,\nitems:\n- a: 1\n- b: 2\n]\n"] {
+            let text = format!("kind: List\n{across}");
+            assert!(parse_documents(&Source::new("l.yaml", text.as_str()), Limits::default()).is_err());
+            assert!(none(&text, Limits::default()));
+        }
         // The items lie one level deeper in the whole than in a piece, and
         // their nodes together count against the whole document's limit.
         let text = "kind: List\nitems:\n- a: {b: 1}\n- c: {d: 2}\n";
