@@ -426,7 +426,9 @@ fn values_in_pieces(source: &Arc<Source>, limits: Limits, run: &RunBudget, piece
     // the text's, and its bytes are not counted (the run counted them).
     let file = RunBudget::with_limits(limits.max_alias_nodes, u64::MAX);
     let documents = pieces(text, piece_bytes);
-    let values = match list_pieces(text, piece_bytes).filter(|_| documents.len() == 1) {
+    // One document: a List's items may still be cut.
+    let list = if documents.len() == 1 { list_pieces(text, piece_bytes) } else { None };
+    let values = match list {
         Some(list) => vec![list.value(source, limits, &file)?],
         None => parse_pieces(source, &documents, limits, &file)?.into_iter().flat_map(|(values, _)| values).collect(),
     };
