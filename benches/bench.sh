@@ -387,22 +387,35 @@ fi
 MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 
 # The reconcile against a snapshot of a converged cluster: every object the
-# stream render prints, live (a stream of single objects, which `plan`
-# reads as it reads the List `kubectl get -o yaml` prints; no status, so
-# `status` finds every service Progressing and exits 1). `plan` must find
-# nothing to do.
-SNAPSHOT=$WORK/live.yaml PLAN_RES=""
+# stream render prints, live (a stream of single objects; no status, so
+# `status` finds every service Progressing and exits 1), and the same
+# objects as one List laid out as `kubectl get -o yaml` prints it (`items:`
+# at the start of a line, each item a `- ` line at the start of one, the
+# headers' comments left out). `plan` reads the stream in pieces cut
+# between documents and the List in pieces cut between items
+# (docs/plan.md); it must find nothing to do in either.
+SNAPSHOT=$WORK/live.yaml LIST_SNAPSHOT=$WORK/live-list.yaml PLAN_RES="" PLAN_LIST_RES=""
 "$ISVC" render services --stdout >"$SNAPSHOT" 2>/dev/null || true
+awk 'BEGIN { print "apiVersion: v1"; print "items:" }
+     /^---$/ { item = 1; next }
+     /^#/ { next }
+     { if (item) { print "- " $0; item = 0 } else if ($0 == "") { print "" } else { print "  " $0 } }
+     END { print "kind: List"; print "metadata:"; print "  resourceVersion: \"\"" }' "$SNAPSHOT" >"$LIST_SNAPSHOT"
 for ((round = 1; round <= RUNS; round++)); do
     # Every rule's findings, warnings included (exit 0: no error).
     once check_rules "" '"$ISVC" check services >/dev/null'
     once plan "" '"$ISVC" plan services --live "$SNAPSHOT" >"$WORK/plan.txt"'
+    once plan_list "" '"$ISVC" plan services --live "$LIST_SNAPSHOT" >"$WORK/plan-list.txt"'
     once status "" '"$ISVC" status services --live "$SNAPSHOT" >/dev/null; test $? -eq 1'
 done
-if ! grep -Eq "^plan: 0 to create, 0 to update, 0 to delete, [1-9][0-9]* unchanged$" "$WORK/plan.txt" 2>/dev/null; then
+converged='^plan: 0 to create, 0 to update, 0 to delete, [1-9][0-9]* unchanged$'
+if ! grep -Eq "$converged" "$WORK/plan.txt" 2>/dev/null; then
     PLAN_RES="MISS (plan: $(tail -n 1 "$WORK/plan.txt" 2>/dev/null || true))"
 fi
-rm -f "$SNAPSHOT"
+if ! grep -Eq "$converged" "$WORK/plan-list.txt" 2>/dev/null; then
+    PLAN_LIST_RES="MISS (plan: $(tail -n 1 "$WORK/plan-list.txt" 2>/dev/null || true))"
+fi
+rm -f "$SNAPSHOT" "$LIST_SNAPSHOT"
 
 # The same N services in one namespace. A compile holds a namespace's
 # objects at once while it checks them, and a re-render after a change
@@ -554,6 +567,8 @@ r=$(ratio check_rules stdout)
 timed check_rules "isvc check (every rule)" "${r:+${r}x --stdout}" "(compile, findings reported)" ""
 r=$(ratio plan stdout)
 timed plan "isvc plan (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" "${PLAN_RES:-nothing to do}"
+r=$(ratio plan_list stdout)
+timed plan_list "isvc plan (the same, as a List)" "${r:+${r}x --stdout}" "(compile and snapshot)" "${PLAN_LIST_RES:-nothing to do}"
 r=$(ratio status stdout)
 timed status "isvc status (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" ""
 timed onens_cold "isvc render --out (cold), one namespace" "reference" "" ""
