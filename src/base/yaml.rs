@@ -312,7 +312,7 @@ fn strict((docs, fatal): (Vec<ParsedDocument>, Option<Diagnostic>)) -> Result<Ve
 /// before a syntax error, each with its own problems, and the syntax error
 /// (after which nothing can be trusted) if there is one.
 pub fn parse_stream(source: &Arc<Source>, limits: Limits) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
-    let (docs, fatal, _) = parse_stream_budget(source, limits, None);
+    let (docs, fatal, _, _) = parse_text(source, &source.text, limits, None);
     (docs, fatal)
 }
 
@@ -323,7 +323,7 @@ pub fn parse_stream_in(
     limits: Limits,
     run: &RunBudget,
 ) -> (Vec<ParsedDocument>, Option<Diagnostic>) {
-    let (docs, fatal, _) = parse_stream_budget(source, limits, Some(run));
+    let (docs, fatal, _, _) = parse_text(source, &source.text, limits, Some(run));
     (docs, fatal)
 }
 
@@ -334,15 +334,7 @@ pub fn parse_stream_counted(
     limits: Limits,
     run: &RunBudget,
 ) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
-    parse_stream_budget(source, limits, Some(run))
-}
-
-fn parse_stream_budget(
-    source: &Arc<Source>,
-    limits: Limits,
-    run: Option<&RunBudget>,
-) -> (Vec<ParsedDocument>, Option<Diagnostic>, usize) {
-    let (docs, fatal, alias_nodes, _) = parse_text(source, &source.text, limits, run);
+    let (docs, fatal, alias_nodes, _) = parse_text(source, &source.text, limits, Some(run));
     (docs, fatal, alias_nodes)
 }
 
@@ -529,17 +521,15 @@ impl ListPieces<'_> {
 /// [`ListPieces`] describes with items enough for two pieces of at least
 /// `piece_bytes` each.
 fn list_pieces(text: &str, piece_bytes: usize) -> Option<ListPieces<'_>> {
-    let line_end = |at: usize| text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
     let key = if text.starts_with("items:") { 0 } else { text.find("\nitems:")? + 1 };
-    let first = line_end(key);
+    let first = text[key..].find('\n').map_or(text.len(), |i| key + i + 1);
     let after_key = text[key + "items:".len()..first].trim();
     if !(after_key.is_empty() || after_key.starts_with('#')) {
         return None;
     }
     let mut items = Vec::new();
     let (mut start, mut at) = (first, first);
-    while at < text.len() {
-        let line = &text[at..line_end(at)];
+    for line in text[first..].split_inclusive('\n') {
         let dash = line.starts_with("- ") || line.trim_end() == "-";
         if !(dash || line.starts_with(' ') || line.starts_with('#') || line.trim().is_empty()) {
             break;
