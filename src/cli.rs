@@ -1868,6 +1868,7 @@ mod tests {
                 source: Some(format!("services/{i}.yaml")),
                 cluster: None,
                 bootstrap: false,
+                file: None,
             })
             .collect();
         let whole = objects::to_stream(&objects);

@@ -599,7 +599,8 @@ impl Stage<'_> {
             (desired, group.objects, diags, kept)
         };
         let render = |(desired, platform_objects, mut diags, kept): (Vec<_>, Vec<Object>, Diagnostics, _)| {
-            let mut objects = self.render(desired, &mut diags);
+            let write_ahead = T::write_ahead(desired.len()).then_some(&kept);
+            let mut objects = self.render(desired, write_ahead, &mut diags);
             objects.extend(platform_objects);
             (objects, diags, kept)
         };
@@ -756,8 +757,16 @@ impl Stage<'_> {
     }
 
     /// The objects of the `desired` services that rendered; the errors of
-    /// those that did not go to `diags`.
-    fn render(&self, desired: Vec<Desired<'_>>, diags: &mut Diagnostics) -> Vec<Object> {
+    /// those that did not go to `diags`. With `write_ahead`, each object's
+    /// file is written as soon as its service is rendered
+    /// ([`Object::write_ahead`]), but for the services it names (by
+    /// namespace), whose files the caller holds.
+    fn render(
+        &self,
+        desired: Vec<Desired<'_>>,
+        write_ahead: Option<&BTreeMap<String, BTreeSet<String>>>,
+        diags: &mut Diagnostics,
+    ) -> Vec<Object> {
         let mut objects = Vec::new();
         let cache_plans = desired
             .iter()
@@ -772,7 +781,18 @@ impl Stage<'_> {
         // holds every service's desired state and objects at once.
         let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
             .into_par_iter()
-            .map(|(s, d)| render::render_service(self.templates, &d, Some(&(self.label)(s))))
+            .map(|(s, d)| {
+                let mut rendered = render::render_service(self.templates, &d, Some(&(self.label)(s)));
+                let kept = |kept: &BTreeMap<String, BTreeSet<String>>| {
+                    kept.get(&d.namespace).is_some_and(|names| names.contains(&d.name))
+                };
+                if let (Ok(objects), Some(kept_services)) = (&mut rendered, write_ahead)
+                    && !kept(kept_services)
+                {
+                    objects.iter_mut().for_each(Object::write_ahead);
+                }
+                rendered
+            })
             .collect();
         for r in rendered {
             match r {

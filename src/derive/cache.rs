@@ -384,6 +384,7 @@ pub fn objects<'a>(plans: impl IntoIterator<Item = (&'a CachePlan, &'a str, Opti
                 source: source.clone(),
                 cluster: None,
                 bootstrap: false,
+                file: None,
             });
         }
     }

@@ -47,6 +47,8 @@ pub fn annotate(objects: &mut [Object], engine: Engine) {
         if notes.is_empty() {
             continue;
         }
+        // The file written ahead no longer is the object's.
+        o.file = None;
         let Some(meta) = o.value.get_mut("metadata").and_then(Value::as_object_mut) else { continue };
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(map) = annotations.as_object_mut() {
@@ -218,6 +220,7 @@ pub fn engine_objects(
         source: source.map(str::to_string),
         cluster: None,
         bootstrap: true,
+        file: None,
     };
     let timeout = platform.defaults.probes.startup_timeout_seconds.max(600) + 600;
     let out = match engine {
@@ -570,6 +573,21 @@ mod tests {
         annotate(&mut objects, Engine::Argocd);
         let options = objects[0].value.at("/metadata/annotations/argocd.argoproj.io~1sync-options");
         assert_eq!(options, Some(&json!("Delete=false,SkipDryRunOnMissingResource=true")));
+    }
+
+    #[test]
+    fn an_annotated_object_drops_the_file_written_ahead() {
+        let mut objects = [
+            object(json!({"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+                "metadata": {"name": "q", "namespace": "ml"}})),
+            object(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ml"}})),
+        ];
+        objects.iter_mut().for_each(Object::write_ahead);
+        annotate(&mut objects, Engine::Argocd);
+        assert_eq!(objects[0].file, None);
+        assert!(objects[0].to_file().contains("SkipDryRunOnMissingResource=true"));
+        // Not annotated: its file stands.
+        assert_eq!(objects[1].file, Some(objects[1].to_file()));
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         source: source.map(str::to_string),
         cluster: None,
         bootstrap: false,
+        file: None,
     };
     let mut out = Vec::new();
     let mut flavor_spec = serde_json::Map::new();

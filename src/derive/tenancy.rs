@@ -137,6 +137,7 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
         source: source.map(str::to_string),
         cluster: None,
         bootstrap: false,
+        file: None,
     };
     for (tier_name, tier) in platform.tiers() {
         let name = platform.priority_class(&tier_name);

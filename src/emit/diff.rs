@@ -467,7 +467,15 @@ mod tests {
             "metadata": {"name": name, "namespace": "team"}, "data": {"k": data},
         });
         let id = ObjectId::of(&value).unwrap();
-        Object { id, value, owner: Some(name.into()), source: Some(source.into()), cluster: None, bootstrap: false }
+        Object {
+            id,
+            value,
+            owner: Some(name.into()),
+            source: Some(source.into()),
+            cluster: None,
+            bootstrap: false,
+            file: None,
+        }
     }
 
     /// The tree's files as `objects` are written, by their own paths, or at

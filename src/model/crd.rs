@@ -72,6 +72,7 @@ pub fn object() -> Object {
         source: None,
         cluster: None,
         bootstrap: false,
+        file: None,
     }
 }
 

@@ -93,6 +93,10 @@ pub struct Object {
     /// applied once to the management cluster, kept under `_gitops/` and
     /// out of the kustomizations.
     pub bootstrap: bool,
+    /// Its file, written ahead ([`Object::write_ahead`]): what
+    /// [`Object::to_file`] gives, until anything changes the value, which
+    /// then sets it back to `None`.
+    pub file: Option<String>,
 }
 
 /// An object of `value` alone, without owner, source or cluster: what
@@ -100,7 +104,7 @@ pub struct Object {
 #[cfg(test)]
 pub(crate) fn test_object(value: Value) -> Object {
     let id = ObjectId::of(&value).expect("a test object has apiVersion, kind and name");
-    Object { id, value, owner: None, source: None, cluster: None, bootstrap: false }
+    Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None }
 }
 
 impl Object {
@@ -148,6 +152,30 @@ impl Object {
     /// The object's file contents: header, then the YAML document.
     pub fn to_file(&self) -> String {
         crate::base::yaml::to_string_after(&self.header(), &self.value)
+    }
+
+    /// Writes the object's file now and keeps it, for a compile that holds
+    /// files ([`Held::write_ahead`]): called as each service is rendered,
+    /// while its values are still in the processor's caches. Written once
+    /// its group was checked instead, from values long since evicted, the
+    /// files took over a sixth of `render --stdout`'s time at 10,000
+    /// services, most of it waiting on memory (benches/README.md).
+    pub fn write_ahead(&mut self) {
+        self.file = Some(self.to_file());
+    }
+
+    /// The object's file: the one written ahead, if any, else written now.
+    /// Every test build checks that the two agree, so a value changed
+    /// after its file was written ahead, without setting [`Object::file`]
+    /// back to `None`, fails the tests.
+    pub fn take_file(&mut self) -> String {
+        match self.file.take() {
+            Some(file) => {
+                debug_assert_eq!(file, self.to_file(), "{}: the file written ahead is stale", self.id);
+                file
+            }
+            None => self.to_file(),
+        }
     }
 }
 
@@ -208,6 +236,13 @@ pub trait Held: Send + Sync + Sized {
     /// every object holds ([`Streamed`]), whose peak memory is the one a
     /// fleet's size bounds.
     const OVERLAP: bool = true;
+
+    /// Whether a compile writes each object's file as it renders it
+    /// ([`Object::write_ahead`]), in a group of `services` services: where
+    /// what is held is the objects' files.
+    fn write_ahead(_services: usize) -> bool {
+        false
+    }
 }
 
 impl Held for Object {
@@ -267,12 +302,22 @@ pub struct Written {
 }
 
 impl Held for Written {
+    /// Only in a group of at most [`WRITE_AHEAD_SERVICES`] services: a
+    /// group's files written ahead are alive beside all of its values until
+    /// it is checked, where [`Held::hold`] frees each value as it writes
+    /// its file. In one namespace of 10,000 services, that raised the peak
+    /// of a render from 457 to 512 MiB; at 1,000 services, the files take
+    /// about 5.5 MB (benches/README.md).
+    fn write_ahead(services: usize) -> bool {
+        services <= WRITE_AHEAD_SERVICES
+    }
+
     fn hold(objects: Vec<Object>) -> Vec<Written> {
         use rayon::prelude::*;
         objects
             .into_par_iter()
             .map(|mut object| {
-                let mut text = object.to_file();
+                let mut text = object.take_file();
                 // The estimate the text was sized by runs over by about a
                 // tenth; a fleet's texts are held to the end of the run.
                 text.shrink_to_fit();
@@ -356,6 +401,13 @@ impl Held for Streamed {
     /// peak 13 MiB higher (the desired states of a namespace's services).
     const OVERLAP: bool = false;
 
+    /// As for [`Written`]: files written ahead are held whole, beside the
+    /// group's values, until it is checked and they are packed (in one
+    /// namespace of 10,000 services, a peak of 500 MiB against 440).
+    fn write_ahead(services: usize) -> bool {
+        services <= WRITE_AHEAD_SERVICES
+    }
+
     /// Writes and packs `objects`, which are in output order (a compile
     /// sorts a group's objects before it holds them): each run of objects
     /// of one place (`Streamed::place`) is cut into pieces of at most
@@ -373,6 +425,10 @@ impl Held for Streamed {
         &mut self.object
     }
 }
+
+/// The largest group of services whose files a compile writes ahead for
+/// [`Written`] and [`Streamed`] ([`Held::write_ahead`]).
+const WRITE_AHEAD_SERVICES: usize = 1000;
 
 /// The most objects one packed part of the stream holds. A run is cut so
 /// that its pieces pack on every core, where one namespace's run of a
@@ -412,7 +468,7 @@ fn hold_in_pieces(objects: Vec<Object>, piece: usize) -> Vec<Streamed> {
 /// one compressed part of the stream on its first object.
 fn write_piece(piece: &mut [Streamed]) {
     if let [single] = piece {
-        single.part = Part::Text(single.object.to_file());
+        single.part = Part::Text(single.object.take_file());
         single.object.value = Value::Null;
         return;
     }
@@ -421,8 +477,12 @@ fn write_piece(piece: &mut [Streamed]) {
     let packed = crate::base::yaml::with_scratch(|stream| {
         for s in piece.iter_mut() {
             stream.push_str("---\n");
-            stream.push_str(&s.object.header());
-            crate::base::yaml::write(&s.object.value, stream);
+            if s.object.file.is_some() {
+                stream.push_str(&s.object.take_file());
+            } else {
+                stream.push_str(&s.object.header());
+                crate::base::yaml::write(&s.object.value, stream);
+            }
             s.object.value = Value::Null;
         }
         lz4_flex::compress_prepend_size(stream.as_bytes())
@@ -496,6 +556,60 @@ pub fn to_stream(objects: &[Object]) -> String {
 mod tests {
     use super::*;
 
+    fn deployment() -> Object {
+        let mut o = test_object(serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "a", "namespace": "ml"}, "spec": {"replicas": 2}}));
+        o.source = Some("services/a.yaml".into());
+        o
+    }
+
+    #[test]
+    fn a_file_written_ahead_is_the_one_written_at_the_end() {
+        let mut o = deployment();
+        let file = o.to_file();
+        o.write_ahead();
+        assert_eq!(o.file.as_ref(), Some(&file));
+        assert_eq!(o.take_file(), file);
+        assert_eq!(o.file, None);
+        // Without one, the file is written from the value.
+        assert_eq!(o.take_file(), file);
+    }
+
+    /// A value changed after its file was written ahead, the file left in
+    /// place: a test build stops there.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "the file written ahead is stale")]
+    fn a_stale_file_written_ahead_fails_a_test_build() {
+        let mut o = deployment();
+        o.write_ahead();
+        o.value["spec"]["replicas"] = serde_json::json!(3);
+        o.take_file();
+    }
+
+    #[test]
+    fn held_files_written_ahead_are_those_written_after() {
+        let objects: Vec<Object> = (0..3)
+            .map(|i| {
+                let mut o = deployment();
+                o.id.name = format!("a{i}");
+                o.value["metadata"]["name"] = serde_json::json!(format!("a{i}"));
+                o
+            })
+            .collect();
+        let mut ahead = objects.clone();
+        ahead.iter_mut().for_each(Object::write_ahead);
+        let texts = |held: Vec<Written>| held.into_iter().map(|w| w.text).collect::<Vec<_>>();
+        assert_eq!(texts(Written::hold(ahead.clone())), texts(Written::hold(objects.clone())));
+        let stream = |held: Vec<Streamed>| {
+            let mut out = Vec::new();
+            Stream::of(&held).unwrap().write(&mut out).unwrap();
+            out
+        };
+        assert_eq!(stream(hold_in_pieces(ahead, 2)), stream(hold_in_pieces(objects.clone(), 2)));
+        assert_eq!(stream(hold_in_pieces(objects.clone(), 2)), to_stream(&objects).into_bytes());
+    }
+
     proptest::proptest! {
         #[test]
         fn sort_orders_as_comparing_each_pair_by_its_key_does(
@@ -538,6 +652,7 @@ mod tests {
             source: None,
             cluster: cluster.map(str::to_string),
             bootstrap,
+            file: None,
         }
     }
 

@@ -230,6 +230,7 @@ pub fn render_service(
             source: source.map(str::to_string),
             cluster: None,
             bootstrap: false,
+            file: None,
         };
         if templates.built.contains(child.template)
             && let Some(value) = builtin::build(child.template, desired)

@@ -66,6 +66,7 @@ fn object(yaml: &str) -> Object {
         source: Some("tenancy.yaml".to_string()),
         cluster: None,
         bootstrap: false,
+        file: None,
     }
 }
 
