@@ -587,7 +587,7 @@ mod tests {
         assert_eq!(objects[0].file, None);
         assert!(objects[0].to_file().contains("SkipDryRunOnMissingResource=true"));
         // Not annotated: its file stands.
-        assert_eq!(objects[1].file, Some(objects[1].to_file()));
+        assert_eq!(objects[1].file.as_deref(), Some(objects[1].to_file().as_str()));
     }
 
     #[test]
