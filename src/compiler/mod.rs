@@ -783,12 +783,9 @@ impl Stage<'_> {
             .into_par_iter()
             .map(|(s, d)| {
                 let mut rendered = render::render_service(self.templates, &d, Some(&(self.label)(s)));
-                let kept = |kept: &BTreeMap<String, BTreeSet<String>>| {
-                    kept.get(&d.namespace).is_some_and(|names| names.contains(&d.name))
-                };
-                if let (Ok(objects), Some(kept_services)) = (&mut rendered, write_ahead)
-                    && !kept(kept_services)
-                {
+                let write = write_ahead
+                    .is_some_and(|kept| !kept.get(&d.namespace).is_some_and(|names| names.contains(&d.name)));
+                if write && let Ok(objects) = &mut rendered {
                     objects.iter_mut().for_each(Object::write_ahead);
                 }
                 rendered

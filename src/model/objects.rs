@@ -158,7 +158,7 @@ impl Object {
     /// files ([`Held::write_ahead`]): called as each service is rendered,
     /// while its values are still in the processor's caches. Written once
     /// its group was checked instead, from values long since evicted, the
-    /// files took over a sixth of `render --stdout`'s time at 10,000
+    /// files took about a sixth of `render --stdout`'s time at 10,000
     /// services, most of it waiting on memory (benches/README.md).
     pub fn write_ahead(&mut self) {
         // Fitted to its length now, while it is in the caches (the
