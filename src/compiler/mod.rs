@@ -696,7 +696,7 @@ impl Stage<'_> {
         if !kept.is_empty() {
             let (held, unheld): (Vec<Object>, Vec<Object>) =
                 objects.into_iter().partition(|o| match (&o.id.namespace, &o.owner) {
-                    (Some(ns), Some(owner)) => !kept.get(ns).is_some_and(|names| names.contains(owner)),
+                    (Some(ns), Some(owner)) => !is_kept(kept, ns, owner),
                     _ => true,
                 });
             // Freed on every core: after one change in a namespace of
@@ -783,8 +783,7 @@ impl Stage<'_> {
             .into_par_iter()
             .map(|(s, d)| {
                 let mut rendered = render::render_service(self.templates, &d, Some(&(self.label)(s)));
-                let write = write_ahead
-                    .is_some_and(|kept| !kept.get(&d.namespace).is_some_and(|names| names.contains(&d.name)));
+                let write = write_ahead.is_some_and(|kept| !is_kept(kept, &d.namespace, &d.name));
                 if write && let Ok(objects) = &mut rendered {
                     objects.iter_mut().for_each(Object::write_ahead);
                 }
@@ -799,6 +798,12 @@ impl Stage<'_> {
         }
         objects
     }
+}
+
+/// Whether the service `name` of `namespace` is among the services `kept`
+/// (by namespace, [`Stage::kept_services`]), whose files the caller holds.
+fn is_kept(kept: &BTreeMap<String, BTreeSet<String>>, namespace: &str, name: &str) -> bool {
+    kept.get(namespace).is_some_and(|names| names.contains(name))
 }
 
 /// A service and its desired state, boxed ([`Stage::derive`]).

@@ -239,11 +239,21 @@ pub trait Held: Send + Sync + Sized {
     /// fleet's size bounds.
     const OVERLAP: bool = true;
 
+    /// Whether what is held is the objects' files ([`Written`],
+    /// [`Streamed`]), which a compile may then write ahead.
+    const HOLDS_FILES: bool = false;
+
     /// Whether a compile writes each object's file as it renders it
     /// ([`Object::write_ahead`]), in a group of `services` services: where
-    /// what is held is the objects' files.
-    fn write_ahead(_services: usize) -> bool {
-        false
+    /// what is held is the objects' files, in a group of at most
+    /// [`WRITE_AHEAD_SERVICES`] services. A group's files written ahead
+    /// are alive beside all of its values until it is checked, where
+    /// [`Held::hold`] frees each value as it writes its file. In one
+    /// namespace of 10,000 services, that raised the peak of a render
+    /// from 457 to 512 MiB and of `render --stdout` from 440 to 500 MiB;
+    /// at 1,000 services, the files take about 5.5 MB (benches/README.md).
+    fn write_ahead(services: usize) -> bool {
+        Self::HOLDS_FILES && services <= WRITE_AHEAD_SERVICES
     }
 }
 
@@ -304,15 +314,7 @@ pub struct Written {
 }
 
 impl Held for Written {
-    /// Only in a group of at most [`WRITE_AHEAD_SERVICES`] services: a
-    /// group's files written ahead are alive beside all of its values until
-    /// it is checked, where [`Held::hold`] frees each value as it writes
-    /// its file. In one namespace of 10,000 services, that raised the peak
-    /// of a render from 457 to 512 MiB; at 1,000 services, the files take
-    /// about 5.5 MB (benches/README.md).
-    fn write_ahead(services: usize) -> bool {
-        services <= WRITE_AHEAD_SERVICES
-    }
+    const HOLDS_FILES: bool = true;
 
     fn hold(objects: Vec<Object>) -> Vec<Written> {
         use rayon::prelude::*;
@@ -403,12 +405,7 @@ impl Held for Streamed {
     /// peak 13 MiB higher (the desired states of a namespace's services).
     const OVERLAP: bool = false;
 
-    /// As for [`Written`]: files written ahead are held whole, beside the
-    /// group's values, until it is checked and they are packed (in one
-    /// namespace of 10,000 services, a peak of 500 MiB against 440).
-    fn write_ahead(services: usize) -> bool {
-        services <= WRITE_AHEAD_SERVICES
-    }
+    const HOLDS_FILES: bool = true;
 
     /// Writes and packs `objects`, which are in output order (a compile
     /// sorts a group's objects before it holds them): each run of objects
