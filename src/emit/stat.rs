@@ -170,6 +170,7 @@ struct Slot {
     hash: u64,
     /// The status it records.
     stat: Stat,
+    kind: Kind,
     /// The line, without its newline: `start..end` of the text. Its
     /// digest is the line's bytes 2 to 34 ([`parse_line`]).
     line: (u32, u32),
@@ -224,11 +225,14 @@ impl Old {
         }
         let hasher = foldhash::fast::RandomState::default();
         let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
-        // Each line's kind and slot, and its path where it is unquoted;
-        // `None` for a damaged line. (Collected as a list of `Option`s, of
-        // a known length, rather than into an `Option` of a list, which
-        // rayon gathers in pieces grown one item at a time.)
-        let parsed: Vec<Option<(Kind, Slot, Option<String>)>> = lines
+        // Each line's slot, `None` for a damaged line; a path with escapes
+        // is unquoted below, once the lines are checked (paths isvc writes
+        // have none). The slots are gathered as a list of `Option`s, of a
+        // known length, rather than into an `Option` of a list, which rayon
+        // gathers in pieces grown one item at a time; the list of slots is
+        // then made in place (an `Option<Slot>` takes the room of a
+        // `Slot`).
+        let parsed: Vec<Option<Slot>> = lines
             .par_iter()
             .map(|&(at, line)| {
                 // Every line ends with its newline: a run killed while it
@@ -238,33 +242,36 @@ impl Old {
                 let hash = hasher.hash_one(&*path);
                 let line_at = span(at, at + line.len())?;
                 Some(match path {
+                    // The line's bytes from `path_at`: where they lie in the text.
                     Cow::Borrowed(p) => {
-                        // The line's bytes from `path_at`: where they lie in the text.
                         let start = at + path_at;
-                        let path = span(start, start + p.len())?;
-                        (kind, Slot { hash, stat, line: line_at, path, escaped: false }, None)
+                        Slot { hash, stat, kind, line: line_at, path: span(start, start + p.len())?, escaped: false }
                     }
-                    Cow::Owned(p) => (kind, Slot { hash, stat, line: line_at, path: (0, 0), escaped: true }, Some(p)),
+                    Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
                 })
             })
             .collect();
         drop(lines);
-        let mut old = Old { text, hasher, ..Old::default() };
-        old.slots.reserve_exact(parsed.len());
-        old.used = parsed.iter().map(|_| AtomicBool::new(false)).collect();
-        for parsed in parsed {
-            let (kind, mut slot, unquoted) = parsed?;
-            if let Some(p) = unquoted {
+        let slots: Vec<Slot> = parsed.into_iter().collect::<Option<_>>()?;
+        let mut old = Old { text, hasher, slots, ..Old::default() };
+        for i in 0..old.slots.len() {
+            if old.slots[i].escaped {
+                let (_, _, path, _) = parse_line(&old.text[range(old.slots[i].line)])?;
                 let start = old.unquoted.len();
-                old.unquoted.push_str(&p);
-                slot.path = span(start, old.unquoted.len())?;
+                old.unquoted.push_str(&path);
+                old.slots[i].path = span(start, old.unquoted.len())?;
             }
-            let i = u32::try_from(old.slots.len()).ok()?;
-            old.slots.push(slot);
-            let Old { text, unquoted, slots, index, .. } = &mut old;
-            let path = |j: u32| path_of(text, unquoted, &slots[j as usize]);
+        }
+        old.used = old.slots.iter().map(|_| AtomicBool::new(false)).collect();
+        let inputs = old.slots.iter().filter(|s| s.kind == Kind::Input).count();
+        old.index[Kind::Input as usize].reserve(inputs, |_| 0);
+        old.index[Kind::Output as usize].reserve(old.slots.len() - inputs, |_| 0);
+        let Old { text, unquoted, slots, index, .. } = &mut old;
+        let path = |j: u32| path_of(text, unquoted, &slots[j as usize]);
+        for (i, slot) in slots.iter().enumerate() {
+            let i = u32::try_from(i).ok()?;
             // A later line of the same file replaces an earlier one.
-            match index[kind as usize].entry(slot.hash, |&j| path(j) == path(i), |&j| slots[j as usize].hash) {
+            match index[slot.kind as usize].entry(slot.hash, |&j| path(j) == path(i), |&j| slots[j as usize].hash) {
                 Entry::Occupied(mut e) => *e.get_mut() = i,
                 Entry::Vacant(e) => {
                     e.insert(i);
