@@ -1466,17 +1466,31 @@ fn say_quota(rows: &[crate::compiler::admission::QuotaUsage]) {
     }
 }
 
-/// Whether the tree's file `path` lies in one of `namespaces`' directories.
-fn in_namespaces(path: &Path, namespaces: &BTreeSet<String>) -> bool {
-    path.iter().next().is_some_and(|ns| namespaces.contains(&*ns.to_string_lossy()))
-}
-
 /// Whether the tree's file `path` lies in the directory of one of
-/// `services` (by namespace): `<namespace>/<name>/...`.
-fn in_services(path: &Path, services: &BTreeMap<String, BTreeSet<String>>) -> bool {
-    let mut names = path.iter();
-    let (Some(ns), Some(name), Some(_)) = (names.next(), names.next(), names.next()) else { return false };
-    services.get(&*ns.to_string_lossy()).is_some_and(|names| names.contains(&*name.to_string_lossy()))
+/// `namespaces`, or in that of one of `services` (by namespace:
+/// `<namespace>/<name>/...`): a file a compile of the other namespaces and
+/// services keeps. Its names are read from its bytes where it is plain, as
+/// a walk's paths are (29,000 of them at 10,000 services), else from its
+/// components.
+fn kept_file(
+    path: &crate::base::paths::TreePath,
+    namespaces: &BTreeSet<String>,
+    services: &BTreeMap<String, BTreeSet<String>>,
+) -> bool {
+    use std::borrow::Cow;
+    let (ns, name, deeper) = match path.plain_bytes().and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(text) => {
+            let mut names = text.splitn(3, '/');
+            (names.next().map(Cow::Borrowed), names.next().map(Cow::Borrowed), names.next().is_some())
+        }
+        None => {
+            let mut names = path.iter().map(|n| n.to_string_lossy());
+            (names.next(), names.next(), names.next().is_some())
+        }
+    };
+    let Some(ns) = ns else { return false };
+    namespaces.contains(&*ns)
+        || (deeper && name.is_some_and(|name| services.get(&*ns).is_some_and(|names| names.contains(&*name))))
 }
 
 /// The input paths as the render summary names them: as given, `-` as
@@ -1571,8 +1585,8 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         };
         show_warnings(&compiled);
         say_read(selection.as_ref(), files, &compiled.reused);
-        let kept = |p: &Path| in_namespaces(p, &compiled.reused) || in_services(p, &compiled.kept_services);
-        let unchanged = existing.ours.keys().filter(|p| kept(p) && output::is_object_file(p)).count();
+        let kept = |p: &crate::base::paths::TreePath| kept_file(p, &compiled.reused, &compiled.kept_services);
+        let unchanged = existing.ours.keys().filter(|p| kept(p) && output::holds_object(p)).count();
         let mut report = diff::diff_in_tree(&compiled.objects, existing, &args.out, |p| !kept(p))?;
         report.unchanged += unchanged;
         std::mem::forget(compiled);

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::base::diagnostics::Diagnostic;
 use crate::base::digest::digest;
+use crate::base::paths::TreePath;
 use crate::base::yaml::{self, Limits, PathSegment, path_string};
 use crate::emit::write::Existing;
 use crate::model::objects::{Object, ObjectId};
@@ -144,7 +145,7 @@ pub fn diff_in_tree(
     objects: &[Object],
     existing: &Existing,
     out: &Path,
-    keep: impl Fn(&Path) -> bool + Sync,
+    keep: impl Fn(&TreePath) -> bool + Sync,
 ) -> Result<Report, Diagnostic> {
     let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
     let places = Places::of(objects);
@@ -546,7 +547,7 @@ mod tests {
         std::fs::create_dir_all(out.join("other/x")).unwrap();
         std::fs::write(out.join(&other), &text).unwrap();
         existing.ours.insert(other.clone().into(), Contents::digest(digest(text.as_bytes())));
-        let report = diff_in_tree(&objects, &existing, out, |p| p != other).unwrap();
+        let report = diff_in_tree(&objects, &existing, out, |p| p.as_path() != other).unwrap();
         // b's file is read and compared as an object (another header, the
         // same object); c's differs.
         assert_eq!(report.unchanged, 2);

@@ -137,7 +137,7 @@ pub struct Kept {
 impl Kept {
     /// How many objects the files of the services kept hold.
     pub fn service_objects(&self) -> usize {
-        self.services.iter().filter(|(path, _)| is_object_file(path)).count()
+        self.services.iter().filter(|(path, _)| holds_object(path)).count()
     }
 }
 
@@ -167,7 +167,7 @@ impl Existing {
                     if !path.starts_with(&dir) {
                         break;
                     }
-                    if is_object_file(path) {
+                    if holds_object(path) {
                         *kept.objects.entry(ns.clone()).or_default() += 1;
                     }
                     kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
@@ -270,6 +270,12 @@ pub fn is_object_file(path: &Path) -> bool {
         Some(b) => plain_object_file(b),
         None => path.components().nth(2).is_some(),
     }
+}
+
+/// [`is_object_file`] of a path of a tree, by its bytes where it is
+/// [`plain`](crate::base::paths::plain), as a walk's and a render's are.
+pub fn holds_object(path: &TreePath) -> bool {
+    path.plain_bytes().map_or_else(|| is_object_file(path), plain_object_file)
 }
 
 /// [`is_object_file`] of a [`plain`](crate::base::paths::plain) path's
@@ -1525,6 +1531,7 @@ mod tests {
             let path = Path::new(p);
             assert_eq!(Place::of(path, "team-a"), Place::by_components(path, "team-a"), "{p}");
             assert_eq!(is_object_file(path), path.components().nth(2).is_some(), "{p}");
+            assert_eq!(holds_object(&TreePath::from(p)), is_object_file(path), "{p}");
         }
         let place = Place::of(Path::new("team-a/svc/kustomization.yaml"), "team-a").unwrap();
         assert_eq!(place, Place { kustomization_dir: Some(Path::new("team-a/svc")), object: true });
