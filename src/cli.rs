@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -740,21 +741,21 @@ fn stat_cache(out: &Path) -> StatCache {
     StatCache::open(stat_cache_dir().as_deref(), out)
 }
 
-/// What a run reads of an output tree and its inputs before it compiles,
-/// side by side: the tree's manifest and cache of file status, the
-/// digests of the input files and, when the manifest records this run's
-/// settings, the tree walked (for a render, under the lock it writes
-/// under), its files not read yet: a run reads them ([`Walk::read`]) while
-/// it compiles what the manifest shows changed.
+/// What a run reads of an output tree and its inputs before it compiles:
+/// the tree's manifest and cache of file status, and the digests of the
+/// input files, each set once by [`Survey::read_while_compiling`], as it
+/// is read.
+#[derive(Default)]
 struct Survey {
-    cache: StatCache,
-    manifest: Option<Manifest>,
+    cache: OnceLock<StatCache>,
+    manifest: OnceLock<Option<Manifest>>,
     /// The input files; `None` for standard input or an input that cannot
     /// be read.
-    inputs: Option<Vec<InputFile>>,
+    inputs: OnceLock<Option<Vec<InputFile>>>,
 }
 
-/// How [`survey`] reads the tree, when the manifest records the settings.
+/// How [`Survey::read_while_compiling`] reads the tree, when the manifest
+/// records the settings.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Reading {
     /// Not at all.
@@ -765,46 +766,7 @@ enum Reading {
     Open,
 }
 
-fn survey(
-    paths: &[PathBuf],
-    out: &Path,
-    base: &Path,
-    settings: &[String],
-    reading: Reading,
-) -> Result<(Survey, Walk), Diagnostics> {
-    // The cache of file status is loaded on a thread of its own while the
-    // manifest is parsed and the inputs and the tree are walked: only what
-    // the walks found is looked up in it. The settings the manifest
-    // records, on its first lines, decide whether the tree is walked: the
-    // walk does not wait for the rest of it to be parsed.
-    let (cache, manifest, inputs, tree) = std::thread::scope(|scope| {
-        // Where no thread can be started, the cache is loaded here, first.
-        let loading = std::thread::Builder::new().spawn_scoped(scope, || stat_cache(out)).map_err(|_| stat_cache(out));
-        let text = Manifest::read_text(out);
-        let recorded = text.as_deref().and_then(Manifest::settings_in);
-        let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
-        // (The text goes once parsed.)
-        let parse = move || text.as_deref().and_then(Manifest::parse);
-        let ((manifest, inputs), tree) = rayon::join(
-            || rayon::join(parse, || input_status(paths, base)),
-            || match reading {
-                Reading::Skip => Ok(Walk::Skipped),
-                Reading::Scan => Ok(output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned)),
-                Reading::Open => output::Writer::lock_and_walk(out).map(Walk::Opened),
-            },
-        );
-        let cache = match loading {
-            Ok(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            Err(loaded) => loaded,
-        };
-        (cache, manifest, inputs, tree)
-    });
-    let tree = tree?;
-    let inputs = inputs.and_then(|found| input_digests(&found, &cache));
-    Ok((Survey { cache, manifest, inputs }, tree))
-}
-
-/// The tree as [`survey`] walks it, before its files are read.
+/// The tree as walked, before its files are read.
 enum Walk {
     Skipped,
     Scanned(output::Walked),
@@ -843,63 +805,108 @@ impl TreeRead {
 }
 
 impl Survey {
-    /// The manifest, when it records this run's settings: whether it
-    /// describes the tree is for [`TreeRead::described_by`] to tell.
-    fn recorded(&self, settings: &[String]) -> Option<&Manifest> {
-        self.manifest.as_ref().filter(|m| m.settings == settings)
+    /// The cache of file status (off, before it is loaded).
+    fn cache(&self) -> &StatCache {
+        self.cache.get_or_init(StatCache::off)
+    }
+
+    fn manifest(&self) -> Option<&Manifest> {
+        self.manifest.get().and_then(Option::as_ref)
+    }
+
+    fn inputs(&self) -> Option<&[InputFile]> {
+        self.inputs.get().and_then(Option::as_deref)
+    }
+
+    /// The manifest, when it records this run's settings and the tree is
+    /// read (`reading`) from input files all found: whether it describes
+    /// the tree is for [`TreeRead::described_by`] to tell.
+    fn recorded(&self, settings: &[String], reading: Reading) -> Option<&Manifest> {
+        let read = reading != Reading::Skip && self.inputs().is_some();
+        self.manifest().filter(|m| read && m.settings == settings)
     }
 
     /// Whether `recorded` lists exactly this run's input files, by digest.
     /// With [`TreeRead::described_by`]: the tree is by its digests exactly what
     /// a render would write there, and no compile is needed.
     fn same_inputs(&self, recorded: &Manifest) -> bool {
-        let Some(current) = &self.inputs else { return false };
+        let Some(current) = self.inputs() else { return false };
         let current: Vec<(&str, &str)> = current.iter().map(|f| (f.label.as_str(), f.digest.as_str())).collect();
         !current.is_empty() && recorded.same_inputs(&current)
     }
 
-    /// Reads the `tree` walked and, meanwhile, on the chance that the
-    /// manifest of this run's `settings` describes it (as it does unless
-    /// the tree was edited by hand), compiles `inputs` where the manifest
-    /// shows them changed: the namespaces [`select`] chooses (the input
-    /// files are those recorded: nothing). Then with `then`, on the tree
-    /// read, when the manifest describes it, what a caller does meanwhile
-    /// with the namespaces the selection keeps. Returns the manifest if it
-    /// describes the tree, and then the compile (its warnings not shown
-    /// yet), with the selection it read by.
-    fn read_while_compiling<'s, T: Held, R: Send>(
+    /// Reads the output tree `out` and the input files `paths` (labelled
+    /// relative to `base`) and, on the chance that the manifest of this
+    /// run's `settings` describes the tree (as it does unless the tree was
+    /// edited by hand), compiles `inputs` where the manifest shows them
+    /// changed: the namespaces [`select`] chooses (the input files are
+    /// those recorded: nothing). Returns the manifest if it describes the
+    /// tree, and then the compile (its warnings not shown yet), with the
+    /// selection it read by.
+    ///
+    /// The cache of file status and the manifest are read first, side by
+    /// side: the tree's files and the input files are looked up in the
+    /// one, the tree and the selection are judged by the other. Then the
+    /// rest runs in two parts side by side, each on every core the other
+    /// leaves idle: the tree walked (for a render, under the lock it writes
+    /// under) and its files read, but those the cache knows unchanged; and
+    /// the input files found and their digests taken, and what changed
+    /// compiled. (Where the compile waited for the walk, at 10,000
+    /// services in 20 namespaces `diff` after one change took 1.1x the
+    /// time; benches/README.md.)
+    #[allow(clippy::too_many_arguments)]
+    fn read_while_compiling<'s, T: Held>(
         &'s self,
-        tree: Walk,
+        paths: &[PathBuf],
+        out: &Path,
+        base: &Path,
         settings: &[String],
+        reading: Reading,
         inputs: &Inputs,
         platform: Option<&crate::model::platform::Platform>,
-        then: impl FnOnce(&TreeRead, &BTreeSet<String>) -> R + Send,
-    ) -> Result<Surveyed<'s, T, R>, Diagnostics> {
-        // (A tree not walked is described by no manifest.)
-        let walked = !matches!(tree, Walk::Skipped);
-        let recorded = self.recorded(settings).filter(|_| walked && self.inputs.is_some());
-        let same = recorded.is_some_and(|m| self.same_inputs(m));
-        // The manifest, if there is something to compile by it.
-        let changed = recorded.filter(|_| !same);
-        let files = self.inputs.as_deref().unwrap_or_default();
-        let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
-        let clean: BTreeSet<String> = selection.as_ref().map(|s| s.clean().into_keys().collect()).unwrap_or_default();
-        let (tree, compiled) = rayon::join(
+    ) -> Result<Surveyed<'s, T>, Diagnostics> {
+        let text = Manifest::read_text(out);
+        // The settings the manifest records, on its first lines, decide
+        // whether the tree is walked.
+        let recorded = text.as_deref().and_then(Manifest::settings_in);
+        let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
+        // (The text goes once parsed.)
+        let parse = move || text.as_deref().and_then(Manifest::parse);
+        let (cache, manifest) = rayon::join(|| stat_cache(out), parse);
+        let _ = self.cache.set(cache);
+        let _ = self.manifest.set(manifest);
+        let (tree, produced) = rayon::join(
             || {
-                let tree = tree.read(&self.cache)?;
-                let described = recorded.is_some_and(|m| tree.described_by(m));
-                let meanwhile = described.then(|| then(&tree, &clean));
-                Ok::<_, Diagnostics>((tree, described, meanwhile))
+                let walk = match reading {
+                    Reading::Skip => Walk::Skipped,
+                    Reading::Scan => output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned),
+                    Reading::Open => output::Writer::lock_and_walk(out).map(Walk::Opened)?,
+                };
+                let tree = walk.read(self.cache())?;
+                // (Of a manifest of this run's settings: whether the input
+                // files were all found is for the other part to tell.)
+                let described = self.manifest().is_some_and(|m| m.settings == settings && tree.described_by(m));
+                Ok::<_, Diagnostics>((tree, described))
             },
             || {
-                changed.map(|m| {
+                let found = input_status(paths, base);
+                let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
+                let recorded = self.recorded(settings, reading);
+                let same = recorded.is_some_and(|m| self.same_inputs(m));
+                // The manifest, if there is something to compile by it.
+                let changed = recorded.filter(|_| !same);
+                let files = self.inputs().unwrap_or_default();
+                let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
+                let compiled = changed.map(|m| {
                     compiling();
-                    compile_unshown::<T>(inputs, &header_base(), None, Namespaces::of(&mut selection, files, Some(m)))
-                })
+                    compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m)))
+                });
+                (same, compiled, selection)
             },
         );
-        let (tree, described, meanwhile) = tree?;
-        let described = recorded.filter(|_| described);
+        let (tree, described) = tree?;
+        let (same, compiled, selection) = produced;
+        let described = self.recorded(settings, reading).filter(|_| described);
         // A compile of a tree the manifest does not describe is set aside:
         // its errors too, which a full compile reports.
         let compiled = match (described, compiled) {
@@ -907,12 +914,12 @@ impl Survey {
             _ => None,
         };
         let selection = selection.filter(|_| described.is_some());
-        Ok(Surveyed { tree, described, same, compiled, selection, meanwhile })
+        Ok(Surveyed { tree, described, same, compiled, selection })
     }
 }
 
 /// What [`Survey::read_while_compiling`] found.
-struct Surveyed<'s, T, R> {
+struct Surveyed<'s, T> {
     tree: TreeRead,
     /// The manifest, if it records this run's settings and describes the
     /// tree.
@@ -923,7 +930,6 @@ struct Surveyed<'s, T, R> {
     /// tree and the inputs changed.
     compiled: Option<Compiled<T>>,
     selection: Option<Selection<'s>>,
-    meanwhile: Option<R>,
 }
 
 /// Names the platform file relative to `base`, as output headers show it.
@@ -1173,24 +1179,22 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         (false, false, true) => Reading::Skip,
     };
     let tree = if reading == Reading::Open { output::output_dir(&out, &args.inputs.paths)? } else { out.clone() };
-    let (survey, walk) = survey(&args.inputs.paths, &tree, &header_base(), &settings, reading)?;
+    let survey = Survey::default();
     // Over a tree the manifest describes, only the input files of the
     // namespaces a change touches are read, where every other namespace's
-    // objects can be kept. They are compiled while the tree is read, and
-    // the files of the namespaces whose input files are unchanged gathered
-    // on the cores the compile leaves idle (its checks of a namespace run
-    // on one); again after it, from the namespaces it kept, should they
-    // differ.
-    let surveyed = survey.read_while_compiling::<Written, _>(
-        walk,
+    // objects can be kept. They are compiled while the tree is read.
+    let surveyed = survey.read_while_compiling::<Written>(
+        &args.inputs.paths,
+        &tree,
+        &header_base(),
         &settings,
+        reading,
         &args.inputs,
         platform.as_ref(),
-        |tree, clean| tree.existing().filter(|_| !clean.is_empty()).map(|e| e.kept(clean.clone())),
     )?;
-    let Surveyed { tree: read, described, same, compiled, selection, meanwhile } = surveyed;
+    let Surveyed { tree: read, described, same, compiled, selection } = surveyed;
     if let Some(recorded) = described.filter(|_| same) {
-        survey.cache.save();
+        survey.cache().save();
         // The manifest and every file it lists.
         let files = recorded.outputs.len() + 1;
         if args.check {
@@ -1208,7 +1212,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         std::mem::forget(survey);
         return Ok(ExitCode::SUCCESS);
     }
-    let files = survey.inputs.as_deref().unwrap_or_default();
+    let files = survey.inputs().unwrap_or_default();
     let existing = read.existing();
     // A tree the manifest does not describe (or inputs it cannot record)
     // is compiled whole.
@@ -1221,10 +1225,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     show_warnings(&compiled.0);
     let (mut compiled, services, digests) = compiled;
-    let mut kept = match meanwhile.flatten() {
-        Some(kept) if kept.namespaces == compiled.reused => kept,
-        _ => existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default(),
-    };
+    let mut kept = existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default();
     // The files of the services of unchanged files in the namespaces
     // compiled again (only over a tree its manifest describes, read).
     if !compiled.kept_services.is_empty() {
@@ -1252,7 +1253,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let objects = std::mem::take(&mut compiled.objects);
     let ((inputs, routes), mut tree) =
         rayon::join(|| declared(files, &services, selection.as_ref()), || output::written_tree(objects, kept));
-    if survey.inputs.is_none() {
+    if survey.inputs().is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
         settings.push("inputs unrecorded".to_string());
@@ -1272,9 +1273,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if args.check {
         let existing = match read.scanned {
             Some(existing) => existing,
-            None => output::scan(&out, &survey.cache)?,
+            None => output::scan(&out, survey.cache())?,
         };
-        survey.cache.save();
+        survey.cache().save();
         let changes = output::changes(&tree, &existing);
         if changes.is_empty() {
             status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
@@ -1299,10 +1300,10 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let changes = match &read.writer {
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
-        Some(writer) => writer.write(&tree, &survey.cache)?,
-        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree, &survey.cache)?,
+        Some(writer) => writer.write(&tree, survey.cache())?,
+        None => output::write(&output::output_dir(&out, &args.inputs.paths)?, &tree, survey.cache())?,
     };
-    survey.cache.save();
+    survey.cache().save();
     if verbosity() >= 2 {
         for (label, paths) in [("created", &changes.create), ("updated", &changes.update), ("deleted", &changes.delete)]
         {
@@ -1569,17 +1570,23 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
 /// thousands compiles and reads one namespace, not the fleet.
 fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnostics> {
     let (settings, platform) = run_settings_and_platform(&args.inputs, &header_base());
-    let (survey, walk) = survey(&args.inputs.paths, &args.out, &header_base(), &settings, Reading::Scan)?;
-    let surveyed =
-        survey.read_while_compiling::<Object, _>(walk, &settings, &args.inputs, platform.as_ref(), |_, _| ())?;
-    survey.cache.save();
+    let survey = Survey::default();
+    let surveyed = survey.read_while_compiling::<Object>(
+        &args.inputs.paths,
+        &args.out,
+        &header_base(),
+        &settings,
+        Reading::Scan,
+        &args.inputs,
+        platform.as_ref(),
+    )?;
+    survey.cache().save();
     let Surveyed { tree: read, described, same, compiled, selection, .. } = surveyed;
     let Some(recorded) = described else { return Ok(None) };
     let report = if same {
         diff::Report { objects: Vec::new(), unchanged: recorded.objects }
     } else {
-        let (Some(files), Some(existing), Some((compiled, _, _))) =
-            (survey.inputs.as_deref(), read.scanned.as_ref(), compiled)
+        let (Some(files), Some(existing), Some((compiled, _, _))) = (survey.inputs(), read.scanned.as_ref(), compiled)
         else {
             return Ok(None);
         };
