@@ -1225,34 +1225,42 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     };
     show_warnings(&compiled.0);
     let (mut compiled, services, digests) = compiled;
-    let mut kept = existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default();
-    // The files of the services of unchanged files in the namespaces
-    // compiled again (only over a tree its manifest describes, read).
-    if !compiled.kept_services.is_empty() {
-        let Some(existing) = existing else {
-            return Err(Diagnostic::error("internal error: services kept from a tree that was not read").into());
-        };
-        existing.keep_services(&mut kept, &compiled.kept_services);
-    }
-    let counts = object_counts(&compiled, &kept);
     say_read(selection.as_ref(), files, &compiled.reused);
-    let rendered = compiled.objects.len()
-        + kept.service_objects()
-        + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
     // Without any service, a render warns.
     let no_services = digests.is_empty();
-    let namespaces: Vec<(String, String, usize)> = digests
-        .into_iter()
-        .map(|(ns, d)| {
-            let objects = counts.get(&ns).copied().unwrap_or_default();
-            (ns, d, objects)
-        })
-        .collect();
-    // What the input files declare, for the manifest, while the tree is
-    // planned.
+    // The objects of each namespace compiled, to which those of the files
+    // kept are added.
+    let mut counts = object_counts(&compiled);
     let objects = std::mem::take(&mut compiled.objects);
-    let ((inputs, routes), mut tree) =
-        rayon::join(|| declared(files, &services, selection.as_ref()), || output::written_tree(objects, kept));
+    let made = objects.len();
+    // The files of the namespaces kept gathered and the tree planned, while
+    // what the input files declare is gathered for the manifest.
+    let plan = || {
+        let mut kept = existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default();
+        // The files of the services of unchanged files in the namespaces
+        // compiled again (only over a tree its manifest describes, read).
+        if !compiled.kept_services.is_empty() {
+            let Some(existing) = existing else {
+                return Err(Diagnostic::error("internal error: services kept from a tree that was not read"));
+            };
+            existing.keep_services(&mut kept, &compiled.kept_services);
+        }
+        for (ns, n) in &kept.objects {
+            *counts.entry(ns.clone()).or_default() += n;
+        }
+        let rendered =
+            made + kept.service_objects() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
+        let namespaces: Vec<(String, String, usize)> = digests
+            .into_iter()
+            .map(|(ns, d)| {
+                let objects = counts.get(&ns).copied().unwrap_or_default();
+                (ns, d, objects)
+            })
+            .collect();
+        Ok((rendered, namespaces, output::written_tree(objects, kept)))
+    };
+    let ((inputs, routes), planned) = rayon::join(|| declared(files, &services, selection.as_ref()), plan);
+    let (rendered, namespaces, mut tree) = planned?;
     if survey.inputs().is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
@@ -1421,10 +1429,10 @@ fn declared(
     (inputs, routes)
 }
 
-/// How many objects each namespace holds, kept (counted in the tree, not
-/// taken from the manifest) or compiled.
-fn object_counts(compiled: &Compilation<Written>, kept: &output::Kept) -> BTreeMap<String, usize> {
-    let mut counts = kept.objects.clone();
+/// How many objects of each namespace `compiled` made (those of the
+/// files kept are counted in the tree, not taken from the manifest).
+fn object_counts(compiled: &Compilation<Written>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
     for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
         if let Some(ns) = &o.object.id.namespace {
             *counts.entry(ns.clone()).or_default() += 1;
