@@ -216,52 +216,25 @@ impl Manifest {
     /// namespace that is no DNS-1123 label, a file that is no plain path
     /// in the tree).
     pub fn parse(text: &str) -> Option<Manifest> {
-        use crate::base::digest::is_digest;
-        let lines = records(text)?;
-        let unquote = |s: &str| unquote(s).map(Cow::into_owned);
-        let digest = |d: &str| is_digest(d).then(|| d.to_string());
-        let namespace = |n: &str| crate::base::names::dns1123_label(n).is_ok();
+        use rayon::prelude::*;
+        // The lines are parsed on every core (a tree of 10,000 services
+        // has some 39,000), then gathered in their order.
+        let lines: Vec<&str> = records(text)?.collect();
+        let parsed: Vec<Option<Record>> = lines.par_iter().map(|line| Record::parse(line)).collect();
+        drop(lines);
         let mut m = Manifest::default();
         // Most lines name an output file.
-        m.outputs.reserve(text.bytes().filter(|&b| b == b'\n').count());
+        m.outputs.reserve(parsed.len());
         let mut objects = None;
-        for line in lines {
-            let (word, rest) = split_space(line)?;
-            match word {
-                "setting" => m.settings.push(unquote(rest)?),
-                "objects" => objects = Some(rest.parse().ok()?),
-                "namespace" => {
-                    let (d, rest) = split_space(rest)?;
-                    let (objects, name) = split_space(rest)?;
-                    let name = unquote(name).filter(|n| namespace(n))?;
-                    m.namespaces.push((name, digest(d)?, objects.parse().ok()?));
-                }
-                "input" => {
-                    let (d, rest) = split_space(rest)?;
-                    let (aliases, rest) = split_space(rest)?;
-                    let (namespaces, label) = json_pair::<Vec<String>, String>(rest)?;
-                    if !namespaces.iter().all(|n| namespace(n)) {
-                        return None;
-                    }
-                    m.inputs.push(Input { label, digest: digest(d)?, aliases: aliases.parse().ok()?, namespaces });
-                }
-                "route" => m.routes.push(json_pair::<String, String>(rest).filter(|(n, _)| namespace(n))?),
-                "quota" => {
-                    type Row = (Option<String>, String, String, String, String, String, String);
-                    let (cluster, namespace, quota, key, steady, peak, hard) =
-                        serde_json::from_str::<Row>(rest).ok()?;
-                    let row = QuotaUsage { cluster, namespace, quota, key, steady, peak, hard };
-                    if !plausible(&row) {
-                        return None;
-                    }
-                    m.quota.push(row);
-                }
-                "output" => {
-                    let (d, name) = split_space(rest)?;
-                    let path = unquote(name).filter(|p| crate::base::paths::plain(p.as_bytes()))?;
-                    m.outputs.push((path, digest(d)?));
-                }
-                _ => return None,
+        for record in parsed {
+            match record? {
+                Record::Setting(s) => m.settings.push(s),
+                Record::Objects(n) => objects = Some(n),
+                Record::Namespace(n) => m.namespaces.push(n),
+                Record::Input(i) => m.inputs.push(i),
+                Record::Route(r) => m.routes.push(r),
+                Record::Quota(q) => m.quota.push(*q),
+                Record::Output(o) => m.outputs.push(o),
             }
         }
         m.objects = objects?;
@@ -311,6 +284,63 @@ impl Manifest {
             found += 1;
         }
         found == self.outputs.len()
+    }
+}
+
+/// One line of a manifest, parsed ([`Manifest::parse`]).
+enum Record {
+    Setting(String),
+    Objects(usize),
+    Namespace((String, String, usize)),
+    Input(Input),
+    Route((String, String)),
+    Quota(Box<QuotaUsage>),
+    Output((String, String)),
+}
+
+impl Record {
+    /// The record of `line`; `None` for a line a manifest does not hold.
+    fn parse(line: &str) -> Option<Record> {
+        use crate::base::digest::is_digest;
+        let unquote = |s: &str| unquote(s).map(Cow::into_owned);
+        let digest = |d: &str| is_digest(d).then(|| d.to_string());
+        let namespace = |n: &str| crate::base::names::dns1123_label(n).is_ok();
+        let (word, rest) = split_space(line)?;
+        Some(match word {
+            "setting" => Record::Setting(unquote(rest)?),
+            "objects" => Record::Objects(rest.parse().ok()?),
+            "namespace" => {
+                let (d, rest) = split_space(rest)?;
+                let (objects, name) = split_space(rest)?;
+                let name = unquote(name).filter(|n| namespace(n))?;
+                Record::Namespace((name, digest(d)?, objects.parse().ok()?))
+            }
+            "input" => {
+                let (d, rest) = split_space(rest)?;
+                let (aliases, rest) = split_space(rest)?;
+                let (namespaces, label) = json_pair::<Vec<String>, String>(rest)?;
+                if !namespaces.iter().all(|n| namespace(n)) {
+                    return None;
+                }
+                Record::Input(Input { label, digest: digest(d)?, aliases: aliases.parse().ok()?, namespaces })
+            }
+            "route" => Record::Route(json_pair::<String, String>(rest).filter(|(n, _)| namespace(n))?),
+            "quota" => {
+                type Row = (Option<String>, String, String, String, String, String, String);
+                let (cluster, namespace, quota, key, steady, peak, hard) = serde_json::from_str::<Row>(rest).ok()?;
+                let row = QuotaUsage { cluster, namespace, quota, key, steady, peak, hard };
+                if !plausible(&row) {
+                    return None;
+                }
+                Record::Quota(Box::new(row))
+            }
+            "output" => {
+                let (d, name) = split_space(rest)?;
+                let path = unquote(name).filter(|p| crate::base::paths::plain(p.as_bytes()))?;
+                Record::Output((path, digest(d)?))
+            }
+            _ => return None,
+        })
     }
 }
 
