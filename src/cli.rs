@@ -1241,7 +1241,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         // compiled again (only over a tree its manifest describes, read).
         if !compiled.kept_services.is_empty() {
             let Some(existing) = existing else {
-                return Err(Diagnostic::error("internal error: services kept from a tree that was not read"));
+                return Err(Diagnostics::from(Diagnostic::error(
+                    "internal error: services kept from a tree that was not read",
+                )));
             };
             existing.keep_services(&mut kept, &compiled.kept_services);
         }
