@@ -852,7 +852,7 @@ impl Survey {
     /// under) and its files read, but those the cache knows unchanged; and
     /// the input files found and their digests taken, and what changed
     /// compiled. (Where the compile waited for the walk, at 10,000
-    /// services in 20 namespaces `diff` after one change took 1.1x the
+    /// services in 20 namespaces `diff` after one change took 1.06x the
     /// time; benches/README.md.)
     #[allow(clippy::too_many_arguments)]
     fn read_while_compiling<'s, T: Held>(
