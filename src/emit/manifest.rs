@@ -217,24 +217,28 @@ impl Manifest {
     /// in the tree).
     pub fn parse(text: &str) -> Option<Manifest> {
         use rayon::prelude::*;
-        // The lines are parsed on every core (a tree of 10,000 services
-        // has some 39,000), then gathered in their order.
-        let lines: Vec<&str> = records(text)?.collect();
-        let parsed: Vec<Option<Record>> = lines.par_iter().map(|line| Record::parse(line)).collect();
-        drop(lines);
+        // The records are parsed on every core (a tree of 10,000 services
+        // has some 39,000), in pieces of whole lines, each of which stops
+        // at its first line that is no record (a text of anything else
+        // costs no more than its first lines), then gathered in order.
+        let pieces = pieces(body(text)?, PIECE_BYTES);
+        let parsed: Vec<Option<Vec<Record>>> =
+            pieces.par_iter().map(|piece| piece.lines().map(Record::parse).collect()).collect();
         let mut m = Manifest::default();
         // Most lines name an output file.
-        m.outputs.reserve(parsed.len());
+        m.outputs.reserve(parsed.iter().flatten().map(Vec::len).sum());
         let mut objects = None;
-        for record in parsed {
-            match record? {
-                Record::Setting(s) => m.settings.push(s),
-                Record::Objects(n) => objects = Some(n),
-                Record::Namespace(n) => m.namespaces.push(n),
-                Record::Input(i) => m.inputs.push(i),
-                Record::Route(r) => m.routes.push(r),
-                Record::Quota(q) => m.quota.push(*q),
-                Record::Output(o) => m.outputs.push(o),
+        for piece in parsed {
+            for record in piece? {
+                match record {
+                    Record::Setting(s) => m.settings.push(s),
+                    Record::Objects(n) => objects = Some(n),
+                    Record::Namespace(n) => m.namespaces.push(n),
+                    Record::Input(i) => m.inputs.push(i),
+                    Record::Route(r) => m.routes.push(r),
+                    Record::Quota(q) => m.quota.push(*q),
+                    Record::Output(o) => m.outputs.push(o),
+                }
             }
         }
         m.objects = objects?;
@@ -501,6 +505,38 @@ fn plausible(r: &QuotaUsage) -> bool {
         && [&r.key, &r.steady, &r.peak, &r.hard].iter().all(|s| word(s))
 }
 
+/// The text after a manifest's two first lines, if they are the header and
+/// this version's line, as [`records`] reads them.
+fn body(text: &str) -> Option<&str> {
+    let mut rest = text;
+    let mut line = || {
+        let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+        rest = after;
+        line.strip_suffix('\r').unwrap_or(line)
+    };
+    (line().starts_with(HEADER_PREFIX) && line() == version_line()).then_some(rest)
+}
+
+/// How many bytes of a manifest's records [`Manifest::parse`] parses as
+/// one piece: about 400 lines.
+const PIECE_BYTES: usize = 1 << 16;
+
+/// `text` cut into pieces of whole lines, each of about `bytes` bytes (a
+/// line longer than that is a piece of its own).
+fn pieces(text: &str, bytes: usize) -> Vec<&str> {
+    let mut pieces = Vec::with_capacity(text.len() / bytes + 1);
+    let mut at = 0;
+    while at < text.len() {
+        let end = (at + bytes).min(text.len());
+        // Cut after a newline: a byte of its own in UTF-8, so the cut falls
+        // between characters.
+        let end = text.as_bytes()[end..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| end + n + 1);
+        pieces.push(&text[at..end]);
+        at = end;
+    }
+    pieces
+}
+
 /// The lines after the header line and the version line of a manifest
 /// this version of isvc writes; `None` for any other text.
 fn records(text: &str) -> Option<std::str::Lines<'_>> {
@@ -581,6 +617,43 @@ mod tests {
             peak: "3".to_string(),
             hard: "4Gi".to_string(),
         }
+    }
+
+    #[test]
+    fn pieces_are_whole_lines_and_cover_the_text() {
+        let text = "ab\nçé\n\nlong line here\nz";
+        for bytes in 1..=text.len() + 1 {
+            let pieces = pieces(text, bytes);
+            assert_eq!(pieces.concat(), text, "{bytes}");
+            assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with('\n')), "{bytes}: {pieces:?}");
+        }
+        assert!(pieces("", 4).is_empty());
+    }
+
+    #[test]
+    fn a_manifest_of_many_pieces_reads_back_whole() {
+        let mut tree = Tree::new();
+        for n in 0..3000 {
+            tree.insert(
+                TreePath::from(format!("team-a/s{n:04}/deployment.yaml").as_str()),
+                Contents::digest(digest(&[n as u8])),
+            );
+        }
+        let m = Manifest::new(vec!["platform none".to_string()], Vec::new(), 3000, Vec::new(), Vec::new(), &tree);
+        let text = m.to_text();
+        assert!(text.len() > 2 * PIECE_BYTES, "{} bytes", text.len());
+        assert_eq!(Manifest::parse(&text), Some(m));
+        // One line that is no record, anywhere, makes the text no manifest.
+        let last = text.lines().last().unwrap();
+        assert_eq!(Manifest::parse(&text.replacen(last, "output", 1)), None);
+        assert_eq!(Manifest::parse(&format!("{text}\n")), None, "an empty line");
+        // A header and then nothing but empty lines: each piece stops at
+        // its first.
+        let head: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+        assert_eq!(Manifest::parse(&format!("{head}{}", "\n".repeat(4 * PIECE_BYTES))), None);
+        assert_eq!(body(&format!("{head}rest")), Some("rest"));
+        assert_eq!(body(&head.replace('\n', "\r\n")), Some(""), "lines may end with CR LF");
+        assert_eq!(body("no manifest\n"), None);
     }
 
     #[test]
