@@ -108,6 +108,22 @@ fn needs_escape(b: u8) -> bool {
     (b == b'"') | (b == b'\\') | (b < 0x20)
 }
 
+/// `text` cut into pieces of whole lines, each of about `bytes` bytes (a
+/// line longer than that is a piece of its own).
+pub fn line_pieces(text: &str, bytes: usize) -> Vec<&str> {
+    let mut pieces = Vec::with_capacity(text.len() / bytes + 1);
+    let mut at = 0;
+    while at < text.len() {
+        let end = (at + bytes).min(text.len());
+        // Cut after a newline: a byte of its own in UTF-8, so the cut falls
+        // between characters.
+        let end = text.as_bytes()[end..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| end + n + 1);
+        pieces.push(&text[at..end]);
+        at = end;
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +137,17 @@ mod tests {
             "": {"": 2},
             "0": [3],
         })
+    }
+
+    #[test]
+    fn line_pieces_are_whole_lines_and_cover_the_text() {
+        let text = "ab\nçé\n\nlong line here\nz";
+        for bytes in 1..=text.len() + 1 {
+            let pieces = line_pieces(text, bytes);
+            assert_eq!(pieces.concat(), text, "{bytes}");
+            assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with('\n')), "{bytes}: {pieces:?}");
+        }
+        assert!(line_pieces("", 4).is_empty());
     }
 
     #[test]

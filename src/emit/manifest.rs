@@ -65,7 +65,7 @@ pub use crate::emit::write::MANIFEST;
 
 pub use crate::base::digest::digest;
 use crate::base::paths::slash;
-use crate::base::value::{push_quoted, unquote};
+use crate::base::value::{line_pieces, push_quoted, unquote};
 
 /// What a render was run from and what it wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -221,7 +221,7 @@ impl Manifest {
         // has some 39,000), in pieces of whole lines, each of which stops
         // at its first line that is no record (a text of anything else
         // costs no more than its first lines), then gathered in order.
-        let pieces = pieces(body(text)?, PIECE_BYTES);
+        let pieces = line_pieces(body(text)?, PIECE_BYTES);
         let parsed: Vec<Option<Vec<Record>>> =
             pieces.par_iter().map(|piece| piece.lines().map(Record::parse).collect()).collect();
         let mut m = Manifest::default();
@@ -521,22 +521,6 @@ fn body(text: &str) -> Option<&str> {
 /// one piece: about 400 lines.
 const PIECE_BYTES: usize = 1 << 16;
 
-/// `text` cut into pieces of whole lines, each of about `bytes` bytes (a
-/// line longer than that is a piece of its own).
-fn pieces(text: &str, bytes: usize) -> Vec<&str> {
-    let mut pieces = Vec::with_capacity(text.len() / bytes + 1);
-    let mut at = 0;
-    while at < text.len() {
-        let end = (at + bytes).min(text.len());
-        // Cut after a newline: a byte of its own in UTF-8, so the cut falls
-        // between characters.
-        let end = text.as_bytes()[end..].iter().position(|&b| b == b'\n').map_or(text.len(), |n| end + n + 1);
-        pieces.push(&text[at..end]);
-        at = end;
-    }
-    pieces
-}
-
 /// The lines after the header line and the version line of a manifest
 /// this version of isvc writes; `None` for any other text.
 fn records(text: &str) -> Option<std::str::Lines<'_>> {
@@ -617,17 +601,6 @@ mod tests {
             peak: "3".to_string(),
             hard: "4Gi".to_string(),
         }
-    }
-
-    #[test]
-    fn pieces_are_whole_lines_and_cover_the_text() {
-        let text = "ab\nçé\n\nlong line here\nz";
-        for bytes in 1..=text.len() + 1 {
-            let pieces = pieces(text, bytes);
-            assert_eq!(pieces.concat(), text, "{bytes}");
-            assert!(pieces[..pieces.len() - 1].iter().all(|p| p.ends_with('\n')), "{bytes}: {pieces:?}");
-        }
-        assert!(pieces("", 4).is_empty());
     }
 
     #[test]

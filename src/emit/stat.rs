@@ -62,6 +62,10 @@ const APPEND_SLACK: usize = 1024;
 
 const FIRST_LINE: &str = "isvc stat cache 1";
 
+/// How many bytes of a cache file's lines are parsed as one piece: about
+/// 400 lines.
+const PIECE_BYTES: usize = 1 << 16;
+
 /// Which reading of a file an entry records: an input file's bytes, or one
 /// of isvc's own files in an output tree (a file found foreign is never
 /// recorded, so it is read again each time).
@@ -213,46 +217,58 @@ impl Old {
         use rayon::prelude::*;
         use std::borrow::Cow;
         let rest = text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?;
-        // Lists sized up front, here and below: a list grown by doubling
-        // takes fresh memory at each step, and a fresh page costs the
-        // system its zeroing (at 10,000 services, half of the page-zeroing
-        // samples of a tree's survey were lists growing).
-        let mut lines: Vec<(usize, &str)> = Vec::with_capacity(rest.bytes().filter(|&b| b == b'\n').count() + 1);
-        let mut at = text.len() - rest.len();
-        for line in rest.split_inclusive('\n') {
-            lines.push((at, line));
-            at += line.len();
-        }
-        let hasher = foldhash::fast::RandomState::default();
-        let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
-        // Each line's slot, `None` for a damaged line; a path with escapes
-        // is unquoted below, once the lines are checked (paths isvc writes
-        // have none). The slots are gathered as a list of `Option`s, of a
-        // known length, rather than into an `Option` of a list, which rayon
-        // gathers in pieces grown one item at a time; the list of slots is
-        // then made in place (an `Option<Slot>` takes the room of a
-        // `Slot`).
-        let parsed: Vec<Option<Slot>> = lines
-            .par_iter()
-            .map(|&(at, line)| {
-                // Every line ends with its newline: a run killed while it
-                // appended may leave a last line cut anywhere.
-                let line = line.strip_suffix('\n')?;
-                let (kind, stat, path, path_at) = parse_line(line)?;
-                let hash = hasher.hash_one(&*path);
-                let line_at = span(at, at + line.len())?;
-                Some(match path {
-                    // The line's bytes from `path_at`: where they lie in the text.
-                    Cow::Borrowed(p) => {
-                        let start = at + path_at;
-                        Slot { hash, stat, kind, line: line_at, path: span(start, start + p.len())?, escaped: false }
-                    }
-                    Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
-                })
+        // The lines are parsed on every core, in pieces of whole lines,
+        // each of which stops at its first damaged line (a file of anything
+        // else costs no more than its first lines); a path with escapes is
+        // unquoted below, once the lines are checked (paths isvc writes
+        // have none).
+        let pieces = crate::base::value::line_pieces(rest, PIECE_BYTES);
+        let starts: Vec<usize> = pieces
+            .iter()
+            .scan(text.len() - rest.len(), |at, piece| {
+                let start = *at;
+                *at += piece.len();
+                Some(start)
             })
             .collect();
-        drop(lines);
-        let slots: Vec<Slot> = parsed.into_iter().collect::<Option<_>>()?;
+        let hasher = foldhash::fast::RandomState::default();
+        let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
+        let parsed: Vec<Option<Vec<Slot>>> = pieces
+            .par_iter()
+            .zip(&starts)
+            .map(|(piece, &start)| {
+                let mut at = start;
+                let mut slots = Vec::new();
+                for line in piece.split_inclusive('\n') {
+                    let line_start = at;
+                    at += line.len();
+                    // Every line ends with its newline: a run killed while
+                    // it appended may leave a last line cut anywhere.
+                    let line = line.strip_suffix('\n')?;
+                    let (kind, stat, path, path_at) = parse_line(line)?;
+                    let hash = hasher.hash_one(&*path);
+                    let line_at = span(line_start, line_start + line.len())?;
+                    slots.push(match path {
+                        // The line's bytes from `path_at`: where they lie in the text.
+                        Cow::Borrowed(p) => {
+                            let from = line_start + path_at;
+                            let path = span(from, from + p.len())?;
+                            Slot { hash, stat, kind, line: line_at, path, escaped: false }
+                        }
+                        Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
+                    });
+                }
+                Some(slots)
+            })
+            .collect();
+        // Sized up front: a list grown by doubling takes fresh memory at
+        // each step, and a fresh page costs the system its zeroing (at
+        // 10,000 services, half of the page-zeroing samples of a tree's
+        // survey were lists growing).
+        let mut slots = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
+        for piece in parsed {
+            slots.extend(piece?);
+        }
         let mut old = Old { text, hasher, slots, ..Old::default() };
         for i in 0..old.slots.len() {
             if old.slots[i].escaped {
@@ -637,10 +653,25 @@ mod tests {
         let file = dir.path().join("tree-x");
         // An upper-case digest is none isvc writes: the line is damaged.
         let upper = format!("isvc stat cache 1\no {} 1 2 3 4 5 \"/a\"\n", "0123456789ABCDEF".repeat(2));
-        for text in ["", "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n", "isvc stat cache 2\n", "\u{0}\u{1}", &upper] {
+        // Good lines over several pieces, then one damaged line; and
+        // nothing but empty lines, each piece stopping at its first.
+        let good = format!("o {} 1 2 3 4 5 \"/a\"\n", "0".repeat(32)).repeat(3 * PIECE_BYTES / 40);
+        let late = format!("isvc stat cache 1\n{good}o xyz 1 2 3 4 5 \"/a\"\n{good}");
+        let empty = format!("isvc stat cache 1\n{}", "\n".repeat(4 * PIECE_BYTES));
+        for text in [
+            "",
+            "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n",
+            "isvc stat cache 2\n",
+            "\u{0}\u{1}",
+            &upper,
+            &late,
+            &empty,
+        ] {
             std::fs::write(&file, text).unwrap();
-            assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{text:?}");
+            assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{:?}", &text[..text.len().min(80)]);
         }
+        std::fs::write(&file, format!("isvc stat cache 1\n{good}")).unwrap();
+        assert_eq!(StatCache::at(file.clone()).old.slots.len(), 3 * PIECE_BYTES / 40, "good lines over several pieces");
         let (f, meta) = record_one(dir.path(), &file);
         let written = std::fs::symlink_metadata(&file).unwrap();
         let c = StatCache::settled(file.clone());
