@@ -65,7 +65,7 @@ pub use crate::emit::write::MANIFEST;
 
 pub use crate::base::digest::digest;
 use crate::base::paths::slash;
-use crate::base::value::{line_pieces, push_quoted, unquote};
+use crate::base::value::{parse_lines, push_quoted, unquote};
 
 /// What a render was run from and what it wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -216,29 +216,23 @@ impl Manifest {
     /// namespace that is no DNS-1123 label, a file that is no plain path
     /// in the tree).
     pub fn parse(text: &str) -> Option<Manifest> {
-        use rayon::prelude::*;
         // The records are parsed on every core (a tree of 10,000 services
-        // has some 39,000), in pieces of whole lines, each of which stops
-        // at its first line that is no record (a text of anything else
-        // costs no more than its first lines), then gathered in order.
-        let pieces = line_pieces(body(text)?, PIECE_BYTES);
-        let parsed: Vec<Option<Vec<Record>>> =
-            pieces.par_iter().map(|piece| piece.lines().map(Record::parse).collect()).collect();
+        // has some 39,000; `base::value::parse_lines`: a text of anything
+        // else costs no more than its first lines), then gathered in order.
+        let records = parse_lines(body(text)?, |_, line| Record::parse(line_text(line)))?;
         let mut m = Manifest::default();
         // Most lines name an output file.
-        m.outputs.reserve(parsed.iter().flatten().map(Vec::len).sum());
+        m.outputs.reserve(records.len());
         let mut objects = None;
-        for piece in parsed {
-            for record in piece? {
-                match record {
-                    Record::Setting(s) => m.settings.push(s),
-                    Record::Objects(n) => objects = Some(n),
-                    Record::Namespace(n) => m.namespaces.push(n),
-                    Record::Input(i) => m.inputs.push(i),
-                    Record::Route(r) => m.routes.push(r),
-                    Record::Quota(q) => m.quota.push(*q),
-                    Record::Output(o) => m.outputs.push(o),
-                }
+        for record in records {
+            match record {
+                Record::Setting(s) => m.settings.push(s),
+                Record::Objects(n) => objects = Some(n),
+                Record::Namespace(n) => m.namespaces.push(n),
+                Record::Input(i) => m.inputs.push(i),
+                Record::Route(r) => m.routes.push(r),
+                Record::Quota(q) => m.quota.push(*q),
+                Record::Output(o) => m.outputs.push(o),
             }
         }
         m.objects = objects?;
@@ -506,29 +500,30 @@ fn plausible(r: &QuotaUsage) -> bool {
 }
 
 /// The text after a manifest's two first lines, if they are the header and
-/// this version's line, as [`records`] reads them.
+/// this version's line.
 fn body(text: &str) -> Option<&str> {
     let mut rest = text;
     let mut line = || {
-        let (line, after) = rest.split_once('\n').unwrap_or((rest, ""));
+        let (line, after) = rest.split_at(rest.find('\n').map_or(rest.len(), |n| n + 1));
         rest = after;
-        line.strip_suffix('\r').unwrap_or(line)
+        line_text(line)
     };
     (line().starts_with(HEADER_PREFIX) && line() == version_line()).then_some(rest)
 }
 
-/// How many bytes of a manifest's records [`Manifest::parse`] parses as
-/// one piece: about 400 lines.
-const PIECE_BYTES: usize = 1 << 16;
+/// A line without its line ending, as [`str::lines`] gives it: a newline,
+/// or a carriage return and a newline.
+fn line_text(line: &str) -> &str {
+    match line.strip_suffix('\n') {
+        Some(line) => line.strip_suffix('\r').unwrap_or(line),
+        None => line,
+    }
+}
 
 /// The lines after the header line and the version line of a manifest
 /// this version of isvc writes; `None` for any other text.
 fn records(text: &str) -> Option<std::str::Lines<'_>> {
-    let mut lines = text.lines();
-    if !lines.next()?.starts_with(HEADER_PREFIX) || lines.next()? != version_line() {
-        return None;
-    }
-    Some(lines)
+    Some(body(text)?.lines())
 }
 
 /// The manifest's second line: the isvc version and the format of the
@@ -562,6 +557,7 @@ fn json_pair<A: serde::de::DeserializeOwned, B: serde::de::DeserializeOwned>(tex
 mod tests {
     use super::*;
     use crate::base::paths::TreePath;
+    use crate::base::value::PIECE_BYTES;
     use crate::emit::write::Contents;
 
     fn input(label: &str, digest_of: &[u8], namespaces: &[&str]) -> Input {

@@ -62,10 +62,6 @@ const APPEND_SLACK: usize = 1024;
 
 const FIRST_LINE: &str = "isvc stat cache 1";
 
-/// How many bytes of a cache file's lines are parsed as one piece: about
-/// 400 lines.
-const PIECE_BYTES: usize = 1 << 16;
-
 /// Which reading of a file an entry records: an input file's bytes, or one
 /// of isvc's own files in an output tree (a file found foreign is never
 /// recorded, so it is read again each time).
@@ -214,61 +210,32 @@ impl Old {
     /// many).
     fn parse(text: String) -> Option<Old> {
         use hashbrown::hash_table::Entry;
-        use rayon::prelude::*;
         use std::borrow::Cow;
         let rest = text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?;
-        // The lines are parsed on every core, in pieces of whole lines,
-        // each of which stops at its first damaged line (a file of anything
-        // else costs no more than its first lines); a path with escapes is
-        // unquoted below, once the lines are checked (paths isvc writes
-        // have none).
-        let pieces = crate::base::value::line_pieces(rest, PIECE_BYTES);
-        let starts: Vec<usize> = pieces
-            .iter()
-            .scan(text.len() - rest.len(), |at, piece| {
-                let start = *at;
-                *at += piece.len();
-                Some(start)
-            })
-            .collect();
+        // Each line's slot, the lines parsed on every core
+        // (`base::value::parse_lines`: a file of anything else costs no more
+        // than its first lines); a path with escapes is unquoted below, once
+        // the lines are checked (paths isvc writes have none).
+        let first = text.len() - rest.len();
         let hasher = foldhash::fast::RandomState::default();
         let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
-        let parsed: Vec<Option<Vec<Slot>>> = pieces
-            .par_iter()
-            .zip(&starts)
-            .map(|(piece, &start)| {
-                let mut at = start;
-                let mut slots = Vec::new();
-                for line in piece.split_inclusive('\n') {
-                    let line_start = at;
-                    at += line.len();
-                    // Every line ends with its newline: a run killed while
-                    // it appended may leave a last line cut anywhere.
-                    let line = line.strip_suffix('\n')?;
-                    let (kind, stat, path, path_at) = parse_line(line)?;
-                    let hash = hasher.hash_one(&*path);
-                    let line_at = span(line_start, line_start + line.len())?;
-                    slots.push(match path {
-                        // The line's bytes from `path_at`: where they lie in the text.
-                        Cow::Borrowed(p) => {
-                            let from = line_start + path_at;
-                            let path = span(from, from + p.len())?;
-                            Slot { hash, stat, kind, line: line_at, path, escaped: false }
-                        }
-                        Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
-                    });
+        let slots = crate::base::value::parse_lines(rest, |at, line| {
+            let at = first + at;
+            // Every line ends with its newline: a run killed while it
+            // appended may leave a last line cut anywhere.
+            let line = line.strip_suffix('\n')?;
+            let (kind, stat, path, path_at) = parse_line(line)?;
+            let hash = hasher.hash_one(&*path);
+            let line_at = span(at, at + line.len())?;
+            Some(match path {
+                // The line's bytes from `path_at`: where they lie in the text.
+                Cow::Borrowed(p) => {
+                    let from = at + path_at;
+                    Slot { hash, stat, kind, line: line_at, path: span(from, from + p.len())?, escaped: false }
                 }
-                Some(slots)
+                Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
             })
-            .collect();
-        // Sized up front: a list grown by doubling takes fresh memory at
-        // each step, and a fresh page costs the system its zeroing (at
-        // 10,000 services, half of the page-zeroing samples of a tree's
-        // survey were lists growing).
-        let mut slots = Vec::with_capacity(parsed.iter().flatten().map(Vec::len).sum());
-        for piece in parsed {
-            slots.extend(piece?);
-        }
+        })?;
         let mut old = Old { text, hasher, slots, ..Old::default() };
         for i in 0..old.slots.len() {
             if old.slots[i].escaped {
@@ -575,6 +542,7 @@ fn parse_line(line: &str) -> Option<(Kind, Stat, std::borrow::Cow<'_, str>, usiz
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use crate::base::value::PIECE_BYTES;
 
     fn stat(meta: &Metadata) -> Stat {
         Stat::of(meta).unwrap()
