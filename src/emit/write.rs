@@ -673,22 +673,23 @@ const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
 /// does not start with it, whatever its size; a FIFO or device is foreign
 /// and never opened for long.
 fn read_if_ours(path: &Path, text: bool) -> std::io::Result<(Option<Contents>, Option<Stat>)> {
-    use crate::load::files::{ReadError, read_prefix};
-    use std::io::Read;
-    let (prefix, file, len) = match read_prefix(path, HEADER_PREFIX.len(), false) {
+    use crate::load::files::{ReadError, open_regular};
+    let (file, meta) = match open_regular(path, false) {
         Ok(r) => r,
         Err(ReadError::NotRegular(_) | ReadError::TooLarge(_)) => return Ok((None, None)),
         Err(ReadError::Io(e)) => return Err(e),
     };
-    if prefix != HEADER_PREFIX.as_bytes() || len > MAX_OWN_FILE_BYTES {
+    if meta.len() > MAX_OWN_FILE_BYTES {
         return Ok((None, None));
     }
-    let opened = file.metadata().ok().and_then(|m| Stat::of(&m));
+    // The status of the file opened (fstat(2) by `open_regular`).
+    let opened = Stat::of(&meta);
     if text {
         // One allocation of the file's size (and a byte to see its end).
-        let mut bytes = Vec::with_capacity(len as usize + 1);
-        bytes.extend_from_slice(&prefix);
-        (&file).take(MAX_OWN_FILE_BYTES).read_to_end(&mut bytes)?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+        if !read_own(&file, meta.len(), &mut bytes)? {
+            return Ok((None, None));
+        }
         return Ok((String::from_utf8(bytes).ok().map(Contents::text), opened));
     }
     // For the digest alone, each thread reads into one buffer it keeps.
@@ -697,11 +698,47 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<(Option<Contents>, O
     }
     BUFFER.with_borrow_mut(|bytes| {
         bytes.clear();
-        bytes.extend_from_slice(&prefix);
-        (&file).take(MAX_OWN_FILE_BYTES).read_to_end(bytes)?;
+        if !read_own(&file, meta.len(), bytes)? {
+            return Ok((None, None));
+        }
         Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))), opened))
     })
 }
+
+/// Reads the open `file` of `len` bytes (as its status gave them) into
+/// `bytes`, if it starts with isvc's header: whether it does. The first
+/// read asks for the whole file and a byte more (of a file as small as
+/// isvc's, in one call; at least the header), but no more than
+/// [`FIRST_READ`], so that a large file that is not isvc's costs one read;
+/// a file longer than its status said (one that grew since) is read to
+/// its end, up to [`MAX_OWN_FILE_BYTES`] in all.
+fn read_own(mut file: &std::fs::File, len: u64, bytes: &mut Vec<u8>) -> std::io::Result<bool> {
+    use std::io::Read;
+    let whole = usize::try_from(len).map_or(FIRST_READ, |l| l.saturating_add(1));
+    let want = whole.max(HEADER_PREFIX.len()).min(FIRST_READ);
+    let start = bytes.len();
+    bytes.resize(start + want, 0);
+    let mut got = 0;
+    while got < want {
+        match file.read(&mut bytes[start + got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(start + got);
+    if !bytes[start..].starts_with(HEADER_PREFIX.as_bytes()) {
+        return Ok(false);
+    }
+    if got == want {
+        file.take(MAX_OWN_FILE_BYTES.saturating_sub(got as u64)).read_to_end(bytes)?;
+    }
+    Ok(true)
+}
+
+/// The most [`read_own`] asks for in its first read: 64 KiB.
+const FIRST_READ: usize = 64 << 10;
 
 /// How the planned tree differs from what is on disk.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -1510,6 +1547,40 @@ fn remove_empty_parents(out: &Path, rel: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_files_are_read_whole_whatever_their_status_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let small = format!("{HEADER_PREFIX}\nkind: Service\n");
+        // Longer than the first read.
+        let large = format!("{HEADER_PREFIX}\n{}", "a: b\n".repeat(FIRST_READ / 4));
+        for (name, text) in [("small.yaml", &small), ("large.yaml", &large)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            // The length the status gave, and others (a file that grew or
+            // shrank since): the whole file either way.
+            let len = text.len() as u64;
+            for said in [len, 0, 5, len - 1, len + 1, len + 100] {
+                let mut bytes = b"kept".to_vec();
+                let file = std::fs::File::open(&path).unwrap();
+                assert!(read_own(&file, said, &mut bytes).unwrap(), "{name} {said}");
+                assert_eq!(&bytes[4..], text.as_bytes(), "{name} {said}");
+            }
+            let (read, opened) = read_if_ours(&path, true).unwrap();
+            assert_eq!(read.and_then(|c| c.text), Some(text.clone()));
+            assert_eq!(opened, Stat::of(&std::fs::metadata(&path).unwrap()));
+            let (read, _) = read_if_ours(&path, false).unwrap();
+            assert_eq!(read.map(|c| c.digest), Some(digest(text.as_bytes())));
+        }
+        // A file without isvc's header, however long, is not isvc's.
+        let foreign = dir.path().join("foreign.yaml");
+        std::fs::write(&foreign, "a: b\n".repeat(FIRST_READ / 2)).unwrap();
+        let mut bytes = Vec::new();
+        assert!(!read_own(&std::fs::File::open(&foreign).unwrap(), 10, &mut bytes).unwrap());
+        assert_eq!(read_if_ours(&foreign, true).unwrap(), (None, None));
+        std::fs::write(&foreign, &HEADER_PREFIX[..4]).unwrap();
+        assert_eq!(read_if_ours(&foreign, false).unwrap(), (None, None), "shorter than the header");
+    }
 
     #[test]
     fn a_file_is_placed_by_its_bytes_as_by_its_components() {

@@ -54,7 +54,7 @@ pub fn describe(ft: std::fs::FileType) -> &'static str {
 /// Opens `path` for reading without blocking and checks, on the open file,
 /// that it is a regular file. `follow` says whether a symbolic link as the
 /// last component is followed.
-pub fn open_regular(path: &Path, follow: bool) -> Result<(File, u64), ReadError> {
+pub fn open_regular(path: &Path, follow: bool) -> Result<(File, std::fs::Metadata), ReadError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -78,13 +78,14 @@ pub fn open_regular(path: &Path, follow: bool) -> Result<(File, u64), ReadError>
     if !meta.is_file() {
         return Err(ReadError::NotRegular(describe(meta.file_type())));
     }
-    Ok((file, meta.len()))
+    Ok((file, meta))
 }
 
 /// The bytes of the regular file `path`, refusing more than `max_bytes`
 /// (checked before reading, and again while reading, for a file that grows).
 pub fn read_regular(path: &Path, max_bytes: u64, follow: bool) -> Result<Vec<u8>, ReadError> {
-    let (file, len) = open_regular(path, follow)?;
+    let (file, meta) = open_regular(path, follow)?;
+    let len = meta.len();
     if len > max_bytes {
         return Err(ReadError::TooLarge(len));
     }
@@ -94,15 +95,6 @@ pub fn read_regular(path: &Path, max_bytes: u64, follow: bool) -> Result<Vec<u8>
         return Err(ReadError::TooLarge(bytes.len() as u64));
     }
     Ok(bytes)
-}
-
-/// The first `n` bytes of the regular file `path` (fewer if it is shorter),
-/// with its size.
-pub fn read_prefix(path: &Path, n: usize, follow: bool) -> Result<(Vec<u8>, File, u64), ReadError> {
-    let (file, len) = open_regular(path, follow)?;
-    let mut prefix = Vec::with_capacity(n);
-    (&file).take(n as u64).read_to_end(&mut prefix)?;
-    Ok((prefix, file, len))
 }
 
 #[cfg(test)]
