@@ -695,7 +695,9 @@ fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile
     // Gathered as a list of a known length and checked after (in place):
     // rayon gathers an `Option` of a list in pieces grown one item at a
     // time, each step on fresh memory.
-    let read: Vec<Option<InputFile>> = files
+    // Each file with its absolute path and, where it was read, the status
+    // to record its digest under (recorded together after).
+    let read: Vec<Option<(InputFile, PathBuf, Option<stat::Stat>)>> = files
         .par_iter()
         .map(|(f, meta)| {
             let path = crate::load::files::absolute_in(cwd, f);
@@ -705,22 +707,24 @@ fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile
             // file). A file replaced between the two is recorded under the
             // status of the one before, which no later file has.
             let status = meta.as_ref().and_then(stat::Stat::of);
-            let digest = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
-                Some(d) => d,
+            let (digest, learned) = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
+                Some(d) => (d, None),
                 None => {
                     let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
-                    let d = manifest::digest(&bytes);
-                    if let Some(s) = status {
-                        cache.record(stat::Kind::Input, &path, s, &d);
-                    }
-                    d
+                    (manifest::digest(&bytes), status)
                 }
             };
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
-            Some(InputFile { label: slash(&relative_to(&path, base)), digest, bytes, path: f.clone() })
+            let label = slash(&relative_to(&path, base));
+            Some((InputFile { label, digest, bytes, path: f.clone() }, path, learned))
         })
         .collect();
-    read.into_iter().collect()
+    let read: Vec<_> = read.into_iter().collect::<Option<_>>()?;
+    cache.record_all(
+        stat::Kind::Input,
+        read.iter().filter_map(|(file, path, learned)| Some((path.as_path(), (*learned)?, file.digest.as_str()))),
+    );
+    Some(read.into_iter().map(|(file, _, _)| file).collect())
 }
 
 /// Where the cache of file status lives (`emit::stat`): `$ISVC_CACHE_DIR`

@@ -403,26 +403,30 @@ impl Walked {
             }
         }
         // Cached under its path in the tree: the cache is the tree's own.
-        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<Option<Contents>> {
+        // A file read is recorded under the status of the file opened, so
+        // the entry is that of the bytes hashed even if the file was
+        // replaced since the walk.
+        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<(Option<Contents>, Option<Stat>)> {
             if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
-                return Ok(Some(Contents::digest(d)));
+                return Ok((Some(Contents::digest(d)), None));
             }
-            // Recorded under the status of the file opened, so the entry is
-            // that of the bytes hashed even if the file was replaced since the
-            // walk.
-            let (read, opened) = read_if_ours(&out.join(rel), texts)?;
-            if let (Some(c), Some(s)) = (&read, opened) {
-                cache.record(Kind::Output, rel, s, &c.digest);
-            }
-            Ok(read)
+            read_if_ours(&out.join(rel), texts)
         };
-        let read: Vec<(PathBuf, std::io::Result<Option<Contents>>)> = files
+        let read: Vec<(PathBuf, std::io::Result<(Option<Contents>, Option<Stat>)>)> = files
             .into_par_iter()
             .map(|(rel, stat)| {
                 let r = read_one(&rel, stat);
                 (rel, r)
             })
             .collect();
+        cache.record_all(
+            Kind::Output,
+            read.iter().filter_map(|(rel, r)| match r {
+                Ok((Some(c), Some(opened))) => Some((rel.as_path(), *opened, c.digest.as_str())),
+                _ => None,
+            }),
+        );
+        let read = read.into_iter().map(|(rel, r)| (rel, r.map(|(contents, _)| contents))).collect();
         existing.ours = sort_read(out, read, &mut existing.foreign)?.into_iter().collect();
         Ok(existing)
     }

@@ -186,7 +186,7 @@ pub fn input_files_with_status(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Option
             (f, meta)
         })
         .collect();
-    let mut shared = std::collections::HashMap::new();
+    let mut shared = std::collections::HashMap::with_capacity(files.len());
     for id in files.iter().filter_map(|(_, m)| inode(m.as_ref()?)) {
         *shared.entry(id).or_insert(0usize) += 1;
     }
