@@ -200,6 +200,16 @@ mod tests {
             let (a, b) = (format!("{common}/{a}"), format!("{common}/{b}"));
             prop_assert_eq!(cmp_plain(a.as_bytes(), b.as_bytes()), Path::new(&a).cmp(Path::new(&b)));
         }
+
+        /// Absolute plain paths, among themselves and against relative
+        /// ones (the cache of file status sorts both by their bytes).
+        #[test]
+        fn absolute_plain_paths_compare_as_paths(a in plain_path(), b in plain_path(), rooted in 0..3u8) {
+            let a = if rooted & 1 == 1 { format!("/{a}") } else { a };
+            let b = if rooted >= 1 { format!("/{b}") } else { b };
+            prop_assert!(plain(a.as_bytes()) || plain_absolute(a.as_bytes()));
+            prop_assert_eq!(cmp_plain(a.as_bytes(), b.as_bytes()), Path::new(&a).cmp(Path::new(&b)));
+        }
     }
 
     #[test]
