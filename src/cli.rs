@@ -883,8 +883,8 @@ impl Survey {
             || {
                 let walk = match reading {
                     Reading::Skip => Walk::Skipped,
-                    Reading::Scan => output::walk_tree(out, false).map_or(Walk::Skipped, Walk::Scanned),
-                    Reading::Open => output::Writer::lock_and_walk(out).map(Walk::Opened)?,
+                    Reading::Scan => output::walk_tree(out, false, self.cache()).map_or(Walk::Skipped, Walk::Scanned),
+                    Reading::Open => output::Writer::lock_and_walk(out, self.cache()).map(Walk::Opened)?,
                 };
                 let tree = walk.read(self.cache())?;
                 // (Of a manifest of this run's settings: whether the input

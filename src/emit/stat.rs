@@ -349,6 +349,12 @@ impl StatCache {
         Some(self.old.line(i)[2..34].to_string())
     }
 
+    /// Whether it may know any file of the output tree (with the cache
+    /// off, or none recorded, it knows none: their status is of no use).
+    pub fn knows_outputs(&self) -> bool {
+        self.file.is_some() && !self.old.index[Kind::Output as usize].is_empty()
+    }
+
     /// Records `digest`, read from the file at `path` whose status was
     /// `stat` when it was read, if the file has settled.
     pub fn record(&self, kind: Kind, path: &Path, stat: Stat, digest: &str) {
@@ -411,11 +417,7 @@ impl StatCache {
         let live = kept_count + learned.len();
         let stale = old.lines() - kept_count;
         if old.lines() > 0 && stale <= live / 8 + APPEND_SLACK {
-            let mut text = String::with_capacity(learned.len() * 160);
-            for l in &learned {
-                line(l, &mut text);
-            }
-            if append(file, text.as_bytes()).is_ok() {
+            if append(file, lines_text("", &learned).as_bytes()).is_ok() {
                 remove_unused(file.parent().unwrap_or(Path::new(".")));
                 return;
             }
@@ -434,12 +436,7 @@ impl StatCache {
         let mut entries = learned;
         entries.extend(kept);
         sort_lines(&mut entries, order);
-        let mut text = String::with_capacity(32 + entries.len() * 160);
-        text.push_str(FIRST_LINE);
-        text.push('\n');
-        for l in &entries {
-            line(l, &mut text);
-        }
+        let text = lines_text(&format!("{FIRST_LINE}\n"), &entries);
         if write_replacing(file, text.as_bytes()).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
         }
@@ -488,6 +485,25 @@ enum Record<'a> {
 
 /// An entry to write: its kind, its path and what it records.
 type Line<'a> = (Kind, &'a str, Record<'a>);
+
+/// `first`, then the lines of `entries`, written on every core in pieces
+/// (a tree of 10,000 services has 39,000) and joined in order.
+fn lines_text(first: &str, entries: &[Line<'_>]) -> String {
+    use rayon::prelude::*;
+    const PIECE: usize = 1024;
+    let pieces: Vec<String> = entries
+        .par_chunks(PIECE)
+        .map(|chunk| {
+            let mut text = String::with_capacity(chunk.len() * 160);
+            chunk.iter().for_each(|l| line(l, &mut text));
+            text
+        })
+        .collect();
+    let mut text = String::with_capacity(first.len() + pieces.iter().map(String::len).sum::<usize>());
+    text.push_str(first);
+    pieces.iter().for_each(|p| text.push_str(p));
+    text
+}
 
 /// One entry of the cache file, as a line.
 fn line((kind, path, record): &Line<'_>, text: &mut String) {

@@ -331,12 +331,13 @@ impl Existing {
 /// isvc's files: a file `cache` knows unchanged is not read again, and
 /// what is read goes into `cache`.
 pub fn scan(out: &Path, cache: &StatCache) -> Result<Existing, Diagnostic> {
-    walk_tree(out, false)?.read(cache)
+    walk_tree(out, false, cache)?.read(cache)
 }
 
 /// [`scan`] with the texts of isvc's files, every file read.
 pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
-    walk_tree(out, true)?.read(&StatCache::off())
+    let cache = StatCache::off();
+    walk_tree(out, true, &cache)?.read(&cache)
 }
 
 /// An output directory walked, its files not read yet: [`Walked::read`]
@@ -350,8 +351,11 @@ pub struct Walked {
 }
 
 /// Walks the output directory `out` (which may not exist yet) for
-/// [`scan`], or [`scan_texts`] if `texts`.
-pub fn walk_tree(out: &Path, texts: bool) -> Result<Walked, Diagnostic> {
+/// [`scan`], or [`scan_texts`] if `texts`, to be read with `cache`: each
+/// file's status is taken only where the cache may know the file (not
+/// when it knows none of a tree's files, as on a fresh checkout, where
+/// every file is read, and its status taken as it is opened).
+pub fn walk_tree(out: &Path, texts: bool, cache: &StatCache) -> Result<Walked, Diagnostic> {
     let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts };
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
@@ -373,7 +377,8 @@ pub fn walk_tree(out: &Path, texts: bool) -> Result<Walked, Diagnostic> {
     // Sorted once, in parallel, so the sets below are built from sorted
     // lists (a path compares component by component, which adds up over
     // tens of thousands of inserts).
-    let mut found = walk(out, !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let status = !texts && cache.knows_outputs();
+    let mut found = walk(out, status).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     sort_paths(&mut found, |f| &f.rel);
     walked.found = found;
     Ok(walked)
@@ -902,12 +907,12 @@ impl Writer {
     /// Locks `out`'s parent, removes a killed run's leftovers and reads the
     /// tree.
     pub fn open(out: &Path, cache: &StatCache) -> Result<Writer, Diagnostics> {
-        Writer::lock_and_walk(out)?.read(cache)
+        Writer::lock_and_walk(out, cache)?.read(cache)
     }
 
     /// [`Writer::open`] but for reading the tree's files: what
     /// [`Opening::read`] does.
-    pub fn lock_and_walk(out: &Path) -> Result<Opening, Diagnostics> {
+    pub fn lock_and_walk(out: &Path, cache: &StatCache) -> Result<Opening, Diagnostics> {
         let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) if !parent.is_dir() => {
                 return Err(Diagnostic::error(format!(
@@ -923,7 +928,7 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let walked = walk_tree(out, false)?;
+        let walked = walk_tree(out, false, cache)?;
         Ok(Opening {
             writer: Writer { out: out.to_path_buf(), parent, _lock: lock, existing: Existing::default() },
             walked,
