@@ -416,11 +416,12 @@ impl StatCache {
         // ones by more than [`APPEND_SLACK`]: every run reads every line.
         let live = kept_count + learned.len();
         let stale = old.lines() - kept_count;
-        if old.lines() > 0 && stale <= live / 8 + APPEND_SLACK {
-            if append(file, lines_text("", &learned).as_bytes()).is_ok() {
-                remove_unused(file.parent().unwrap_or(Path::new(".")));
-                return;
-            }
+        if old.lines() > 0
+            && stale <= live / 8 + APPEND_SLACK
+            && append(file, lines_text("", &learned).as_bytes()).is_ok()
+        {
+            remove_unused(file.parent().unwrap_or(Path::new(".")));
+            return;
         }
         let relearned = |kind: Kind, path: &str| {
             learned.binary_search_by(|l| order.cmp(l, &(kind, path, Record::Kept("")))).is_ok()

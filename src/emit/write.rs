@@ -411,13 +411,13 @@ impl Walked {
         // A file read is recorded under the status of the file opened, so
         // the entry is that of the bytes hashed even if the file was
         // replaced since the walk.
-        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<(Option<Contents>, Option<Stat>)> {
+        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<FileRead> {
             if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
                 return Ok((Some(Contents::digest(d)), None));
             }
             read_if_ours(&out.join(rel), texts)
         };
-        let read: Vec<(PathBuf, std::io::Result<(Option<Contents>, Option<Stat>)>)> = files
+        let read: Vec<(PathBuf, std::io::Result<FileRead>)> = files
             .into_par_iter()
             .map(|(rel, stat)| {
                 let r = read_one(&rel, stat);
@@ -677,11 +677,16 @@ fn is_temp_name(name: &str) -> bool {
 /// Largest file taken for one of isvc's own; a larger one is foreign.
 const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
 
+/// A file of the tree as read: its contents if it is isvc's, and the
+/// status of the file opened where it was read (to record in the cache of
+/// file status).
+type FileRead = (Option<Contents>, Option<Stat>);
+
 /// The digest of `path`, and its text if `text`, if isvc wrote it, with
-/// the status of the file opened. Only the header is read of a file that
-/// does not start with it, whatever its size; a FIFO or device is foreign
-/// and never opened for long.
-fn read_if_ours(path: &Path, text: bool) -> std::io::Result<(Option<Contents>, Option<Stat>)> {
+/// the status of the file opened. Of a file that does not start with the
+/// header, no more than one read's worth is read ([`read_own`]), whatever
+/// its size; a FIFO or device is foreign and never opened for long.
+fn read_if_ours(path: &Path, text: bool) -> std::io::Result<FileRead> {
     use crate::load::files::{ReadError, open_regular};
     let (file, meta) = match open_regular(path, false) {
         Ok(r) => r,
