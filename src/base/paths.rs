@@ -72,6 +72,45 @@ pub fn cmp_plain(a: &[u8], b: &[u8]) -> Ordering {
     }
 }
 
+/// The order of a set of paths as `Path`'s `Ord` has it: by their bytes
+/// ([`cmp_plain`]) when every one of them [`orders_by_bytes`], as the paths
+/// a walk, a render and the cache of file status build do; else component
+/// by component.
+#[derive(Clone, Copy, Debug)]
+pub struct PathOrder {
+    by_bytes: bool,
+}
+
+impl PathOrder {
+    /// The order of paths that all [`orders_by_bytes`] (`all`), or not.
+    pub fn new(all: bool) -> PathOrder {
+        PathOrder { by_bytes: all }
+    }
+
+    pub fn cmp(self, a: &Path, b: &Path) -> Ordering {
+        if self.by_bytes {
+            cmp_plain(a.as_os_str().as_encoded_bytes(), b.as_os_str().as_encoded_bytes())
+        } else {
+            a.cmp(b)
+        }
+    }
+}
+
+/// Whether the path `p` (its bytes) compares by its bytes in a
+/// [`PathOrder`]: a plain path, relative or absolute.
+pub fn orders_by_bytes(p: &[u8]) -> bool {
+    plain(p) || plain_absolute(p)
+}
+
+/// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
+/// ([`PathOrder`]), on every core, keeping the order of equal items.
+pub fn sort_by_path<T: Send + Sync>(items: &mut [T], key: impl Fn(&T) -> &Path + Sync) {
+    use rayon::prelude::*;
+    let all = items.par_iter().all(|i| orders_by_bytes(key(i).as_os_str().as_encoded_bytes()));
+    let order = PathOrder::new(all);
+    items.par_sort_by(|a, b| order.cmp(key(a), key(b)));
+}
+
 /// A path below an output tree's root, as the maps of a tree's files key
 /// them: a [`Path`] that compares as one (`Ord`, `Eq` and `Hash` are
 /// `Path`'s, so a map of them is looked up by `&Path`), but by its bytes
@@ -289,5 +328,28 @@ mod tests {
         for p in ["", "a", "//a", "/a/", "/a/./b", "/a/../b"] {
             assert!(!plain_absolute(p.as_bytes()), "{p}");
         }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sort_by_path_sorts_in_the_order_of_paths(
+            a in "/?[a./-]{0,8}",
+            b in "/?[a./-]{0,8}",
+        ) {
+            let mut paths = vec![PathBuf::from(a), PathBuf::from(b), PathBuf::from("a/a"), PathBuf::from("a-")];
+            sort_by_path(&mut paths, |p| p);
+            proptest::prop_assert!(paths.is_sorted(), "{:?}", paths);
+        }
+    }
+
+    #[test]
+    fn sort_by_path_puts_a_name_before_its_longer_siblings_and_their_files() {
+        let mut paths: Vec<PathBuf> = ["a-c", "a/b", "a", "a.yaml", "a/b/c", "ab"].map(PathBuf::from).to_vec();
+        sort_by_path(&mut paths, |p| p);
+        assert_eq!(paths, ["a", "a/b", "a/b/c", "a-c", "a.yaml", "ab"].map(PathBuf::from));
+        // Not plain: sorted by `Ord`, which takes `a//b` for `a/b`.
+        let mut paths: Vec<PathBuf> = ["a-c", "a//b", "a"].map(PathBuf::from).to_vec();
+        sort_by_path(&mut paths, |p| p);
+        assert_eq!(paths, ["a", "a//b", "a-c"].map(PathBuf::from));
     }
 }

@@ -38,6 +38,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashbrown::HashTable;
 
+use crate::base::paths::{PathOrder, orders_by_bytes};
+
 /// How long before the start of a run a file must have last changed to be
 /// recorded: at least the granularity of any file system's time stamps
 /// (FAT's are 2 seconds; most are a few milliseconds or finer).
@@ -424,7 +426,7 @@ impl StatCache {
             return;
         }
         let relearned = |kind: Kind, path: &str| {
-            learned.binary_search_by(|l| order.cmp(l, &(kind, path, Record::Kept("")))).is_ok()
+            learned.binary_search_by(|l| cmp_lines(order, l, &(kind, path, Record::Kept("")))).is_ok()
         };
         let kept: Vec<Line<'_>> = old
             .live()
@@ -444,37 +446,23 @@ impl StatCache {
     }
 }
 
-/// How lines to write are ordered: by path (as a path sorts: component by
-/// component), then kind. Compared by their bytes where every path is one
-/// [`crate::base::paths::cmp_plain`] orders as `Path` does (relative or
-/// absolute, with no empty, `.` or `..` names), as isvc's own paths are.
-#[derive(Clone, Copy)]
-struct LineOrder {
-    plain: bool,
+/// How lines to write are ordered: by path, as a path sorts
+/// ([`PathOrder`]: by their bytes, as isvc's own paths are, relative or
+/// absolute), then kind.
+fn cmp_lines(order: PathOrder, a: &Line<'_>, b: &Line<'_>) -> std::cmp::Ordering {
+    order.cmp(Path::new(a.1), Path::new(b.1)).then(a.0.letter().cmp(&b.0.letter()))
 }
 
-impl LineOrder {
-    fn cmp(self, a: &Line<'_>, b: &Line<'_>) -> std::cmp::Ordering {
-        let paths = if self.plain {
-            crate::base::paths::cmp_plain(a.1.as_bytes(), b.1.as_bytes())
-        } else {
-            Path::new(a.1).cmp(Path::new(b.1))
-        };
-        paths.then(a.0.letter().cmp(&b.0.letter()))
-    }
-}
-
-/// The order of the lines `lines` and any of their paths.
-fn line_order<'a, 'l: 'a>(mut lines: impl Iterator<Item = &'a Line<'l>>) -> LineOrder {
-    use crate::base::paths::{plain, plain_absolute};
-    LineOrder { plain: lines.all(|l| plain(l.1.as_bytes()) || plain_absolute(l.1.as_bytes())) }
+/// The order of the paths of `lines`.
+fn line_order<'a, 'l: 'a>(mut lines: impl Iterator<Item = &'a Line<'l>>) -> PathOrder {
+    PathOrder::new(lines.all(|l| orders_by_bytes(l.1.as_bytes())))
 }
 
 /// Sorts `lines` in `order`, on every core (a tree of 10,000 services has
 /// 39,000), keeping the order of equal lines.
-fn sort_lines(lines: &mut [Line<'_>], order: LineOrder) {
+fn sort_lines(lines: &mut [Line<'_>], order: PathOrder) {
     use rayon::prelude::*;
-    lines.par_sort_by(|a, b| order.cmp(a, b));
+    lines.par_sort_by(|a, b| cmp_lines(order, a, b));
 }
 
 /// What an entry to write records: a line of the file read, kept as it

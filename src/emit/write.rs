@@ -379,7 +379,7 @@ pub fn walk_tree(out: &Path, texts: bool, cache: &StatCache) -> Result<Walked, D
     // tens of thousands of inserts).
     let status = !texts && cache.knows_outputs();
     let mut found = walk(out, status).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
-    sort_paths(&mut found, |f| &f.rel);
+    crate::base::paths::sort_by_path(&mut found, |f| &f.rel);
     walked.found = found;
     Ok(walked)
 }
@@ -476,22 +476,6 @@ impl Existing {
         let mut existing = Existing::default();
         existing.ours = sort_read(out, read, &mut existing.foreign)?.into_iter().collect();
         Ok(existing)
-    }
-}
-
-/// Sorts `items` by the path `key` gives, in the order of [`Path`]'s `Ord`
-/// (component by component), in parallel: by their bytes when they are
-/// all plain, as the paths a walk or a render builds are
-/// ([`crate::base::paths`]).
-fn sort_paths<T: Send + Sync>(items: &mut [T], key: impl Fn(&T) -> &Path + Sync) {
-    use crate::base::paths::{cmp_plain, plain};
-    fn bytes(p: &Path) -> &[u8] {
-        p.as_os_str().as_encoded_bytes()
-    }
-    if items.par_iter().all(|i| plain(bytes(key(i)))) {
-        items.par_sort_by(|a, b| cmp_plain(bytes(key(a)), bytes(key(b))));
-    } else {
-        items.par_sort_by(|a, b| key(a).cmp(key(b)));
     }
 }
 
@@ -1800,22 +1784,10 @@ mod tests {
         assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
     }
 
-    proptest::proptest! {
-        #[test]
-        fn sort_paths_sorts_in_the_order_of_paths(
-            a in "[a./-]{0,8}",
-            b in "[a./-]{0,8}",
-        ) {
-            let mut paths = vec![PathBuf::from(a), PathBuf::from(b), PathBuf::from("a/a"), PathBuf::from("a-")];
-            sort_paths(&mut paths, |p| p);
-            proptest::prop_assert!(paths.is_sorted(), "{:?}", paths);
-        }
-    }
-
     #[test]
     fn the_entries_found_are_looked_up_and_listed_below_a_directory_in_their_order() {
         let mut entries: Vec<PathBuf> = ["b", "a-b/x", "a/c/d", "a", "a/b", "ab"].map(PathBuf::from).to_vec();
-        sort_paths(&mut entries, |p| p);
+        crate::base::paths::sort_by_path(&mut entries, |p| p);
         let existing = Existing { entries, ..Existing::default() };
         assert!(existing.found(Path::new("a/b")) && existing.found(Path::new("a-b/x")));
         assert!(!existing.found(Path::new("a/x")) && !existing.found(Path::new("a-b")));
@@ -1865,17 +1837,6 @@ mod tests {
         // Names that are not one directory's name have no files.
         let none = existing.kept(["", ".", "..", "a/s", "/a"].map(String::from).into());
         assert!(none.files.is_empty() && none.objects.is_empty() && none.unlisted.is_empty());
-    }
-
-    #[test]
-    fn sort_paths_puts_a_name_before_its_longer_siblings_and_their_files() {
-        let mut paths: Vec<PathBuf> = ["a-c", "a/b", "a", "a.yaml", "a/b/c", "ab"].map(PathBuf::from).to_vec();
-        sort_paths(&mut paths, |p| p);
-        assert_eq!(paths, ["a", "a/b", "a/b/c", "a-c", "a.yaml", "ab"].map(PathBuf::from));
-        // Not plain: sorted by `Ord`, which takes `a//b` for `a/b`.
-        let mut paths: Vec<PathBuf> = ["a-c", "a//b", "a"].map(PathBuf::from).to_vec();
-        sort_paths(&mut paths, |p| p);
-        assert_eq!(paths, ["a", "a//b", "a-c"].map(PathBuf::from));
     }
 
     #[cfg(unix)]
