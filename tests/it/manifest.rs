@@ -981,3 +981,234 @@ fn a_namespace_compiled_again_keeps_the_files_of_its_unchanged_services_but_of_s
         run(isvc(dir).args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"]));
     assert_eq!(checked.0, 0, "{}", checked.2);
 }
+
+/// A service of the generated fleets below: one of a few names in one of
+/// two namespaces, with a route of its own or a share of a weighted one.
+#[derive(Debug, Clone)]
+struct Generated {
+    name: &'static str,
+    namespace: &'static str,
+    replicas: u32,
+    route: Route,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Route {
+    None,
+    /// `a.example.com`, which one service may claim.
+    Own,
+    /// A share of `llm.example.com/v`, split in team-a by weights in
+    /// proportion to this one's.
+    Share(u32),
+}
+
+fn generated() -> impl proptest::strategy::Strategy<Value = Generated> {
+    use proptest::prelude::*;
+    let route = prop_oneof![2 => Just(Route::None), 1 => Just(Route::Own), 2 => (1u32..=9).prop_map(Route::Share)];
+    (
+        proptest::sample::select(vec!["chat", "rank", "embed", "v1", "v2"]),
+        proptest::sample::select(vec!["team-a", "team-b"]),
+        1u32..=3,
+        route,
+    )
+        .prop_map(|(name, namespace, replicas, route)| Generated { name, namespace, replicas, route })
+}
+
+/// What happens between two renders of a generated fleet.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A service added to, or replaced in, the input file `f<n>.yaml`.
+    Set(usize, Generated),
+    /// The n-th service removed.
+    Remove(usize),
+    /// The n-th service moved to the input file `f<n>.yaml`.
+    Move(usize, usize),
+    /// The n-th service defined a second time, in `f<n>.yaml`, until the
+    /// next step: an error.
+    Twice(usize, usize),
+    /// A line added to one of the tree's files (the n-th, in order).
+    HandEdit(usize),
+    /// A file isvc did not write added to the tree.
+    Foreign(&'static str),
+    /// Nothing: the render after it finds the tree up to date.
+    Nothing,
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    prop_oneof![
+        6 => (0usize..4, generated()).prop_map(|(f, s)| Step::Set(f, s)),
+        2 => any::<usize>().prop_map(Step::Remove),
+        2 => (any::<usize>(), 0usize..4).prop_map(|(n, f)| Step::Move(n, f)),
+        1 => (any::<usize>(), 0usize..4).prop_map(|(n, f)| Step::Twice(n, f)),
+        2 => any::<usize>().prop_map(Step::HandEdit),
+        1 => proptest::sample::select(vec!["team-a", "team-b"]).prop_map(Step::Foreign),
+        1 => Just(Step::Nothing),
+    ]
+}
+
+/// The input files of `fleet` (each service with the file it is in),
+/// with `twice` a second time: routes made valid (one claimant of
+/// `a.example.com`; `llm.example.com/v` split in team-a alone, its weights
+/// adding up to 100).
+fn input_files(fleet: &[(usize, Generated)], twice: Option<(usize, Generated)>) -> Vec<String> {
+    let mut fleet: Vec<(usize, Generated)> = fleet.to_vec();
+    let mut own = false;
+    for (_, s) in &mut fleet {
+        match s.route {
+            Route::Own if own => s.route = Route::None,
+            Route::Own => own = true,
+            Route::Share(_) if s.namespace != "team-a" => s.route = Route::None,
+            _ => {}
+        }
+    }
+    let shares: Vec<u32> =
+        fleet.iter().filter_map(|(_, s)| if let Route::Share(w) = s.route { Some(w) } else { None }).collect();
+    let total: u32 = shares.iter().sum();
+    let mut weights: Vec<u32> = shares.iter().map(|w| 100 * w / total.max(1)).collect();
+    if let Some((last, others)) = weights.split_last_mut() {
+        *last = 100 - others.iter().sum::<u32>();
+    }
+    let mut weights = weights.into_iter();
+    let mut files = vec![String::new(); 4];
+    for (f, s) in fleet.iter().chain(twice.as_ref()) {
+        let route = match s.route {
+            Route::None => String::new(),
+            Route::Own => ", gateway: {route: a.example.com}".to_string(),
+            Route::Share(_) => {
+                format!(", gateway: {{route: llm.example.com/v, weight: {}}}", weights.next().unwrap_or(100))
+            }
+        };
+        if !files[*f].is_empty() {
+            files[*f].push_str("---\n");
+        }
+        files[*f].push_str(&doc(s.name, s.namespace, &format!("replicas: {}{route}", s.replicas)));
+    }
+    files
+}
+
+/// A file of the tree isvc never writes, which no render may touch.
+const FOREIGN: &str = "NOTES.md";
+
+/// The tree's files with their bytes, but those isvc did not write.
+fn ours(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    contents(dir).into_iter().filter(|(f, _)| !f.ends_with(FOREIGN)).collect()
+}
+
+/// The error lines of a run's standard error.
+fn errors(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("error")).collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
+
+    /// Whatever happens between two renders (services added, changed,
+    /// moved between files or removed, defined twice, shares of a weighted
+    /// route, files of the tree edited by hand, files isvc did not write),
+    /// a render over the tree, with its manifest and its cache of file
+    /// status, writes what a render from scratch writes, byte for byte, or
+    /// fails as it fails and leaves the tree as it was; `diff` over the
+    /// manifest says what `diff` over the whole tree says; and after a
+    /// render, `--check` finds the tree up to date. Each run follows the
+    /// last within milliseconds: files change within the cache's window of
+    /// doubt.
+    #[test]
+    fn a_render_over_a_tree_writes_what_a_render_from_scratch_writes(
+        first in proptest::collection::vec((0usize..4, generated()), 1..=5),
+        steps in proptest::collection::vec(step(), 1..=6),
+    ) {
+        let temp = setup("");
+        let dir = temp.path();
+        let cache = tempfile::tempdir().unwrap();
+        std::fs::remove_file(dir.join("services/qwen3.yaml")).unwrap();
+        std::fs::write(
+            dir.join("platform.yaml"),
+            format!(
+                "{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n\
+                 tenants:\n  - name: team-b\n    quota: {{requests.nvidia.com/gpu: 24}}\n"
+            ),
+        )
+        .unwrap();
+        // One service of a name in a namespace.
+        let mut fleet: Vec<(usize, Generated)> = Vec::new();
+        let set = |fleet: &mut Vec<(usize, Generated)>, f: usize, s: Generated| {
+            fleet.retain(|(_, o)| (o.namespace, o.name) != (s.namespace, s.name));
+            fleet.push((f, s));
+        };
+        for (f, s) in first {
+            set(&mut fleet, f, s);
+        }
+        let args = ["services", "--out", "rendered", "--platform", "platform.yaml"];
+        let cached = |command: &[&str]| run(isvc(dir).args(command).args(args).env("ISVC_CACHE_DIR", cache.path()));
+        let rendered = dir.join("rendered");
+        let mut all = vec![Step::Nothing];
+        all.extend(steps);
+        for step in all {
+            let mut twice = None;
+            match &step {
+                Step::Set(f, s) => set(&mut fleet, *f, s.clone()),
+                Step::Remove(n) if !fleet.is_empty() => {
+                    let n = n % fleet.len();
+                    fleet.remove(n);
+                }
+                Step::Move(n, f) if !fleet.is_empty() => {
+                    let n = n % fleet.len();
+                    fleet[n].0 = *f;
+                }
+                Step::Twice(n, f) if !fleet.is_empty() => twice = Some((*f, fleet[n % fleet.len()].1.clone())),
+                Step::HandEdit(n) => {
+                    let files = files(&rendered);
+                    if !files.is_empty() {
+                        let path = rendered.join(&files[n % files.len()]);
+                        let mut text = std::fs::read(&path).unwrap();
+                        text.extend_from_slice(b"# edited by hand\n");
+                        std::fs::write(&path, text).unwrap();
+                    }
+                }
+                Step::Foreign(ns) => {
+                    std::fs::create_dir_all(rendered.join(ns)).unwrap();
+                    std::fs::write(rendered.join(ns).join(FOREIGN), "kept as it is\n").unwrap();
+                }
+                _ => {}
+            }
+            for (n, text) in input_files(&fleet, twice).iter().enumerate() {
+                let path = dir.join("services").join(format!("f{n}.yaml"));
+                if text.is_empty() {
+                    std::fs::remove_file(path).ok();
+                } else {
+                    std::fs::write(path, text).unwrap();
+                }
+            }
+            // `diff` over the manifest, and over a copy of the tree
+            // without it.
+            if rendered.is_dir() {
+                std::fs::remove_dir_all(dir.join("full")).ok();
+                crate::common::copy_dir(&rendered, &dir.join("full"));
+                std::fs::remove_file(dir.join("full/.isvc-manifest")).ok();
+                let (code, partial, err) = cached(&["diff", "--format", "json"]);
+                let full = run(isvc(dir)
+                    .args(["diff", "services", "--out", "full", "--platform", "platform.yaml", "--format", "json"])
+                    .env("ISVC_CACHE_DIR", ""));
+                proptest::prop_assert_eq!((code, &partial, errors(&err)), (full.0, &full.1, errors(&full.2)), "{:?}", step);
+            }
+            let before = ours(&rendered);
+            let (code, _, err) = cached(&["render"]);
+            std::fs::remove_dir_all(dir.join("fresh")).ok();
+            let fresh = run(isvc(dir)
+                .args(["render", "services", "--out", "fresh", "--platform", "platform.yaml"])
+                .env("ISVC_CACHE_DIR", ""));
+            proptest::prop_assert_eq!((code, errors(&err)), (fresh.0, errors(&fresh.2)), "{:?}\n{}", step, err);
+            if code == 0 {
+                proptest::prop_assert_eq!(ours(&rendered), contents(&dir.join("fresh")), "{:?}", step);
+                let (code, _, err) = cached(&["render", "--check"]);
+                proptest::prop_assert_eq!(code, 0, "{:?}\n{}", step, err);
+            } else {
+                proptest::prop_assert_eq!(ours(&rendered), before, "{:?}", step);
+            }
+            if let Step::Foreign(ns) = step {
+                proptest::prop_assert!(rendered.join(ns).join(FOREIGN).is_file());
+            }
+        }
+    }
+}
