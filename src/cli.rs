@@ -1082,8 +1082,10 @@ fn compile_unshown<T: Held>(
         .filter(|(ns, d)| records.get(ns.as_str()).is_some_and(|r| r.0 == d.as_str()))
         .map(|(ns, _)| ns.clone())
         .collect();
-    let mut compiled =
-        Compiler::new(&i.inputs, options.reuse(reuse).keep_files_of(unchanged)).compile_held().map_err(warned)?;
+    // What the GitOps engine's objects read of the namespaces kept.
+    let facts = recorded.map(Manifest::recorded_namespaces).unwrap_or_default();
+    let options = options.reuse(reuse).keep_files_of(unchanged).recorded(facts);
+    let mut compiled = Compiler::new(&i.inputs, options).compile_held().map_err(warned)?;
     if !i.warnings.is_empty() {
         compiled.warnings = warned(std::mem::take(&mut compiled.warnings));
     }
@@ -1282,7 +1284,15 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if let Some(kept) = described {
         quota.extend(kept.quota_of(&compiled.reused).cloned());
     }
-    let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree).with_quota(quota);
+    // The autoscaled workloads the GitOps engine's objects list: the
+    // compiled namespaces', and the recorded ones of the namespaces kept.
+    let mut autoscaled = std::mem::take(&mut compiled.autoscaled);
+    if let Some(kept) = described {
+        autoscaled.extend(kept.autoscaled_of(&compiled.reused).cloned());
+    }
+    let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree)
+        .with_quota(quota)
+        .with_autoscaled(autoscaled);
     tree.insert(PathBuf::from(MANIFEST).into(), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match read.scanned {
@@ -1347,8 +1357,7 @@ fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Pl
         // No platform file, or one that does not load (the compile says why).
         return (inputs.platform.is_none() && inputs.gitops.is_none()).then(BTreeSet::new);
     };
-    let engine = compiler::engine(inputs.gitops.map(Into::into), platform);
-    compiler::namespaces_apart(engine, platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
+    compiler::namespaces_apart(platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
 }
 
 /// Reads the input files `selection` chooses of `files`, batch by batch,

@@ -34,5 +34,5 @@ mod render;
 pub mod report;
 
 pub use compiler::admission::QuotaUsage;
-pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options};
+pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options, RecordedNamespace};
 pub use render::{BUILTIN as BUILTIN_TEMPLATES, Templates};

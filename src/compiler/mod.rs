@@ -86,6 +86,20 @@ pub struct Options {
     reuse: BTreeSet<String>,
     /// Input files (by label) whose services' files the caller holds.
     keep_files_of: BTreeSet<String>,
+    /// What the earlier compile found in the namespaces of `reuse`.
+    recorded: BTreeMap<String, RecordedNamespace>,
+}
+
+/// What an earlier compile found in one namespace, that the GitOps
+/// engine's objects read of every namespace ([`Options::recorded`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordedNamespace {
+    /// Its objects (what [`crate::derive::gitops::build_size_warnings`]
+    /// counts of a namespace's directory).
+    pub objects: usize,
+    /// Its workloads whose replica count an autoscaler owns
+    /// ([`Compilation::autoscaled`]).
+    pub autoscaled: BTreeSet<ObjectId>,
 }
 
 impl Default for Options {
@@ -97,6 +111,7 @@ impl Default for Options {
             label: Box::new(|s| s.source.name.display().to_string()),
             reuse: BTreeSet::new(),
             keep_files_of: BTreeSet::new(),
+            recorded: BTreeMap::new(),
         }
     }
 }
@@ -120,9 +135,10 @@ impl Options {
     /// Namespaces not to compile, because the caller holds their objects
     /// from an earlier compile of the same services (the same
     /// [`Compiler::namespace_digests`]), platform, templates, rules and
-    /// isvc version. Honoured without clusters and without a GitOps engine;
-    /// the namespaces of a Kueue cohort's tenants are compiled together and
-    /// never left out. A namespace of which no service is given is left out
+    /// isvc version. Honoured without clusters; with a GitOps engine, for
+    /// the namespaces [`Options::recorded`] gives what the engine's objects
+    /// read of them. The namespaces of a Kueue cohort's tenants are
+    /// compiled together and never left out. A namespace of which no service is given is left out
     /// as well: the caller may keep a namespace without reading its
     /// services' files. [`Compilation::reused`] says which were left out.
     pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
@@ -140,9 +156,20 @@ impl Options {
     /// weighted route: the first of such services by name renders the
     /// route, with every backend's weight (`derive::gateway::share_routes`),
     /// so its objects depend on the others' files. Honoured where
-    /// [`Options::reuse`] is.
+    /// [`Options::reuse`] is, but with a GitOps engine (whose objects count
+    /// a namespace's objects and list its autoscaled workloads).
     pub fn keep_files_of(mut self, labels: BTreeSet<String>) -> Options {
         self.keep_files_of = labels;
+        self
+    }
+
+    /// What the earlier compile found in each namespace of
+    /// [`Options::reuse`], as [`Compilation::autoscaled`] and the
+    /// namespace's object count gave it: with a GitOps engine, whose
+    /// objects list every namespace and its autoscaled workloads, a
+    /// namespace is reused only where this says what it holds.
+    pub fn recorded(mut self, namespaces: BTreeMap<String, RecordedNamespace>) -> Options {
+        self.recorded = namespaces;
         self
     }
 
@@ -193,7 +220,8 @@ impl<'a> Compiler<'a> {
         let stage = self.stage(engine);
         let mut autoscaled = BTreeMap::new();
         let mut compiled = if platform.clusters.is_empty() {
-            let (compiled, scaled) = stage.compile(&self.inputs.services, &platform)?;
+            let (mut compiled, scaled) = stage.compile(&self.inputs.services, &platform)?;
+            compiled.autoscaled = scaled.clone();
             autoscaled.insert(None, scaled);
             compiled
         } else {
@@ -222,7 +250,14 @@ impl<'a> Compiler<'a> {
                 return Err(diags);
             }
             objects::sort(&mut objects);
-            Compilation { objects, warnings: diags, quota, reused: BTreeSet::new(), kept_services: BTreeMap::new() }
+            Compilation {
+                objects,
+                warnings: diags,
+                quota,
+                reused: BTreeSet::new(),
+                kept_services: BTreeMap::new(),
+                autoscaled: BTreeSet::new(),
+            }
         };
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.object().cluster.is_some()),
@@ -230,7 +265,15 @@ impl<'a> Compiler<'a> {
                 return Err(no_gitops_section(engine, self.inputs).into());
             }
             (Some(engine), None) => {
-                add_engine_objects(&mut compiled, &platform, engine, &autoscaled, self.inputs.platform_file.as_deref())?
+                let platform_file = self.inputs.platform_file.as_deref();
+                add_engine_objects(
+                    &mut compiled,
+                    &platform,
+                    engine,
+                    &autoscaled,
+                    &self.options.recorded,
+                    platform_file,
+                )?
             }
             (None, None) => {}
         }
@@ -265,11 +308,20 @@ impl<'a> Compiler<'a> {
 
     fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
         static NONE: BTreeSet<String> = BTreeSet::new();
-        let apart = namespaces_apart(engine, &self.inputs.platform);
+        let apart = namespaces_apart(&self.inputs.platform);
+        // The engine's objects read every namespace: one is left out only
+        // where the caller says what they read of it.
+        let reuse = match (apart, engine) {
+            (false, _) => BTreeSet::new(),
+            (true, None) => self.options.reuse.clone(),
+            (true, Some(_)) => {
+                self.options.reuse.iter().filter(|n| self.options.recorded.contains_key(*n)).cloned().collect()
+            }
+        };
         Stage {
             engine,
-            reuse: if apart { &self.options.reuse } else { &NONE },
-            keep_files_of: if apart { &self.options.keep_files_of } else { &NONE },
+            reuse,
+            keep_files_of: if apart && engine.is_none() { &self.options.keep_files_of } else { &NONE },
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -359,6 +411,11 @@ pub struct Compilation<T = Object> {
     /// The services of [`Options::keep_files_of`] left out, by namespace:
     /// checked with their namespace, none of their objects in `objects`.
     pub kept_services: BTreeMap<String, BTreeSet<String>>,
+    /// With a GitOps engine and no clusters, the workloads of the
+    /// namespaces compiled whose replica count an autoscaler owns (the
+    /// engine's objects leave it to the autoscaler): what a later compile
+    /// that reuses a namespace is given back ([`Options::recorded`]).
+    pub autoscaled: BTreeSet<ObjectId>,
 }
 
 /// A cluster's objects after [`Stage::checked`]: the warnings of the render
@@ -405,7 +462,7 @@ struct Stage<'a> {
     config: &'a check::Config,
     engine: Option<platform::Engine>,
     /// Namespaces not to compile (see [`Options::reuse`]).
-    reuse: &'a BTreeSet<String>,
+    reuse: BTreeSet<String>,
     /// Input files whose services' objects are checked but not held (see
     /// [`Options::keep_files_of`]).
     keep_files_of: &'a BTreeSet<String>,
@@ -431,13 +488,14 @@ pub fn engine(chosen: Option<platform::Engine>, platform: &Platform) -> Option<p
     chosen.or(platform.gitops.as_ref().and_then(|g| g.engine))
 }
 
-/// Whether a compile with the GitOps engine `engine` over `platform`
-/// compiles each namespace apart from the others, so that
-/// [`Options::reuse`] is honoured: not with the engine's objects, which
-/// list every namespace's workloads, nor with clusters, whose namespaces
-/// are compiled with each cluster's own platform.
-pub fn namespaces_apart(engine: Option<platform::Engine>, platform: &Platform) -> bool {
-    engine.is_none() && platform.clusters.is_empty()
+/// Whether a compile over `platform` compiles each namespace apart from
+/// the others, so that [`Options::reuse`] is honoured: not with clusters,
+/// whose namespaces are compiled with each cluster's own platform. With a
+/// GitOps engine, whose objects list every namespace's autoscaled
+/// workloads and count its objects, a namespace is reused with what the
+/// caller recorded of it ([`Options::recorded`]).
+pub fn namespaces_apart(platform: &Platform) -> bool {
+    platform.clusters.is_empty()
 }
 
 /// The namespaces of the tenants with Kueue queues, each with the name of
@@ -512,7 +570,9 @@ impl Stage<'_> {
         if diags.has_errors() {
             return Err(diags);
         }
-        Ok((Compilation { objects, warnings: diags, quota, reused, kept_services }, autoscaled))
+        let compilation =
+            Compilation { objects, warnings: diags, quota, reused, kept_services, autoscaled: BTreeSet::new() };
+        Ok((compilation, autoscaled))
     }
 
     /// One cluster's objects, rendered as [`Stage::compile`] renders them,
@@ -882,20 +942,35 @@ fn add_engine_objects<T: Held>(
     platform: &Platform,
     engine: platform::Engine,
     autoscaled: &BTreeMap<Option<String>, BTreeSet<ObjectId>>,
+    recorded: &BTreeMap<String, RecordedNamespace>,
     platform_file: Option<&str>,
 ) -> Result<(), Diagnostics> {
+    // The namespaces reused ([`Options::reuse`]; only without clusters):
+    // none of their objects is compiled, what the engine reads of them is
+    // what the caller recorded.
+    let reused: Vec<(&str, &RecordedNamespace)> =
+        compiled.reused.iter().filter_map(|n| Some((n.as_str(), recorded.get(n)?))).collect();
     let mut targets: Vec<gitops::Target<'_>> = Vec::new();
     let clusters: Vec<Option<&platform::Cluster>> =
         if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
     for c in clusters {
         let name = c.map(|c| c.name.clone());
         let mine = compiled.objects.iter().map(Held::object).filter(|o| o.cluster == name);
-        let namespaces = mine.filter_map(|o| o.id.namespace.clone()).collect();
-        let autoscaled = autoscaled.get(&name).cloned().unwrap_or_default();
+        let mut namespaces: BTreeSet<String> = mine.filter_map(|o| o.id.namespace.clone()).collect();
+        let mut autoscaled = autoscaled.get(&name).cloned().unwrap_or_default();
+        if c.is_none() {
+            for (ns, r) in &reused {
+                if r.objects > 0 {
+                    namespaces.insert(ns.to_string());
+                }
+                autoscaled.extend(r.autoscaled.iter().cloned());
+            }
+        }
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
-        compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object)));
+        let counts: Vec<(&str, usize)> = reused.iter().map(|(ns, r)| (*ns, r.objects)).collect();
+        compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object), &counts));
     }
     let mut extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
     // Held in output order, as `Held::hold` takes them.

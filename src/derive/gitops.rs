@@ -429,15 +429,23 @@ pub const ARGOCD_BUILD_LIMIT: usize = 4000;
 
 /// Warnings for the Argo CD builds that hold more than
 /// [`ARGOCD_BUILD_LIMIT`] objects: with `layout: tree` a cluster's whole
-/// tree, with `layout: namespaces` one namespace directory.
-pub fn build_size_warnings<'a>(g: &GitOps, objects: impl IntoIterator<Item = &'a Object>) -> Vec<Diagnostic> {
+/// tree, with `layout: namespaces` one namespace directory; the objects of
+/// the namespaces `reused` (by namespace, no cluster) counted as well.
+pub fn build_size_warnings<'a>(
+    g: &GitOps,
+    objects: impl IntoIterator<Item = &'a Object>,
+    reused: &[(&'a str, usize)],
+) -> Vec<Diagnostic> {
     let mut builds: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
+    let dir = |namespace: Option<&'a str>| match g.layout {
+        Layout::Tree => None,
+        Layout::Namespaces => Some(namespace.unwrap_or(CLUSTER_DIR)),
+    };
     for o in objects.into_iter().filter(|o| !o.bootstrap) {
-        let dir = match g.layout {
-            Layout::Tree => None,
-            Layout::Namespaces => Some(o.id.namespace.as_deref().unwrap_or(CLUSTER_DIR)),
-        };
-        *builds.entry((o.cluster.as_deref(), dir)).or_default() += 1;
+        *builds.entry((o.cluster.as_deref(), dir(o.id.namespace.as_deref()))).or_default() += 1;
+    }
+    for (namespace, count) in reused {
+        *builds.entry((None, dir(Some(namespace)))).or_default() += count;
     }
     let mut out = Vec::new();
     for ((cluster, dir), count) in builds.into_iter().filter(|(_, n)| *n > ARGOCD_BUILD_LIMIT) {
@@ -647,19 +655,27 @@ mod tests {
             })
         };
         let mut objects: Vec<Object> = config_maps("a", 2500).chain(config_maps("b", 2500)).collect();
-        let tree = build_size_warnings(&g, &objects);
+        let tree = build_size_warnings(&g, &objects, &[]);
         assert_eq!(tree.len(), 1);
         assert_eq!(
             tree[0].message,
             "Argo CD builds the tree in one kustomize build of 5000 objects, which can outlast its 60-second timeout above about 4000"
         );
         let per_namespace = GitOps { layout: Layout::Namespaces, ..g.clone() };
-        assert!(build_size_warnings(&per_namespace, &objects).is_empty());
+        assert!(build_size_warnings(&per_namespace, &objects, &[]).is_empty());
+        // The objects of a namespace reused from an earlier compile count
+        // with its directory's, and with the tree's.
+        let reused = build_size_warnings(&per_namespace, &objects, &[("a", 1600), ("c", 100)]);
+        assert_eq!(reused.len(), 1);
+        assert!(reused[0].message.starts_with("Argo CD builds directory a in one kustomize build of 4100 objects"));
+        let tree = build_size_warnings(&g, &objects[..3000], &[("c", 1001)]);
+        assert!(tree[0].message.starts_with("Argo CD builds the tree in one kustomize build of 4001 objects"));
+        assert!(build_size_warnings(&g, &objects[..3000], &[("c", 1000)]).is_empty());
         objects.extend(config_maps("a", 2000).map(|mut o| {
             o.id.name.push('x');
             o
         }));
-        let big = build_size_warnings(&per_namespace, &objects);
+        let big = build_size_warnings(&per_namespace, &objects, &[]);
         assert_eq!(big.len(), 1);
         assert!(
             big[0].message.starts_with("Argo CD builds directory a in one kustomize build of 4500 objects"),

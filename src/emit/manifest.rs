@@ -24,13 +24,14 @@
 //! The format, one record a line after the header line:
 //!
 //! ```text
-//! isvc 0.1.0 manifest 2
+//! isvc 0.1.0 manifest 3
 //! setting "gitops=argocd"
 //! objects 12
 //! input 0f3a… 0 ["team-a"] "services/chat.yaml"
 //! namespace 5d2e… 3 "team-a"
 //! route "team-a" "chat.example.com/v1"
 //! quota [null,"team-a","tenant-quota","requests.nvidia.com/gpu","3","9","8"]
+//! autoscaled ["team-a","apps/v1","Deployment","chat"]
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
 //!
@@ -51,15 +52,19 @@
 //! used at steady state and at the autoscalers' maximum, hard limit): a
 //! ResourceQuota counts the pods of its own namespace alone, so the rows of
 //! a namespace kept are the ones recorded, and a render prints them from
-//! here.
+//! here. With a GitOps engine, an `autoscaled` record names a workload
+//! whose replica count an autoscaler owns ([`crate::Compilation::autoscaled`]):
+//! the engine's objects list those of every namespace, so a namespace is
+//! kept with what it recorded ([`Manifest::recorded_namespaces`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::compiler::RecordedNamespace;
 use crate::compiler::admission::QuotaUsage;
 use crate::emit::write::{Existing, Tree};
-use crate::model::objects::HEADER_PREFIX;
+use crate::model::objects::{HEADER_PREFIX, ObjectId};
 
 pub use crate::emit::write::MANIFEST;
 
@@ -89,6 +94,9 @@ pub struct Manifest {
     /// namespace and quota ([`Manifest::with_quota`]): a render that keeps
     /// a namespace, or finds the tree up to date, prints its rows from here.
     pub quota: Vec<QuotaUsage>,
+    /// With a GitOps engine, the workloads whose replica count an
+    /// autoscaler owns, sorted ([`Manifest::with_autoscaled`]).
+    pub autoscaled: Vec<ObjectId>,
 }
 
 /// An input file as a manifest records it.
@@ -122,7 +130,7 @@ impl Manifest {
         let mut outputs: Vec<(String, String)> =
             tree.iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
-        Manifest { settings, inputs, objects, namespaces, routes, outputs, quota: Vec::new() }
+        Manifest { settings, inputs, objects, namespaces, routes, outputs, quota: Vec::new(), autoscaled: Vec::new() }
     }
 
     /// The manifest with the quota table's `rows`, sorted by cluster,
@@ -131,6 +139,37 @@ impl Manifest {
         rows.sort_by(|a, b| (&a.cluster, &a.namespace, &a.quota).cmp(&(&b.cluster, &b.namespace, &b.quota)));
         self.quota = rows;
         self
+    }
+
+    /// The manifest with the workloads whose replica count an autoscaler
+    /// owns, `autoscaled` (each once, sorted).
+    pub fn with_autoscaled(mut self, autoscaled: impl IntoIterator<Item = ObjectId>) -> Manifest {
+        let set: BTreeSet<ObjectId> = autoscaled.into_iter().collect();
+        self.autoscaled = set.into_iter().collect();
+        self
+    }
+
+    /// What the render found in each namespace recorded: how many objects
+    /// the tree holds of it, and its autoscaled workloads. What a compile
+    /// that reuses a namespace is given ([`crate::Options::recorded`]).
+    pub fn recorded_namespaces(&self) -> BTreeMap<String, RecordedNamespace> {
+        let mut out: BTreeMap<String, RecordedNamespace> = self
+            .namespaces
+            .iter()
+            .map(|(n, _, objects)| (n.clone(), RecordedNamespace { objects: *objects, ..Default::default() }))
+            .collect();
+        for id in &self.autoscaled {
+            if let Some(r) = id.namespace.as_ref().and_then(|n| out.get_mut(n)) {
+                r.autoscaled.insert(id.clone());
+            }
+        }
+        out
+    }
+
+    /// The recorded workloads of the namespaces `kept` whose replica count
+    /// an autoscaler owns.
+    pub fn autoscaled_of<'m>(&'m self, kept: &'m BTreeSet<String>) -> impl Iterator<Item = &'m ObjectId> + 'm {
+        self.autoscaled.iter().filter(|id| id.namespace.as_ref().is_some_and(|n| kept.contains(n)))
     }
 
     /// The recorded rows of the quota table of the namespaces `kept`.
@@ -200,6 +239,13 @@ impl Manifest {
             out.push_str(&serde_json::to_string(&row).unwrap_or_default());
             out.push('\n');
         }
+        for id in &self.autoscaled {
+            out.push_str("autoscaled ");
+            let record = (&id.namespace, &id.api_version, &id.kind, &id.name);
+            // (Strings serialise without fail.)
+            out.push_str(&serde_json::to_string(&record).unwrap_or_default());
+            out.push('\n');
+        }
         for (path, d) in &self.outputs {
             out.push_str("output ");
             out.push_str(d);
@@ -232,6 +278,7 @@ impl Manifest {
                 Record::Input(i) => m.inputs.push(i),
                 Record::Route(r) => m.routes.push(r),
                 Record::Quota(q) => m.quota.push(*q),
+                Record::Autoscaled(id) => m.autoscaled.push(*id),
                 Record::Output(o) => m.outputs.push(o),
             }
         }
@@ -293,6 +340,7 @@ enum Record {
     Input(Input),
     Route((String, String)),
     Quota(Box<QuotaUsage>),
+    Autoscaled(Box<ObjectId>),
     Output((String, String)),
 }
 
@@ -331,6 +379,21 @@ impl Record {
                     return None;
                 }
                 Record::Quota(Box::new(row))
+            }
+            "autoscaled" => {
+                let (ns, api_version, kind, name) =
+                    serde_json::from_str::<(String, String, String, String)>(rest).ok()?;
+                let plain = |s: &str, extra: &[u8]| {
+                    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+                };
+                let valid = namespace(&ns)
+                    && crate::base::names::dns1123_subdomain(&name).is_ok()
+                    && plain(&kind, b"")
+                    && plain(&api_version, b"./-");
+                if !valid {
+                    return None;
+                }
+                Record::Autoscaled(Box::new(ObjectId::new(&api_version, &kind, Some(&ns), &name)))
             }
             "output" => {
                 let (d, name) = split_space(rest)?;
@@ -534,7 +597,7 @@ fn version_line() -> String {
     format!("isvc {} manifest {MANIFEST_FORMAT}", env!("CARGO_PKG_VERSION"))
 }
 
-const MANIFEST_FORMAT: u32 = 2;
+const MANIFEST_FORMAT: u32 = 3;
 
 /// `text` split at its first space, found byte by byte: the fields split
 /// are short (a `str` search for a `char` sets up a `memchr` each time, a
@@ -585,6 +648,11 @@ mod tests {
             &tree,
         )
         .with_quota(vec![quota_row("team-b", "q", "requests.cpu"), quota_row("team-a", "q.x", "limits.memory")])
+        .with_autoscaled([
+            ObjectId::new("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", Some("team-b"), "big.one"),
+            ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat"),
+            ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat"),
+        ])
     }
 
     fn quota_row(namespace: &str, quota: &str, key: &str) -> QuotaUsage {
@@ -630,7 +698,7 @@ mod tests {
         let m = sample();
         let text = m.to_text();
         assert!(text.starts_with(HEADER_PREFIX));
-        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2 + 2, "{text}");
+        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2 + 2 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
         assert!(!m.settings.is_empty());
         assert_eq!(Manifest::settings_in(&text), Some(m.settings.clone()), "the settings, from the first lines");
@@ -641,6 +709,14 @@ mod tests {
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
         assert_eq!(m.namespaces[0].0, "team-a", "namespaces are sorted");
         assert_eq!(m.quota[0].namespace, "team-a", "quota rows are sorted by namespace");
+        assert_eq!(m.autoscaled[0].name, "chat", "autoscaled workloads are sorted, each once");
+        let recorded = m.recorded_namespaces();
+        assert_eq!(recorded["team-a"].objects, 1);
+        assert_eq!(recorded["team-a"].autoscaled.iter().map(|id| id.name.as_str()).collect::<Vec<_>>(), ["chat"]);
+        assert_eq!(
+            recorded["team-b"].autoscaled.iter().map(|id| id.kind.as_str()).collect::<Vec<_>>(),
+            ["LeaderWorkerSet"]
+        );
         // A record a render could not have written makes the text no manifest.
         for (good, bad) in [
             ("namespace ", "namespace 0"),
@@ -649,6 +725,11 @@ mod tests {
             ("\"team-a\"\n", "\"Team-A\"\n"),
             ("\"b/x.yaml\"", "\"b/../x.yaml\""),
             ("\"b/x.yaml\"", "\"/b/x.yaml\""),
+            ("autoscaled [\"team-a\"", "autoscaled [\"team_a\""),
+            ("\"Deployment\",\"chat\"", "\"Deployment\",\"Chat\""),
+            ("\"Deployment\",\"chat\"", "\"Deploy ment\",\"chat\""),
+            ("\"apps/v1\",\"Deployment\"", "\"apps/v1\\n\",\"Deployment\""),
+            ("\"Deployment\",\"chat\"]", "\"Deployment\"]"),
         ] {
             let edited = text.replacen(good, bad, 1);
             assert_ne!(edited, text, "{good}");
@@ -677,7 +758,7 @@ mod tests {
         assert_eq!(Manifest::parse(&row("team-a", "requests.cpu\\u001b[2J")), None, "a control character");
         assert_eq!(Manifest::parse(&row("Team A", "requests.cpu")), None, "no namespace name");
         // A manifest of this version without the format (before quota rows).
-        let unformatted = text.replacen(" manifest 2\n", "\n", 1);
+        let unformatted = text.replacen(" manifest 3\n", "\n", 1);
         assert_eq!(Manifest::parse(&unformatted), None);
         assert_eq!(Manifest::parse("not ours"), None);
         // An input line without its namespaces (an earlier format) is not read.
