@@ -156,8 +156,7 @@ impl Options {
     /// weighted route: the first of such services by name renders the
     /// route, with every backend's weight (`derive::gateway::share_routes`),
     /// so its objects depend on the others' files. Honoured where
-    /// [`Options::reuse`] is, but with a GitOps engine (whose objects count
-    /// a namespace's objects and list its autoscaled workloads).
+    /// [`Options::reuse`] is.
     pub fn keep_files_of(mut self, labels: BTreeSet<String>) -> Options {
         self.keep_files_of = labels;
         self
@@ -256,6 +255,7 @@ impl<'a> Compiler<'a> {
                 quota,
                 reused: BTreeSet::new(),
                 kept_services: BTreeMap::new(),
+                kept_objects: BTreeMap::new(),
                 autoscaled: BTreeSet::new(),
             }
         };
@@ -321,7 +321,7 @@ impl<'a> Compiler<'a> {
         Stage {
             engine,
             reuse,
-            keep_files_of: if apart && engine.is_none() { &self.options.keep_files_of } else { &NONE },
+            keep_files_of: if apart { &self.options.keep_files_of } else { &NONE },
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -411,6 +411,9 @@ pub struct Compilation<T = Object> {
     /// The services of [`Options::keep_files_of`] left out, by namespace:
     /// checked with their namespace, none of their objects in `objects`.
     pub kept_services: BTreeMap<String, BTreeSet<String>>,
+    /// How many objects the services of `kept_services` have, by
+    /// namespace (what the GitOps engine's objects count of a namespace).
+    pub kept_objects: BTreeMap<String, usize>,
     /// With a GitOps engine and no clusters, the workloads of the
     /// namespaces compiled whose replica count an autoscaler owns (the
     /// engine's objects leave it to the autoscaler): what a later compile
@@ -437,6 +440,7 @@ struct Checked<T> {
     autoscaled: BTreeSet<ObjectId>,
     reused: BTreeSet<String>,
     kept_services: BTreeMap<String, BTreeSet<String>>,
+    kept_objects: BTreeMap<String, usize>,
 }
 
 impl<T: Held> Checked<T> {
@@ -561,8 +565,9 @@ impl Stage<'_> {
         services: &[LoadedService],
         platform: &Platform,
     ) -> Result<(Compilation<T>, BTreeSet<ObjectId>), Diagnostics> {
-        let Checked { objects, mut diags, quota, mut findings, autoscaled, reused, kept_services, .. } =
-            self.checked(services, platform, true)?;
+        let Checked {
+            objects, mut diags, quota, mut findings, autoscaled, reused, kept_services, kept_objects, ..
+        } = self.checked(services, platform, true)?;
         check::locate(&mut findings, services);
         diags.extend(findings.iter().map(check::Finding::to_diagnostic));
         diags.extend(check::annotation_problems(services));
@@ -570,8 +575,15 @@ impl Stage<'_> {
         if diags.has_errors() {
             return Err(diags);
         }
-        let compilation =
-            Compilation { objects, warnings: diags, quota, reused, kept_services, autoscaled: BTreeSet::new() };
+        let compilation = Compilation {
+            objects,
+            warnings: diags,
+            quota,
+            reused,
+            kept_services,
+            kept_objects,
+            autoscaled: BTreeSet::new(),
+        };
         Ok((compilation, autoscaled))
     }
 
@@ -606,6 +618,7 @@ impl Stage<'_> {
             autoscaled: BTreeSet::new(),
             reused: BTreeSet::new(),
             kept_services: BTreeMap::new(),
+            kept_objects: BTreeMap::new(),
         };
         let diags = &mut out.diags;
         diags.extend(placements(services, platform));
@@ -759,6 +772,9 @@ impl Stage<'_> {
                     (Some(ns), Some(owner)) => !is_kept(kept, ns, owner),
                     _ => true,
                 });
+            for ns in unheld.iter().filter_map(|o| o.id.namespace.as_ref()) {
+                *out.kept_objects.entry(ns.clone()).or_default() += 1;
+            }
             // Freed on every core: after one change in a namespace of
             // 10,000 services, these are 28,000 objects, whose values took
             // 0.1 s to free on one (benches/README.md).
@@ -965,11 +981,16 @@ fn add_engine_objects<T: Held>(
                 }
                 autoscaled.extend(r.autoscaled.iter().cloned());
             }
+            // The namespaces compiled that hold only services kept
+            // ([`Options::keep_files_of`]; their autoscaled workloads were
+            // found as they were checked).
+            namespaces.extend(compiled.kept_objects.iter().filter(|(_, n)| **n > 0).map(|(ns, _)| ns.clone()));
         }
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
-        let counts: Vec<(&str, usize)> = reused.iter().map(|(ns, r)| (*ns, r.objects)).collect();
+        let kept = compiled.kept_objects.iter().map(|(ns, n)| (ns.as_str(), *n));
+        let counts: Vec<(&str, usize)> = reused.iter().map(|(ns, r)| (*ns, r.objects)).chain(kept).collect();
         compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object), &counts));
     }
     let mut extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;
