@@ -252,6 +252,34 @@ rerender_one() {
     return 0
 }
 
+# one_change_rounds DIFFKEY RENDERKEY PLATFORM: in the directory of a
+# tree out/ rendered with the platform arguments PLATFORM (words for eval,
+# or none), RUNS rounds of: a label of the first service set to a new
+# value (untimed), `diff` (timed as DIFFKEY: what a pull request's check
+# runs; it exits 1 when objects differ, must name the service's changed
+# objects, and records the edited file in the cache of file status, as a
+# check before the render would), then the re-render (rerender_one
+# RENDERKEY). Sets ONE_CHANGED and ONE_FILES (rerender_one; ONE_CHANGED
+# stays "unknown" without a tree), and ONE_DIFF to a MISS where a report
+# did not name the change. The first service's file is restored after.
+one_change_rounds() {
+    local diff_key=$1 render_key=$2 platform=$3
+    ONE_CHANGED=unknown ONE_FILES=0 ONE_DIFF=""
+    EDITED=$(first_input)
+    [[ -d out && -n $EDITED ]] || return 0
+    cp "$EDITED" "$WORK/edited.orig"
+    ONE_CHANGED=""
+    for ((round = 1; round <= RUNS; round++)); do
+        edit_label "$round"
+        once "$diff_key" "" '"$ISVC" diff services '"$platform"' --out out >"$WORK/diff-one.txt"; test $? -eq 1'
+        if ! grep -Eq '^0 added, [1-9][0-9]* changed( \([^)]*\))?, 0 removed, [0-9]+ unchanged$' "$WORK/diff-one.txt"; then
+            ONE_DIFF="MISS (report: $(tail -n 1 "$WORK/diff-one.txt" 2>/dev/null || true))"
+        fi
+        rerender_one "$render_key"
+    done
+    cp "$WORK/edited.orig" "$EDITED"
+}
+
 # one_verdict RATIO: the result of a one-change row: PASS or MISS by time,
 # and whether only the service's files were rewritten.
 one_verdict() {
@@ -366,23 +394,8 @@ fi
 # the render would), then the tree is re-rendered. Only the files of
 # that service, out/<namespace>/<name>/, may change (inode and modification
 # time of every other file compared before and after each run), and they must.
-ONE_CHANGED=unknown ONE_FILES=0 DIFF_ONE=""
-EDITED=$(first_input)
-if [[ -d out && -n $EDITED ]]; then
-    cp "$EDITED" "$WORK/edited.orig"
-    ONE_CHANGED=""
-    for ((round = 1; round <= RUNS; round++)); do
-        edit_label "$round"
-        # What a pull request's check runs: diff exits 1 when objects
-        # differ, and must name the service's changed objects.
-        once diffone "" '"$ISVC" diff services --out out >"$WORK/diff-one.txt"; test $? -eq 1'
-        if ! grep -Eq '^0 added, [1-9][0-9]* changed( \([^)]*\))?, 0 removed, [0-9]+ unchanged$' "$WORK/diff-one.txt"; then
-            DIFF_ONE="MISS (report: $(tail -n 1 "$WORK/diff-one.txt" 2>/dev/null || true))"
-        fi
-        rerender_one onechanged
-    done
-    cp "$WORK/edited.orig" "$EDITED"
-fi
+one_change_rounds diffone onechanged ""
+DIFF_ONE=$ONE_DIFF
 # The same, kept for its row; the one-namespace rows below check theirs.
 MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
 
@@ -450,6 +463,27 @@ ONENS_CHANGED=$ONE_CHANGED ONENS_FILES=$ONE_FILES
 cd "$WORK"
 rm -rf "$ONENS"
 
+# The same N services with a GitOps engine: Argo CD, one Application per
+# namespace directory (the layout docs/gitops.md advises past 4,000
+# objects). The engine's objects list every namespace's autoscaled
+# workloads; a render keeps the namespaces a change does not touch with
+# what the manifest records of them (docs/output.md). Measured as above:
+# the cold render against the re-render and `diff` after one service's
+# label changed.
+cd "$BIG"
+argocd_platform "$WORK/argocd.yaml" out
+PLAIN_RENDER_OUT=$RENDER_OUT
+RENDER_OUT='"$ISVC" render services --platform "$WORK/argocd.yaml" --out out 2>/dev/null'
+for ((round = 1; round <= RUNS; round++)); do
+    once argocd_cold 'rm -rf out; sync' "$RENDER_OUT"
+done
+sleep 2.1 # settled, as above
+one_change_rounds argocd_diffone argocd_one '--platform "$WORK/argocd.yaml"'
+ARGOCD_DIFF_ONE=$ONE_DIFF ARGOCD_CHANGED=$ONE_CHANGED ARGOCD_FILES=$ONE_FILES
+RENDER_OUT=$PLAIN_RENDER_OUT
+rm -rf out
+cd "$WORK"
+
 # Equivalence on the small set: the parsed objects of every renderer.
 cd "$SMALLDIR"
 EQ_PY="skipped: ${PY_SKIP:-no python}" EQ_HELM="skipped: ${HELM_SKIP:-no helm}"
@@ -502,7 +536,7 @@ timed() {
 
 echo
 echo "isvc render benchmark: N=$N services ($OBJECTS objects, $FILES files), $NAMESPACES namespaces"
-echo "(the rows marked \"one namespace\": the same N services in one namespace),"
+echo "(the rows marked \"one namespace\": the same N services in one namespace; \"Argo CD\": with an Argo CD Application per namespace),"
 echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }'),"
 echo "load average $LOAD_START at the start, $(loadavg) at the end (other work on the machine slows every row)"
 echo
@@ -573,6 +607,17 @@ r=$(ratio status stdout)
 timed status "isvc status (converged snapshot)" "${r:+${r}x --stdout}" "(compile and snapshot)" ""
 timed onens_cold "isvc render --out (cold), one namespace" "reference" "" ""
 one_row onens_one "isvc render --out (one changed), one namespace" onens_cold "$ONENS_CHANGED" "$ONENS_FILES"
+timed argocd_cold "isvc render --out (cold), Argo CD" "reference" "" ""
+one_row argocd_one "isvc render --out (one changed), Argo CD" argocd_cold "$ARGOCD_CHANGED" "$ARGOCD_FILES"
+label="isvc diff (one changed), Argo CD"
+if [[ $ARGOCD_CHANGED == unknown ]]; then
+    row "$label" "-" "" "<= 0.1x cold" "- (no tree to compare)"
+else
+    r=$(ratio argocd_diffone argocd_cold)
+    res=$(verdict "$r" '<=' 0.1)
+    [[ -z $ARGOCD_DIFF_ONE ]] || res=$ARGOCD_DIFF_ONE
+    timed argocd_diffone "$label" "${r:+${r}x its cold}" "<= 0.1x cold" "$res"
+fi
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then

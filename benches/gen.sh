@@ -1,4 +1,5 @@
-# Sourced by bench.sh and gitops.sh: the generator of N InferenceServices.
+# Sourced by bench.sh and gitops.sh: the generator of N InferenceServices,
+# and the platform file of Argo CD they render with.
 # Needs NAMESPACES (how many namespaces the services spread over) and ISVC
 # (the binary, for `isvc crd`).
 
@@ -52,4 +53,22 @@ gen() {
         if ($7 != "-") printf "    annotations:\n      example.com/owner: \"%s\"\n", $7
     }' >"$dir/values.yaml"
     "$ISVC" crd >"$dir/crd.yaml"
+}
+
+# argocd_platform FILE PATH: writes to FILE a platform file for Argo CD with
+# one Application per namespace directory (the layout docs/gitops.md
+# advises past 4,000 objects), its tree at PATH in the repository.
+argocd_platform() {
+    cat >"$1" <<YAML
+apiVersion: ai.example.com/v1alpha1
+kind: Platform
+gitops:
+  engine: argocd
+  name: inference
+  repoURL: https://git.example.com/platform/inference.git
+  revision: main
+  path: $2
+  layout: namespaces
+  argocd: {server: https://kubernetes.default.svc}
+YAML
 }

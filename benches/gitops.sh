@@ -44,18 +44,7 @@ ISVC=${CARGO_TARGET_DIR:-$ROOT/target}/release/isvc
 source "$BENCH_DIR/gen.sh"
 log "generating $N services"
 gen "$WORK" "$N"
-cat >"$WORK/platform.yaml" <<'YAML'
-apiVersion: ai.example.com/v1alpha1
-kind: Platform
-gitops:
-  engine: argocd
-  name: inference
-  repoURL: https://git.example.com/platform/inference.git
-  revision: main
-  path: rendered
-  layout: namespaces
-  argocd: {server: https://kubernetes.default.svc}
-YAML
+argocd_platform "$WORK/platform.yaml" rendered
 (cd "$WORK" && "$ISVC" render services --platform platform.yaml --out rendered) || die "render failed"
 
 # build LABEL DIR: one kubectl kustomize of DIR, timed.
