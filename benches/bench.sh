@@ -309,6 +309,23 @@ one_row() {
     fi
 }
 
+# diff_row KEY LABEL COLD CHANGED RESULT: the row of `diff` after one
+# change, timed as KEY, against the cold render timed as COLD; CHANGED is
+# what the re-render's rounds found (ONE_CHANGED: "unknown" without a tree),
+# RESULT a MISS of diff's report, if any.
+diff_row() {
+    local its="" r res
+    [[ $3 == cold ]] || its="its "
+    if [[ $4 == unknown ]]; then
+        row "$2" "-" "" "<= 0.1x cold" "- (no tree to compare)"
+    else
+        r=$(ratio "$1" "$3")
+        res=$(verdict "$r" '<=' 0.1)
+        [[ -z $5 ]] || res=$5
+        timed "$1" "$2" "${r:+${r}x ${its}cold}" "<= 0.1x cold" "$res"
+    fi
+}
+
 # peak KEY COMMAND...: runs COMMAND under GNU time in the current directory,
 # its output to /dev/null; PEAK_KB[KEY] keeps the largest maximum resident set
 # size over the calls, in KiB.
@@ -588,15 +605,7 @@ timed diff "isvc diff (up to date)" "${r:+${r}x cold}" "<= 0.1x cold" "$(verdict
 r=$(ratio check_nocache cold)
 timed check_nocache "isvc render --check (up to date, no cache)" "${r:+${r}x cold}" "(every file read)" ""
 one_row onechanged "isvc render --out (one service changed)" cold "$MANY_CHANGED" "$MANY_FILES"
-label="isvc diff (one service changed)"
-if [[ $ONE_CHANGED == unknown ]]; then
-    row "$label" "-" "" "<= 0.1x cold" "- (no tree to compare)"
-else
-    r=$(ratio diffone cold)
-    res=$(verdict "$r" '<=' 0.1)
-    [[ -z $DIFF_ONE ]] || res=$DIFF_ONE
-    timed diffone "$label" "${r:+${r}x cold}" "<= 0.1x cold" "$res"
-fi
+diff_row diffone "isvc diff (one service changed)" cold "$MANY_CHANGED" "$DIFF_ONE"
 r=$(ratio check_rules stdout)
 timed check_rules "isvc check (every rule)" "${r:+${r}x --stdout}" "(compile, findings reported)" ""
 r=$(ratio plan stdout)
@@ -609,15 +618,7 @@ timed onens_cold "isvc render --out (cold), one namespace" "reference" "" ""
 one_row onens_one "isvc render --out (one changed), one namespace" onens_cold "$ONENS_CHANGED" "$ONENS_FILES"
 timed argocd_cold "isvc render --out (cold), Argo CD" "reference" "" ""
 one_row argocd_one "isvc render --out (one changed), Argo CD" argocd_cold "$ARGOCD_CHANGED" "$ARGOCD_FILES"
-label="isvc diff (one changed), Argo CD"
-if [[ $ARGOCD_CHANGED == unknown ]]; then
-    row "$label" "-" "" "<= 0.1x cold" "- (no tree to compare)"
-else
-    r=$(ratio argocd_diffone argocd_cold)
-    res=$(verdict "$r" '<=' 0.1)
-    [[ -z $ARGOCD_DIFF_ONE ]] || res=$ARGOCD_DIFF_ONE
-    timed argocd_diffone "$label" "${r:+${r}x its cold}" "<= 0.1x cold" "$res"
-fi
+diff_row argocd_diffone "isvc diff (one changed), Argo CD" argocd_cold "$ARGOCD_CHANGED" "$ARGOCD_DIFF_ONE"
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
