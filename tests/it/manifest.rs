@@ -1110,7 +1110,8 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, ..Default::default() })]
 
     /// With or without a GitOps engine (whose objects list every
-    /// namespace), whatever happens between two renders (services added, changed,
+    /// namespace) and a Kueue queue (whose namespace is compiled every
+    /// time), whatever happens between two renders (services added, changed,
     /// moved between files or removed, defined twice, shares of a weighted
     /// route, files of the tree edited by hand, files isvc did not write),
     /// a render over the tree, with its manifest and its cache of file
@@ -1123,6 +1124,7 @@ proptest::proptest! {
     #[test]
     fn a_render_over_a_tree_writes_what_a_render_from_scratch_writes(
         engine in proptest::sample::select(vec!["", "engine: argocd", "engine: argocd, layout: namespaces", "engine: flux"]),
+        kueue in proptest::bool::ANY,
         first in proptest::collection::vec((0usize..4, generated()), 1..=5),
         steps in proptest::collection::vec(step(), 1..=6),
     ) {
@@ -1133,8 +1135,21 @@ proptest::proptest! {
         std::fs::write(
             dir.join("platform.yaml"),
             format!(
-                "{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n\
-                 tenants:\n  - name: team-b\n    quota: {{requests.nvidia.com/gpu: 24}}\n{}",
+                "{PLATFORM}gateway:\n  parentRef: {{name: gw, namespace: gateway-system}}\n{}\
+                 tenants:\n  - name: team-b\n    quota: {{requests.nvidia.com/gpu: 24}}\n{}{}",
+                // With Kueue, team-a's queue: its namespace is compiled
+                // every time, the others kept beside it.
+                if kueue {
+                    "kueue:\n  flavor: {name: h100}\n  capacity: {nvidia.com/gpu: 40, cpu: 200, memory: 2Ti}\n"
+                } else {
+                    ""
+                },
+                if kueue {
+                    "  - name: team-a\n    queues:\n      - name: online\n        priority: online\n        \
+                     nominalQuota: {nvidia.com/gpu: 40, cpu: 200, memory: 2Ti}\n"
+                } else {
+                    ""
+                },
                 if engine.is_empty() {
                     String::new()
                 } else {
