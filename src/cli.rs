@@ -1284,15 +1284,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     if let Some(kept) = described {
         quota.extend(kept.quota_of(&compiled.reused).cloned());
     }
-    // The autoscaled workloads the GitOps engine's objects list: the
-    // compiled namespaces', and the recorded ones of the namespaces kept.
-    let mut autoscaled = std::mem::take(&mut compiled.autoscaled);
-    if let Some(kept) = described {
-        autoscaled.extend(kept.autoscaled_of(&compiled.reused).cloned());
-    }
     let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree)
         .with_quota(quota)
-        .with_autoscaled(autoscaled);
+        .with_autoscaled(std::mem::take(&mut compiled.autoscaled));
     tree.insert(PathBuf::from(MANIFEST).into(), output::Contents::text(recorded.to_text()));
     if args.check {
         let existing = match read.scanned {

@@ -220,8 +220,7 @@ impl<'a> Compiler<'a> {
         let stage = self.stage(engine);
         let mut autoscaled = BTreeMap::new();
         let mut compiled = if platform.clusters.is_empty() {
-            let (mut compiled, scaled) = stage.compile(&self.inputs.services, &platform)?;
-            compiled.autoscaled = scaled.clone();
+            let (compiled, scaled) = stage.compile(&self.inputs.services, &platform)?;
             autoscaled.insert(None, scaled);
             compiled
         } else {
@@ -415,9 +414,10 @@ pub struct Compilation<T = Object> {
     /// How many objects the services of `kept_services` have, by
     /// namespace (what the GitOps engine's objects count of a namespace).
     pub kept_objects: BTreeMap<String, usize>,
-    /// With a GitOps engine and no clusters, the workloads of the
-    /// namespaces compiled whose replica count an autoscaler owns (the
-    /// engine's objects leave it to the autoscaler): what a later compile
+    /// With a GitOps engine and no clusters, the workloads whose replica
+    /// count an autoscaler owns, as the engine's objects list them (they
+    /// leave it to the autoscaler): those of the namespaces compiled, and
+    /// the recorded ones of the namespaces reused. What a later compile
     /// that reuses a namespace is given back ([`Options::recorded`]).
     pub autoscaled: BTreeSet<ObjectId>,
 }
@@ -986,6 +986,7 @@ fn add_engine_objects<T: Held>(
             // ([`Options::keep_files_of`]; their autoscaled workloads were
             // found as they were checked).
             namespaces.extend(compiled.kept_objects.iter().filter(|(_, n)| **n > 0).map(|(ns, _)| ns.clone()));
+            compiled.autoscaled = autoscaled.clone();
         }
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }

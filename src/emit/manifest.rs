@@ -166,12 +166,6 @@ impl Manifest {
         out
     }
 
-    /// The recorded workloads of the namespaces `kept` whose replica count
-    /// an autoscaler owns.
-    pub fn autoscaled_of<'m>(&'m self, kept: &'m BTreeSet<String>) -> impl Iterator<Item = &'m ObjectId> + 'm {
-        self.autoscaled.iter().filter(|id| id.namespace.as_ref().is_some_and(|n| kept.contains(n)))
-    }
-
     /// The recorded rows of the quota table of the namespaces `kept`.
     pub fn quota_of<'m>(&'m self, kept: &'m BTreeSet<String>) -> impl Iterator<Item = &'m QuotaUsage> + 'm {
         self.quota.iter().filter(|r| r.cluster.is_none() && kept.contains(&r.namespace))
