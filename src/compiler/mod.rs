@@ -413,7 +413,7 @@ pub struct Compilation<T = Object> {
     pub kept_services: BTreeMap<String, BTreeSet<String>>,
     /// How many objects the services of `kept_services` have, by
     /// namespace (what the GitOps engine's objects count of a namespace).
-    pub kept_objects: BTreeMap<String, usize>,
+    pub(crate) kept_objects: BTreeMap<String, usize>,
     /// With a GitOps engine and no clusters, the workloads whose replica
     /// count an autoscaler owns, as the engine's objects list them (they
     /// leave it to the autoscaler): those of the namespaces compiled, and
