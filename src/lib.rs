@@ -18,6 +18,10 @@
 // The built-in templates' object literals (`render::builtin`) expand one
 // token at a time.
 #![recursion_limit = "512"]
+// `Diagnostic` (152 bytes: message, location, related places, notes,
+// help) is the error of most functions, returned by value as it is built,
+// once for each problem a run reports; it is not boxed.
+#![allow(clippy::result_large_err)]
 
 pub mod base;
 pub mod check;

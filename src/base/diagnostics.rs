@@ -308,7 +308,7 @@ impl Diagnostics {
     /// Sort by file, then position, then message, so output does not depend
     /// on the order in which parallel work finished.
     pub fn sort(&mut self) {
-        self.0.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
+        self.0.sort_by_key(sort_key);
         self.0.dedup();
     }
 

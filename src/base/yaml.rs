@@ -591,7 +591,7 @@ fn scan_hint(info: &str, line: &str) -> Option<&'static str> {
     if info.contains("unprintable") {
         return Some("remove the character here: it is not text (a NUL byte or another control character)");
     }
-    if line.starts_with(|c: char| c == ' ' || c == '\t') && line.trim_start_matches(' ').starts_with('\t')
+    if line.starts_with([' ', '\t']) && line.trim_start_matches(' ').starts_with('\t')
         || info.contains("tabs")
         || info.contains(" tab")
     {
@@ -932,20 +932,20 @@ fn resolve_plain(text: &str) -> NodeValue {
     // The core schema's `0o [0-7]+` and `0x [0-9a-fA-F]+` (YAML 1.2.2,
     // 10.3.2 Tag Resolution): digits only, where `from_str_radix` would also
     // take a sign (`0x-9` is a string, not -9).
-    if let Some(oct) = text.strip_prefix("0o").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
-        if let Ok(i) = i64::from_str_radix(oct, 8) {
-            return NodeValue::Int(i);
-        }
+    if let Some(oct) = text.strip_prefix("0o").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        && let Ok(i) = i64::from_str_radix(oct, 8)
+    {
+        return NodeValue::Int(i);
     }
-    if let Some(hex) = text.strip_prefix("0x").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit())) {
-        if let Ok(i) = i64::from_str_radix(hex, 16) {
-            return NodeValue::Int(i);
-        }
+    if let Some(hex) = text.strip_prefix("0x").filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        && let Ok(i) = i64::from_str_radix(hex, 16)
+    {
+        return NodeValue::Int(i);
     }
-    if is_core_float(text) {
-        if let Ok(f) = text.parse::<f64>() {
-            return NodeValue::Float(f);
-        }
+    if is_core_float(text)
+        && let Ok(f) = text.parse::<f64>()
+    {
+        return NodeValue::Float(f);
     }
     NodeValue::Str(text.to_string())
 }
@@ -1105,15 +1105,15 @@ mod tests {
     fn the_alias_budget_does_not_start_again_at_a_document_start() {
         // Each document expands 12 330 nodes, far under the per-document limit.
         let doc = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n";
-        let text = vec![doc; 11].join("---\n");
+        let text = [doc; 11].join("---\n");
         let e = parse(&text).unwrap_err();
         assert!(e.message.starts_with("aliases in this file expand to more than 100000 nodes"), "{}", e.message);
-        assert!(parse(&vec![doc; 8].join("---\n")).is_ok());
+        assert!(parse(&[doc; 8].join("---\n")).is_ok());
         // The run's budget is shared by every file.
         let run = RunBudget::new();
         let mut failed = None;
         for i in 0..20 {
-            let src = Source::new(format!("f{i}.yaml"), vec![doc; 8].join("---\n"));
+            let src = Source::new(format!("f{i}.yaml"), [doc; 8].join("---\n"));
             if let (_, Some(e)) = parse_stream_in(&src, Limits::default(), &run) {
                 failed = Some((i, e));
                 break;

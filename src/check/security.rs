@@ -333,7 +333,7 @@ mod tests {
         let other = settings_for(&platform, "team-a", "other");
         assert_eq!(other, platform.defaults.security);
         // Same name in another namespace: not covered.
-        assert_eq!(settings_for(&platform, "team-b", "legacy").writable_root_filesystem, false);
+        assert!(!settings_for(&platform, "team-b", "legacy").writable_root_filesystem);
         assert!(settings_for(&platform, "team-b", "anything").mount_service_account_token);
     }
 

@@ -886,14 +886,17 @@ fn is_kept(kept: &BTreeMap<String, BTreeSet<String>>, namespace: &str, name: &st
 /// A service and its desired state, boxed ([`Stage::derive`]).
 type Desired<'s> = (&'s LoadedService, Box<derive::DesiredService>);
 
+/// What [`per_cluster`] gives: what succeeded, by cluster, and the errors
+/// of what failed, by cluster.
+type PerCluster<T> = (Vec<(String, T)>, Vec<(String, Vec<Diagnostic>)>);
+
 /// Runs `f` for every cluster the platform lists, with that cluster's
-/// services and platform: what succeeded, by cluster, and the errors of
-/// what failed, by cluster.
+/// services and platform.
 fn per_cluster<T>(
     services: &[LoadedService],
     platform: &Platform,
     f: impl Fn(&[LoadedService], &Platform) -> Result<T, Diagnostics>,
-) -> (Vec<(String, T)>, Vec<(String, Vec<Diagnostic>)>) {
+) -> PerCluster<T> {
     let mut done = Vec::new();
     let mut failed = Vec::new();
     for input in clusters::inputs(services, platform) {

@@ -651,12 +651,12 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
 /// the memory limit.
 fn validate_overrides(cpu: &str, memory: &str, shm: &str, cpu_limit: Option<&str>) -> Result<(), String> {
     let q = |field: &str, v: &str| Quantity::parse(v).map_err(|e| format!("spec.resources.{field}: {e}"));
-    if let Some(limit) = cpu_limit {
-        if q("cpu", cpu)? > q("cpu", limit)? {
-            return Err(format!(
-                "spec.resources.cpu ({cpu}) is above the platform's CPU limit for the pod ({limit}); the API server rejects a request above its limit"
-            ));
-        }
+    if let Some(limit) = cpu_limit
+        && q("cpu", cpu)? > q("cpu", limit)?
+    {
+        return Err(format!(
+            "spec.resources.cpu ({cpu}) is above the platform's CPU limit for the pod ({limit}); the API server rejects a request above its limit"
+        ));
     }
     if q("shmSize", shm)? >= q("memory", memory)? {
         return Err(format!(

@@ -223,7 +223,10 @@ fn compare(
     type File<'t> = (PathBuf, &'t str, Value);
     let mut current: BTreeMap<Key, File<'_>> = BTreeMap::new();
     let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    let read: Vec<(&Path, &str, Result<usize, Option<(ObjectId, Value)>>)> = existing
+    // Each file compared: the object it holds unchanged, or else its own
+    // object parsed back (`None` for a text that does not parse).
+    type Read<'t> = (&'t Path, &'t str, Result<usize, Option<(ObjectId, Value)>>);
+    let read: Vec<Read<'_>> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| compared(path))
@@ -384,10 +387,10 @@ fn impact_of(kind: &str, fields: &[Vec<PathSegment>]) -> Impact {
         prefix.iter().enumerate().all(|(i, k)| matches!(p.get(i), Some(PathSegment::Key(s)) if s == k))
     };
     let row = crate::model::kinds::lookup(kind);
-    if let Some(root) = row.and_then(|k| k.restarts_under) {
-        if fields.iter().any(|p| starts(p, &pointer_keys(root))) {
-            return Impact::RestartsPods;
-        }
+    if let Some(root) = row.and_then(|k| k.restarts_under)
+        && fields.iter().any(|p| starts(p, &pointer_keys(root)))
+    {
+        return Impact::RestartsPods;
     }
     let replicas = row.and_then(|k| k.replicas);
     let scaling = |p: &Vec<PathSegment>| match kind {

@@ -149,10 +149,11 @@ fn token(text: &str, word: &str) -> Option<usize> {
         return Some(0);
     }
     for q in ['"', '\''] {
-        if let Some(rest) = text.strip_prefix(q) {
-            if rest.starts_with(word) && rest[word.len()..].starts_with(q) {
-                return Some(1);
-            }
+        if let Some(rest) = text.strip_prefix(q)
+            && rest.starts_with(word)
+            && rest[word.len()..].starts_with(q)
+        {
+            return Some(1);
         }
     }
     None

@@ -97,48 +97,6 @@ pub fn read_regular(path: &Path, max_bytes: u64, follow: bool) -> Result<Vec<u8>
     Ok(bytes)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_regular_files_within_the_limit_are_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("a.yaml");
-        std::fs::write(&f, "0123456789").unwrap();
-        assert_eq!(read_regular(&f, 10, true).unwrap(), b"0123456789");
-        assert!(matches!(read_regular(&f, 9, true), Err(ReadError::TooLarge(10))));
-        assert!(matches!(read_regular(dir.path(), 9, true), Err(ReadError::NotRegular("a directory"))));
-        #[cfg(unix)]
-        {
-            assert!(matches!(
-                read_regular(Path::new("/dev/zero"), 9, true),
-                Err(ReadError::NotRegular("a character device"))
-            ));
-            let fifo = dir.path().join("fifo");
-            rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
-            assert!(matches!(read_regular(&fifo, 9, true), Err(ReadError::NotRegular("a FIFO (named pipe)"))));
-            let link = dir.path().join("link.yaml");
-            std::os::unix::fs::symlink(&f, &link).unwrap();
-            assert!(matches!(read_regular(&link, 10, false), Err(ReadError::NotRegular("a symbolic link"))));
-            assert!(read_regular(&link, 10, true).is_ok());
-        }
-    }
-
-    #[test]
-    fn a_path_is_made_absolute_as_its_components_make_it() {
-        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("services/a.yaml")), Path::new("/r/ex/services/a.yaml"));
-        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("../a.yaml")), Path::new("/r/a.yaml"));
-        // The shortcut for a plain path below a plain directory gives what
-        // the components give, and the rest take the components' way.
-        let dirs = ["/r/ex", "/", "/r/ex/", "/r//ex", "/r/./ex", "/r/../ex", ""];
-        let paths = ["a.yaml", "services/a.yaml", "./a", "a/../b", "a//b", "a/", "/abs/a", "..", ""];
-        for (cwd, path) in dirs.iter().flat_map(|d| paths.iter().map(move |p| (Path::new(d), Path::new(p)))) {
-            assert_eq!(absolute_in(cwd, path), absolute_by_components(cwd, path), "{path:?} in {cwd:?}");
-        }
-    }
-}
-
 /// `path` made absolute against the working directory, with `.` and `..`
 /// resolved lexically (symbolic links are not followed).
 pub fn absolute(path: &Path) -> PathBuf {
@@ -179,4 +137,46 @@ fn absolute_by_components(cwd: &Path, path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_within_the_limit_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "0123456789").unwrap();
+        assert_eq!(read_regular(&f, 10, true).unwrap(), b"0123456789");
+        assert!(matches!(read_regular(&f, 9, true), Err(ReadError::TooLarge(10))));
+        assert!(matches!(read_regular(dir.path(), 9, true), Err(ReadError::NotRegular("a directory"))));
+        #[cfg(unix)]
+        {
+            assert!(matches!(
+                read_regular(Path::new("/dev/zero"), 9, true),
+                Err(ReadError::NotRegular("a character device"))
+            ));
+            let fifo = dir.path().join("fifo");
+            rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, 0o600.into(), 0).unwrap();
+            assert!(matches!(read_regular(&fifo, 9, true), Err(ReadError::NotRegular("a FIFO (named pipe)"))));
+            let link = dir.path().join("link.yaml");
+            std::os::unix::fs::symlink(&f, &link).unwrap();
+            assert!(matches!(read_regular(&link, 10, false), Err(ReadError::NotRegular("a symbolic link"))));
+            assert!(read_regular(&link, 10, true).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_path_is_made_absolute_as_its_components_make_it() {
+        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("services/a.yaml")), Path::new("/r/ex/services/a.yaml"));
+        assert_eq!(absolute_in(Path::new("/r/ex"), Path::new("../a.yaml")), Path::new("/r/a.yaml"));
+        // The shortcut for a plain path below a plain directory gives what
+        // the components give, and the rest take the components' way.
+        let dirs = ["/r/ex", "/", "/r/ex/", "/r//ex", "/r/./ex", "/r/../ex", ""];
+        let paths = ["a.yaml", "services/a.yaml", "./a", "a/../b", "a//b", "a/", "/abs/a", "..", ""];
+        for (cwd, path) in dirs.iter().flat_map(|d| paths.iter().map(move |p| (Path::new(d), Path::new(p)))) {
+            assert_eq!(absolute_in(cwd, path), absolute_by_components(cwd, path), "{path:?} in {cwd:?}");
+        }
+    }
 }

@@ -587,8 +587,8 @@ fn validate_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
     let Some(meta) = node.get("metadata") else {
         return;
     };
-    let rules: [(&str, fn(&str) -> Result<(), String>); 2] =
-        [("name", names::dns1035_label), ("namespace", names::dns1123_label)];
+    type Rule = fn(&str) -> Result<(), String>;
+    let rules: [(&str, Rule); 2] = [("name", names::dns1035_label), ("namespace", names::dns1123_label)];
     for (field, rule) in rules {
         let Some(n) = meta.get(field) else { continue };
         let Some(value) = n.as_str() else { continue };
@@ -606,13 +606,13 @@ fn validate_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
             if let Err(e) = names::qualified_name(&k.name) {
                 diags.push(Diagnostic::error(format!("invalid label key \"{}\": {e}", k.name)).at(key_loc.clone()));
             }
-            if let Some(value) = v.as_str() {
-                if let Err(e) = names::label_value(value, true) {
-                    diags.push(
-                        Diagnostic::error(format!("invalid value for label \"{}\": {e}", k.name))
-                            .at(Location::span(source, v.span)),
-                    );
-                }
+            if let Some(value) = v.as_str()
+                && let Err(e) = names::label_value(value, true)
+            {
+                diags.push(
+                    Diagnostic::error(format!("invalid value for label \"{}\": {e}", k.name))
+                        .at(Location::span(source, v.span)),
+                );
             }
             if RESERVED_LABELS.contains(&k.name.as_str()) {
                 diags.push(
@@ -623,38 +623,38 @@ fn validate_metadata(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
             }
         }
     }
-    if let Some(annotations) = meta.get("annotations") {
-        if let NodeValue::Map(entries) = &annotations.value {
-            let mut total = 0;
-            for (k, v) in entries {
-                total += k.name.len() + v.as_str().map_or(0, str::len);
-                if let Err(e) = names::qualified_name(&k.name) {
-                    diags.push(
-                        Diagnostic::error(format!("invalid annotation key \"{}\": {e}", k.name))
-                            .at(Location::span(source, k.span)),
-                    );
-                }
-                if k.name == crate::model::conversion::LOST_FIELDS_ANNOTATION {
-                    diags.push(
+    if let Some(annotations) = meta.get("annotations")
+        && let NodeValue::Map(entries) = &annotations.value
+    {
+        let mut total = 0;
+        for (k, v) in entries {
+            total += k.name.len() + v.as_str().map_or(0, str::len);
+            if let Err(e) = names::qualified_name(&k.name) {
+                diags.push(
+                    Diagnostic::error(format!("invalid annotation key \"{}\": {e}", k.name))
+                        .at(Location::span(source, k.span)),
+                );
+            }
+            if k.name == crate::model::conversion::LOST_FIELDS_ANNOTATION {
+                diags.push(
                         Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
                             .at(Location::span(source, k.span))
                             .help("write the fields under spec with apiVersion: ai.example.com/v1alpha2 (`isvc migrate` rewrites the file)"),
                     );
-                }
-                if k.name == crate::model::labels::EXCEPTIONS_ANNOTATION {
-                    diags.push(
-                        Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
-                            .at(Location::span(source, k.span))
-                            .help("security exceptions are granted in the platform file (securityExceptions)"),
-                    );
-                }
             }
-            if total > 256 * 1024 {
+            if k.name == crate::model::labels::EXCEPTIONS_ANNOTATION {
                 diags.push(
-                    Diagnostic::error(format!("annotations total {total} bytes; Kubernetes allows 262144"))
-                        .at(Location::span(source, annotations.span)),
+                    Diagnostic::error(format!("annotation \"{}\" is set by isvc and cannot be given", k.name))
+                        .at(Location::span(source, k.span))
+                        .help("security exceptions are granted in the platform file (securityExceptions)"),
                 );
             }
+        }
+        if total > 256 * 1024 {
+            diags.push(
+                Diagnostic::error(format!("annotations total {total} bytes; Kubernetes allows 262144"))
+                    .at(Location::span(source, annotations.span)),
+            );
         }
     }
 }
@@ -846,26 +846,24 @@ fn validate_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
         diags,
     );
     let at = |path: &[&str]| Location::span(source, field(path).1.span);
-    if let (Some(cpu), Some(limit)) = (cpu, limit) {
-        if limit < cpu {
-            diags.push(
-                Diagnostic::error(format!(
-                    "\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"
-                ))
+    if let (Some(cpu), Some(limit)) = (cpu, limit)
+        && limit < cpu
+    {
+        diags.push(
+            Diagnostic::error(format!("\"defaults.resources.cpuLimitPerGpu\" ({limit}) is below cpuPerGpu ({cpu})"))
                 .at(at(&["defaults", "resources", "cpuLimitPerGpu"]))
                 .help("a limit below the request is rejected by the API server; raise the limit or remove it"),
-            );
-        }
+        );
     }
-    if let (Some(memory), Some(shm)) = (memory, shm) {
-        if shm >= memory {
-            diags.push(
+    if let (Some(memory), Some(shm)) = (memory, shm)
+        && shm >= memory
+    {
+        diags.push(
                 Diagnostic::error(format!(
                     "\"defaults.resources.shmSizePerGpu\" ({shm}) must be below memoryPerGpu ({memory}): /dev/shm counts against the memory limit"
                 ))
                 .at(at(&["defaults", "resources", "shmSizePerGpu"])),
             );
-        }
     }
     validate::platform_security(source, node, diags);
     let int = |path: &[&str], default: i32| match &field(path) {
@@ -883,12 +881,11 @@ fn validate_platform(source: &Arc<Source>, node: &Node, diags: &mut Vec<Diagnost
                 .help("set maxUnavailable: 1, or maxSurge: 1 if you keep a spare GPU"),
         );
     }
-    if let (true, n) = field(&["defaults", "probes", "path"]) {
-        if n.as_str().is_some_and(|p| !p.starts_with('/')) {
-            diags.push(
-                Diagnostic::error("\"defaults.probes.path\" must start with '/'").at(Location::span(source, n.span)),
-            );
-        }
+    if let (true, n) = field(&["defaults", "probes", "path"])
+        && n.as_str().is_some_and(|p| !p.starts_with('/'))
+    {
+        diags
+            .push(Diagnostic::error("\"defaults.probes.path\" must start with '/'").at(Location::span(source, n.span)));
     }
 }
 
@@ -898,10 +895,10 @@ fn quantity_fix(text: &str) -> Option<String> {
     for (wrong, right) in
         [("GB", "Gi"), ("MB", "Mi"), ("KB", "Ki"), ("TB", "Ti"), ("gi", "Gi"), ("mi", "Mi"), ("g", "G")]
     {
-        if let Some(n) = t.strip_suffix(wrong) {
-            if Quantity::parse(n).is_ok() {
-                return Some(format!("{n}{right}"));
-            }
+        if let Some(n) = t.strip_suffix(wrong)
+            && Quantity::parse(n).is_ok()
+        {
+            return Some(format!("{n}{right}"));
         }
     }
     None

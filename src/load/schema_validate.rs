@@ -66,23 +66,23 @@ impl<'a> Validator<'a> {
                 self.validate_branches(node, branches, path);
             }
         }
-        if let Some(types) = schema.field("type") {
-            if !type_matches(node, types) {
-                let expected = describe_types(types);
-                let found = describe_node(node);
-                let field = path_string(path);
-                let msg = if field.is_empty() {
-                    format!("expected {expected}, found {found}")
-                } else {
-                    format!("\"{field}\" must be {expected}, found {found}")
-                };
-                let help = type_help(node, types);
-                let d = self.error(node, msg);
-                if let Some(h) = help {
-                    d.help = Some(h);
-                }
-                return;
+        if let Some(types) = schema.field("type")
+            && !type_matches(node, types)
+        {
+            let expected = describe_types(types);
+            let found = describe_node(node);
+            let field = path_string(path);
+            let msg = if field.is_empty() {
+                format!("expected {expected}, found {found}")
+            } else {
+                format!("\"{field}\" must be {expected}, found {found}")
+            };
+            let help = type_help(node, types);
+            let d = self.error(node, msg);
+            if let Some(h) = help {
+                d.help = Some(h);
             }
+            return;
         }
         if let Some(allowed) = schema.field("const") {
             self.validate_enum(node, std::slice::from_ref(allowed), path);
@@ -94,15 +94,15 @@ impl<'a> Validator<'a> {
             NodeValue::Map(entries) => self.validate_map(node, entries, schema, path),
             NodeValue::Seq(items) => {
                 let field = path_string(path);
-                if let Some(min) = schema.field("minItems").and_then(Value::as_u64) {
-                    if (items.len() as u64) < min {
-                        self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
-                    }
+                if let Some(min) = schema.field("minItems").and_then(Value::as_u64)
+                    && (items.len() as u64) < min
+                {
+                    self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
                 }
-                if let Some(max) = schema.field("maxItems").and_then(Value::as_u64) {
-                    if (items.len() as u64) > max {
-                        self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
-                    }
+                if let Some(max) = schema.field("maxItems").and_then(Value::as_u64)
+                    && (items.len() as u64) > max
+                {
+                    self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
                 }
                 if let Some(item_schema) = schema.field("items") {
                     for (i, item) in items.iter().enumerate() {
@@ -118,11 +118,11 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn validate_branches(&mut self, node: &Node, branches: &'a [Value], path: &mut Vec<PathSegment>) {
+    fn validate_branches(&mut self, node: &Node, branches: &'a [Value], path: &[PathSegment]) {
         let mut best: Option<Vec<Diagnostic>> = None;
         for branch in branches {
             let mut sub = Validator { root: self.root, source: self.source, diags: Vec::new() };
-            sub.validate(node, branch, &mut path.clone());
+            sub.validate(node, branch, &mut path.to_vec());
             if sub.diags.is_empty() {
                 return;
             }
@@ -175,36 +175,36 @@ impl<'a> Validator<'a> {
         };
         let field = path_string(path);
         let shown = node.to_json().to_string();
-        if let Some(min) = schema.field("minimum").and_then(Value::as_f64) {
-            if v < min {
-                self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
-                return;
-            }
+        if let Some(min) = schema.field("minimum").and_then(Value::as_f64)
+            && v < min
+        {
+            self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
+            return;
         }
-        if let Some(max) = schema.field("maximum").and_then(Value::as_f64) {
-            if v > max {
-                self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
-            }
+        if let Some(max) = schema.field("maximum").and_then(Value::as_f64)
+            && v > max
+        {
+            self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
         }
     }
 
     fn validate_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[PathSegment]) {
         let field = path_string(path);
         let len = s.chars().count() as u64;
-        if let Some(min) = schema.field("minLength").and_then(Value::as_u64) {
-            if len < min {
-                let msg = if min == 1 {
-                    format!("\"{field}\" must not be empty")
-                } else {
-                    format!("\"{field}\" must be at least {min} characters long")
-                };
-                self.error(node, msg);
-            }
+        if let Some(min) = schema.field("minLength").and_then(Value::as_u64)
+            && len < min
+        {
+            let msg = if min == 1 {
+                format!("\"{field}\" must not be empty")
+            } else {
+                format!("\"{field}\" must be at least {min} characters long")
+            };
+            self.error(node, msg);
         }
-        if let Some(max) = schema.field("maxLength").and_then(Value::as_u64) {
-            if len > max {
-                self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
-            }
+        if let Some(max) = schema.field("maxLength").and_then(Value::as_u64)
+            && len > max
+        {
+            self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
         }
     }
 
@@ -286,15 +286,17 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
 ];
 
 fn type_matches(node: &Node, types: &Value) -> bool {
-    let one = |t: &str| match (&node.value, t) {
-        (NodeValue::Null, "null") => true,
-        (NodeValue::Bool(_), "boolean") => true,
-        (NodeValue::Int(_), "integer" | "number") => true,
-        (NodeValue::Float(_), "number") => true,
-        (NodeValue::Str(_), "string") => true,
-        (NodeValue::Seq(_), "array") => true,
-        (NodeValue::Map(_), "object") => true,
-        _ => false,
+    let one = |t: &str| {
+        matches!(
+            (&node.value, t),
+            (NodeValue::Null, "null")
+                | (NodeValue::Bool(_), "boolean")
+                | (NodeValue::Int(_), "integer" | "number")
+                | (NodeValue::Float(_), "number")
+                | (NodeValue::Str(_), "string")
+                | (NodeValue::Seq(_), "array")
+                | (NodeValue::Map(_), "object")
+        )
     };
     match types {
         Value::String(t) => one(t),

@@ -451,21 +451,21 @@ fn platform_gateway(platform: &Platform) -> Vec<Problem> {
             format!("invalid Gateway name \"{}\": {e}", g.parent_ref.name),
         ));
     }
-    if let Some(ns) = &g.parent_ref.namespace {
-        if let Err(e) = crate::base::names::dns1123_label(ns) {
-            out.push(Problem::new(
-                vec![key("gateway"), key("parentRef"), key("namespace")],
-                format!("invalid namespace \"{ns}\": {e}"),
-            ));
-        }
+    if let Some(ns) = &g.parent_ref.namespace
+        && let Err(e) = crate::base::names::dns1123_label(ns)
+    {
+        out.push(Problem::new(
+            vec![key("gateway"), key("parentRef"), key("namespace")],
+            format!("invalid namespace \"{ns}\": {e}"),
+        ));
     }
-    if let Some(t) = &g.request_timeout {
-        if !is_gateway_duration(t) {
-            out.push(Problem::new(
-                vec![key("gateway"), key("requestTimeout")],
-                format!("\"{t}\" is not a Gateway API duration (for example 300s, 5m, 1h30m)"),
-            ));
-        }
+    if let Some(t) = &g.request_timeout
+        && !is_gateway_duration(t)
+    {
+        out.push(Problem::new(
+            vec![key("gateway"), key("requestTimeout")],
+            format!("\"{t}\" is not a Gateway API duration (for example 300s, 5m, 1h30m)"),
+        ));
     }
     // The picker's requests and limits: quantities, a request not above its
     // limit (the API server refuses the pod otherwise).
@@ -482,9 +482,9 @@ fn platform_gateway(platform: &Platform) -> Vec<Problem> {
         let limit = res.limits.get(r);
         if let (Ok(q), Some(Ok(l))) =
             (crate::base::quantity::Quantity::parse(q), limit.map(|l| crate::base::quantity::Quantity::parse(l)))
+            && q > l
         {
-            if q > l {
-                out.push(
+            out.push(
                     Problem::new(
                         at("requests", r),
                         format!(
@@ -495,7 +495,6 @@ fn platform_gateway(platform: &Platform) -> Vec<Problem> {
                         "lower gateway.endpointPicker.resources.requests.{r} or raise gateway.endpointPicker.resources.limits.{r}"
                     )),
                 );
-            }
         }
     }
     if g.inference_extension {
@@ -586,7 +585,7 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
     let key = |k: &str| PathSegment::Key(k.to_string());
     let mut out = Vec::new();
     let tiers = platform.tiers();
-    for (name, _) in &platform.priorities {
+    for name in platform.priorities.keys() {
         if let Err(e) = crate::base::names::dns1123_subdomain(name) {
             out.push(Problem::new(
                 vec![key("priorities"), key(name)],
@@ -615,13 +614,10 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
             ));
         }
     }
-    if let Some(ns) = platform.monitoring.as_ref().and_then(|m| m.namespace.as_ref()) {
-        if let Err(e) = crate::base::names::dns1123_label(ns) {
-            out.push(Problem::new(
-                vec![key("monitoring"), key("namespace")],
-                format!("invalid namespace \"{ns}\": {e}"),
-            ));
-        }
+    if let Some(ns) = platform.monitoring.as_ref().and_then(|m| m.namespace.as_ref())
+        && let Err(e) = crate::base::names::dns1123_label(ns)
+    {
+        out.push(Problem::new(vec![key("monitoring"), key("namespace")], format!("invalid namespace \"{ns}\": {e}")));
     }
     if let Some(k) = &platform.kueue {
         if let Err(e) = crate::base::names::dns1123_subdomain(&k.flavor.name) {
@@ -706,10 +702,10 @@ fn platform_tenancy(platform: &Platform) -> Vec<Problem> {
                 ));
             }
         }
-        if let Some(c) = &t.cohort {
-            if let Err(e) = crate::base::names::dns1123_subdomain(c) {
-                out.push(Problem::new(at(&[key("cohort")]), format!("invalid cohort name \"{c}\": {e}")));
-            }
+        if let Some(c) = &t.cohort
+            && let Err(e) = crate::base::names::dns1123_subdomain(c)
+        {
+            out.push(Problem::new(at(&[key("cohort")]), format!("invalid cohort name \"{c}\": {e}")));
         }
         let mut queue_names = BTreeMap::new();
         for (j, q) in t.queues.iter().enumerate() {
@@ -771,10 +767,10 @@ pub fn platform_security(source: &Arc<Source>, root: &Node, diags: &mut Vec<Diag
         let block = exception.get("security");
         security_block(source, block, root_allowed(defaults) || root_allowed(block), diags);
         let at = |n: &Node| Location::span(source, n.span);
-        if let Some(ns) = exception.get("namespace") {
-            if let Some(Err(e)) = ns.as_str().map(crate::base::names::dns1123_label) {
-                diags.push(Diagnostic::error(format!("invalid namespace in securityExceptions: {e}")).at(at(ns)));
-            }
+        if let Some(ns) = exception.get("namespace")
+            && let Some(Err(e)) = ns.as_str().map(crate::base::names::dns1123_label)
+        {
+            diags.push(Diagnostic::error(format!("invalid namespace in securityExceptions: {e}")).at(at(ns)));
         }
         if let Some(NodeValue::Seq(services)) = exception.get("services").map(|n| &n.value) {
             for s in services {
@@ -790,14 +786,14 @@ pub fn platform_security(source: &Arc<Source>, root: &Node, diags: &mut Vec<Diag
 /// for the services it applies to.
 fn security_block(source: &Arc<Source>, block: Option<&Node>, root_allowed: bool, diags: &mut Vec<Diagnostic>) {
     let Some(block) = block else { return };
-    if let Some(uid) = block.get("runAsUser").filter(|n| matches!(n.value, NodeValue::Int(0))) {
-        if !root_allowed {
-            diags.push(
-                Diagnostic::error("\"runAsUser: 0\" is root, which this block does not allow")
-                    .at(Location::span(source, uid.span))
-                    .help("add \"allowRootUser: true\" beside it if the image must run as root, or use a non-zero UID"),
-            );
-        }
+    if let Some(uid) = block.get("runAsUser").filter(|n| matches!(n.value, NodeValue::Int(0)))
+        && !root_allowed
+    {
+        diags.push(
+            Diagnostic::error("\"runAsUser: 0\" is root, which this block does not allow")
+                .at(Location::span(source, uid.span))
+                .help("add \"allowRootUser: true\" beside it if the image must run as root, or use a non-zero UID"),
+        );
     }
     let Some(NodeValue::Seq(caps)) = block.get("addCapabilities").map(|n| &n.value) else { return };
     for cap in caps {
@@ -866,13 +862,14 @@ fn platform_names(platform: &Platform) -> Vec<Problem> {
             }
         }
     }
-    if let Some(g) = &platform.gitops {
-        if let Err(e) = crate::base::names::dns1123_label(&g.name) {
-            out.push(
-                Problem::new(vec![key("gitops"), key("name")], format!("invalid GitOps name {:?}: {e}", g.name))
-                    .help("it names the Application or Kustomizations and their files: use lower case letters, digits and '-'"),
-            );
-        }
+    if let Some(g) = &platform.gitops
+        && let Err(e) = crate::base::names::dns1123_label(&g.name)
+    {
+        out.push(
+            Problem::new(vec![key("gitops"), key("name")], format!("invalid GitOps name {:?}: {e}", g.name)).help(
+                "it names the Application or Kustomizations and their files: use lower case letters, digits and '-'",
+            ),
+        );
     }
     out
 }
@@ -926,37 +923,37 @@ fn platform_values(platform: &Platform) -> Vec<Problem> {
                 .map(|(i, t)| (vec![key("kueue"), key("flavor"), key("tolerations"), PathSegment::Index(i)], t))
         }));
     for (at, t) in tolerations {
-        if !t.key.is_empty() {
-            if let Err(e) = crate::base::names::qualified_name(&t.key) {
-                let mut path = at.clone();
-                path.push(key("key"));
-                out.push(
-                    Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
-                        .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
-                );
-            }
+        if !t.key.is_empty()
+            && let Err(e) = crate::base::names::qualified_name(&t.key)
+        {
+            let mut path = at.clone();
+            path.push(key("key"));
+            out.push(
+                Problem::new(path, format!("invalid toleration key {:?}: {e}", t.key))
+                    .help("a taint key is [prefix/]name, for example \"nvidia.com/gpu\""),
+            );
         }
-        if let Some(v) = &t.value {
-            if let Err(e) = crate::base::names::label_value(v, true) {
-                let mut path = at.clone();
-                path.push(key("value"));
-                out.push(
-                    Problem::new(path, format!("invalid toleration value {v:?}: {e}"))
-                        .help("a taint value is at most 63 letters, digits, '-', '_' or '.'"),
-                );
-            }
+        if let Some(v) = &t.value
+            && let Err(e) = crate::base::names::label_value(v, true)
+        {
+            let mut path = at.clone();
+            path.push(key("value"));
+            out.push(
+                Problem::new(path, format!("invalid toleration value {v:?}: {e}"))
+                    .help("a taint value is at most 63 letters, digits, '-', '_' or '.'"),
+            );
         }
     }
     for (i, c) in platform.clusters.iter().enumerate() {
         let at = |k: &str| vec![key("clusters"), PathSegment::Index(i), key(k)];
         labels("nodeSelector", at("nodeSelector"), &c.node_selector, &mut out);
-        if let Some(r) = &c.image_registry {
-            if let Err(e) = image_reference(r) {
-                out.push(
-                    Problem::new(at("imageRegistry"), format!("invalid image registry {r:?}: {e}"))
-                        .help("write a registry host, for example \"registry.eu.example.com\""),
-                );
-            }
+        if let Some(r) = &c.image_registry
+            && let Err(e) = image_reference(r)
+        {
+            out.push(
+                Problem::new(at("imageRegistry"), format!("invalid image registry {r:?}: {e}"))
+                    .help("write a registry host, for example \"registry.eu.example.com\""),
+            );
         }
     }
     out

@@ -57,7 +57,7 @@ impl ObjectId {
         Some(ObjectId {
             api_version: s(value.get("apiVersion")?)?,
             kind: s(value.get("kind")?)?,
-            namespace: value.at("/metadata/namespace").and_then(|v| s(v)),
+            namespace: value.at("/metadata/namespace").and_then(&s),
             name: s(value.at("/metadata/name")?)?,
         })
     }

@@ -130,10 +130,10 @@ fn environment() -> Environment<'static> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_fuel(Some(FUEL));
     env.set_formatter(|out, _state, value| {
-        if value.is_safe() {
-            if let Some(s) = value.as_str() {
-                return out.write_str(s).map_err(minijinja::Error::from);
-            }
+        if value.is_safe()
+            && let Some(s) = value.as_str()
+        {
+            return out.write_str(s).map_err(minijinja::Error::from);
         }
         let json = serde_json::to_value(value).map_err(|e| {
             minijinja::Error::new(minijinja::ErrorKind::BadSerialization, format!("cannot write the value: {e}"))
