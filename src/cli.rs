@@ -1899,14 +1899,11 @@ mod tests {
     fn the_stream_of_written_objects_is_the_stream_of_the_objects() {
         use crate::model::objects::{self, ObjectId};
         let objects: Vec<Object> = (0..7)
-            .map(|i| Object {
-                id: ObjectId::new("v1", "ConfigMap", Some("ns"), &format!("c{i}")),
-                value: serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}}),
-                owner: None,
-                source: Some(format!("services/{i}.yaml")),
-                cluster: None,
-                bootstrap: false,
-                file: None,
+            .map(|i| {
+                let value =
+                    serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+                Object::new(ObjectId::new("v1", "ConfigMap", Some("ns"), &format!("c{i}")), value)
+                    .from_source(Some(&format!("services/{i}.yaml")))
             })
             .collect();
         let whole = objects::to_stream(&objects);

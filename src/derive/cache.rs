@@ -377,15 +377,7 @@ pub fn objects<'a>(plans: impl IntoIterator<Item = (&'a CachePlan, &'a str, Opti
                 Some(namespace),
                 value.at("/metadata/name").and_then(Value::as_str).unwrap_or_default(),
             );
-            out.entry(id.clone()).or_insert_with(|| Object {
-                id,
-                value: value.clone(),
-                owner: None,
-                source: source.clone(),
-                cluster: None,
-                bootstrap: false,
-                file: None,
-            });
+            out.entry(id.clone()).or_insert_with(|| Object::new(id, value.clone()).from_source(source.as_deref()));
         }
     }
     out.into_values().collect()

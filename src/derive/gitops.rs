@@ -213,14 +213,8 @@ pub fn engine_objects(
         ))
         .help("isvc does not guess where the output lives or where it goes; see docs/gitops.md"));
     };
-    let object = |api_version: &str, kind: &str, ns: &str, name: &str, value: Value| Object {
-        id: ObjectId::new(api_version, kind, Some(ns), name),
-        value,
-        owner: None,
-        source: source.map(str::to_string),
-        cluster: None,
-        bootstrap: true,
-        file: None,
+    let object = |api_version: &str, kind: &str, ns: &str, name: &str, value: Value| {
+        Object::new(ObjectId::new(api_version, kind, Some(ns), name), value).from_source(source).engine_object()
     };
     let timeout = platform.defaults.probes.startup_timeout_seconds.max(600) + 600;
     let out = match engine {

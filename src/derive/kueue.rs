@@ -33,14 +33,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
     }
     let kueue = platform.kueue.clone().unwrap_or_default();
     let labels = json!({MANAGED_BY.0: MANAGED_BY.1});
-    let object = |kind: &str, ns: Option<&str>, name: &str, value: Value| Object {
-        id: ObjectId::new(API_VERSION, kind, ns, name),
-        value,
-        owner: None,
-        source: source.map(str::to_string),
-        cluster: None,
-        bootstrap: false,
-        file: None,
+    let object = |kind: &str, ns: Option<&str>, name: &str, value: Value| {
+        Object::new(ObjectId::new(API_VERSION, kind, ns, name), value).from_source(source)
     };
     let mut out = Vec::new();
     let mut flavor_spec = serde_json::Map::new();

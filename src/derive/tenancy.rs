@@ -130,14 +130,8 @@ pub fn objects(platform: &Platform, source: Option<&str>) -> Vec<Object> {
     if platform.tenants.is_empty() {
         return out;
     }
-    let object = |api_version: &str, kind: &str, ns: Option<&str>, name: &str, value: Value| Object {
-        id: ObjectId::new(api_version, kind, ns, name),
-        value,
-        owner: None,
-        source: source.map(str::to_string),
-        cluster: None,
-        bootstrap: false,
-        file: None,
+    let object = |api_version: &str, kind: &str, ns: Option<&str>, name: &str, value: Value| {
+        Object::new(ObjectId::new(api_version, kind, ns, name), value).from_source(source)
     };
     for (tier_name, tier) in platform.tiers() {
         let name = platform.priority_class(&tier_name);

@@ -470,16 +470,7 @@ mod tests {
             "apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": "team"}, "data": {"k": data},
         });
-        let id = ObjectId::of(&value).unwrap();
-        Object {
-            id,
-            value,
-            owner: Some(name.into()),
-            source: Some(source.into()),
-            cluster: None,
-            bootstrap: false,
-            file: None,
-        }
+        Object::new(ObjectId::of(&value).unwrap(), value).owned_by(name).from_source(Some(source))
     }
 
     /// The tree's files as `objects` are written, by their own paths, or at

@@ -65,15 +65,7 @@ pub fn crd() -> Value {
 pub fn object() -> Object {
     let value = crd();
     let name = value.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    Object {
-        id: ObjectId::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, &name),
-        value,
-        owner: None,
-        source: None,
-        cluster: None,
-        bootstrap: false,
-        file: None,
-    }
+    Object::new(ObjectId::new("apiextensions.k8s.io/v1", "CustomResourceDefinition", None, &name), value)
 }
 
 /// kube-derive empties the branches of an int-or-string node's `anyOf`; the

@@ -104,10 +104,41 @@ pub struct Object {
 #[cfg(test)]
 pub(crate) fn test_object(value: Value) -> Object {
     let id = ObjectId::of(&value).expect("a test object has apiVersion, kind and name");
-    Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None }
+    Object::new(id, value)
 }
 
 impl Object {
+    /// The object `id` of `value`, of no service, input file or cluster,
+    /// not the GitOps engine's, its file not written yet.
+    pub fn new(id: ObjectId, value: Value) -> Object {
+        Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None }
+    }
+
+    /// The object, of the service `owner`.
+    pub fn owned_by(mut self, owner: &str) -> Object {
+        self.owner = Some(owner.to_string());
+        self
+    }
+
+    /// The object, rendered from the input file `source` (as headers name
+    /// it), if any.
+    pub fn from_source(mut self, source: Option<&str>) -> Object {
+        self.source = source.map(str::to_string);
+        self
+    }
+
+    /// The object, of the cluster `cluster`, if any.
+    pub fn in_cluster(mut self, cluster: Option<&str>) -> Object {
+        self.cluster = cluster.map(str::to_string);
+        self
+    }
+
+    /// The object, a GitOps engine's ([`Object::bootstrap`]).
+    pub fn engine_object(mut self) -> Object {
+        self.bootstrap = true;
+        self
+    }
+
     /// Sort key: cluster, kind rank (`rank`, the kind's), then namespace,
     /// then name, then kind.
     fn order_key(&self, rank: u8) -> (bool, &Option<String>, u8, &Option<String>, &str, &str) {
@@ -644,15 +675,10 @@ mod tests {
     }
 
     fn object(kind: &str, namespace: Option<&str>, name: &str, cluster: Option<&str>, bootstrap: bool) -> Object {
-        Object {
-            id: ObjectId::new("v1", kind, namespace, name),
-            value: serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, "data": {"x": name}}),
-            owner: None,
-            source: None,
-            cluster: cluster.map(str::to_string),
-            bootstrap,
-            file: None,
-        }
+        let value =
+            serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, "data": {"x": name}});
+        let object = Object::new(ObjectId::new("v1", kind, namespace, name), value).in_cluster(cluster);
+        if bootstrap { object.engine_object() } else { object }
     }
 
     /// The objects of two namespaces (one a group of its own, one sharing

@@ -223,15 +223,7 @@ pub fn render_service(
             _ => desired.name.as_str(),
         };
         let id = ObjectId::new(child.api_version, child.kind, Some(&desired.namespace), name);
-        let object = |value| Object {
-            id: id.clone(),
-            value,
-            owner: Some(desired.name.clone()),
-            source: source.map(str::to_string),
-            cluster: None,
-            bootstrap: false,
-            file: None,
-        };
+        let object = |value| Object::new(id.clone(), value).owned_by(&desired.name).from_source(source);
         if templates.built.contains(child.template)
             && let Some(value) = builtin::build(child.template, desired)
         {

@@ -59,15 +59,7 @@ fn object(yaml: &str) -> Object {
     let source = Source::new("hand.yaml", yaml);
     let docs = isvc::base::yaml::parse_documents(&source, isvc::base::yaml::Limits::default()).unwrap();
     let value = docs.into_iter().flatten().next().unwrap().to_json();
-    Object {
-        id: ObjectId::of(&value).unwrap(),
-        value,
-        owner: None,
-        source: Some("tenancy.yaml".to_string()),
-        cluster: None,
-        bootstrap: false,
-        file: None,
-    }
+    Object::new(ObjectId::of(&value).unwrap(), value).from_source(Some("tenancy.yaml"))
 }
 
 fn with(mut objects: Vec<Object>, extra: &[&str]) -> Vec<Object> {
