@@ -7,7 +7,7 @@
 //! `0755` is the integer 755). Duplicate keys are errors; merge keys (`<<`)
 //! are supported.
 //!
-//! Writing: [`to_string`] (or [`write`], into a caller's buffer) emits a
+//! Writing: [`to_string`] (or [`write()`], into a caller's buffer) emits a
 //! JSON value as block YAML with the keys in the value's order and every
 //! string that a YAML 1.1 reader (as Kubernetes uses) could take for
 //! something else quoted. The emitter (`yaml/emit.rs`) writes the bytes

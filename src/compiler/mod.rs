@@ -94,7 +94,7 @@ pub struct Options {
 /// engine's objects read of every namespace ([`Options::recorded`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordedNamespace {
-    /// Its objects (what [`crate::derive::gitops::build_size_warnings`]
+    /// Its objects (what `derive::gitops::build_size_warnings`
     /// counts of a namespace's directory).
     pub objects: usize,
     /// Its workloads whose replica count an autoscaler owns

@@ -305,7 +305,7 @@ pub struct Existing {
     pub links: BTreeSet<PathBuf>,
     /// Leftover temporary files of an interrupted run.
     pub temps: Vec<PathBuf>,
-    /// Every entry but directories, relative: what [`entries`] lists, in
+    /// Every entry but directories, relative: what `entries` lists, in
     /// the order of paths (a list, not a set: the walk sorted it already,
     /// and a set built from it would compare every path with the next
     /// twice).
@@ -852,7 +852,7 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// one atomic rename: a render killed at any moment leaves the old tree or
 /// the new one, never a mix. Only the deepest directory holding every
 /// change is exchanged, and directories without a change keep their inode
-/// (see [`write_swap`]). Where no atomic exchange is possible (`out` is a
+/// (see `write_swap`). Where no atomic exchange is possible (`out` is a
 /// mount point, the file system or system cannot exchange directories), or
 /// the tree cannot be staged (a file isvc may not hard-link, a FIFO or
 /// device in `out`), the render is refused and nothing is written: there is
@@ -925,7 +925,7 @@ impl Writer {
     }
 
     /// Writes `planned` over the tree read at [`Writer::open`] (see
-    /// [`write`]). The lock keeps other renders out, not other programs: a
+    /// [`write()`]). The lock keeps other renders out, not other programs: a
     /// file added or removed since then where the write will change the
     /// tree means the tree is read again.
     pub fn write(&self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {

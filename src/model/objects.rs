@@ -277,7 +277,7 @@ pub trait Held: Send + Sync + Sized {
     /// Whether a compile writes each object's file as it renders it
     /// ([`Object::write_ahead`]), in a group of `services` services: where
     /// what is held is the objects' files, in a group of at most
-    /// [`WRITE_AHEAD_SERVICES`] services. A group's files written ahead
+    /// `WRITE_AHEAD_SERVICES` services. A group's files written ahead
     /// are alive beside all of its values until it is checked, where
     /// [`Held::hold`] frees each value as it writes its file. In one
     /// namespace of 10,000 services, that raised the peak of a render

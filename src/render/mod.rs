@@ -75,7 +75,7 @@ impl Templates {
     }
 
     /// The built-in templates, every one rendered as text and parsed back
-    /// as an override is: the reference [`builtin`] is tested against.
+    /// as an override is: the reference `builtin` is tested against.
     pub fn builtin_as_text() -> Templates {
         let mut t = Templates::builtin();
         t.built.clear();
