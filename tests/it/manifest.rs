@@ -1014,7 +1014,9 @@ fn generated() -> impl proptest::strategy::Strategy<Value = Generated> {
     (
         proptest::sample::select(vec!["chat", "rank", "embed", "v1", "v2"]),
         proptest::sample::select(vec!["team-a", "team-b"]),
-        1u32..=3,
+        // 0: no autoscaler, so a step can take a workload off the engine's
+        // list of autoscaled ones, or put it back.
+        0u32..=3,
         route,
     )
         .prop_map(|(name, namespace, replicas, route)| Generated { name, namespace, replicas, route })
