@@ -127,12 +127,6 @@ impl Object {
         self
     }
 
-    /// The object, of the cluster `cluster`, if any.
-    pub fn in_cluster(mut self, cluster: Option<&str>) -> Object {
-        self.cluster = cluster.map(str::to_string);
-        self
-    }
-
     /// The object, a GitOps engine's ([`Object::bootstrap`]).
     pub fn engine_object(mut self) -> Object {
         self.bootstrap = true;
@@ -677,8 +671,11 @@ mod tests {
     fn object(kind: &str, namespace: Option<&str>, name: &str, cluster: Option<&str>, bootstrap: bool) -> Object {
         let value =
             serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, "data": {"x": name}});
-        let object = Object::new(ObjectId::new("v1", kind, namespace, name), value).in_cluster(cluster);
-        if bootstrap { object.engine_object() } else { object }
+        Object {
+            cluster: cluster.map(str::to_string),
+            bootstrap,
+            ..Object::new(ObjectId::new("v1", kind, namespace, name), value)
+        }
     }
 
     /// The objects of two namespaces (one a group of its own, one sharing
