@@ -1241,8 +1241,9 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let made = objects.len();
     // The files of the namespaces kept gathered and the tree planned, while
     // what the input files declare is gathered for the manifest.
+    let clusters = &compiled.clusters;
     let plan = || {
-        let mut kept = existing.map(|e| e.kept(compiled.reused.clone())).unwrap_or_default();
+        let mut kept = existing.map(|e| e.kept(compiled.reused.clone(), clusters)).unwrap_or_default();
         // The files of the services of unchanged files in the namespaces
         // compiled again (only over a tree its manifest describes, read).
         if !compiled.kept_services.is_empty() {
@@ -1251,24 +1252,31 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
                     "internal error: services kept from a tree that was not read",
                 )));
             };
-            existing.keep_services(&mut kept, &compiled.kept_services);
+            existing.keep_services(&mut kept, &compiled.kept_services, clusters);
         }
-        for (ns, n) in &kept.objects {
-            *counts.entry(ns.clone()).or_default() += n;
+        for (at, n) in &kept.objects {
+            *counts.entry(at.clone()).or_default() += n;
         }
-        let rendered =
-            made + kept.service_objects() + compiled.reused.iter().filter_map(|ns| counts.get(ns)).sum::<usize>();
+        let reused: usize = counts.iter().filter(|((_, ns), _)| compiled.reused.contains(ns)).map(|(_, n)| n).sum();
+        let rendered = made + kept.service_objects() + reused;
+        // Each namespace's objects, in every cluster's tree together.
+        let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
+        for ((_, ns), n) in &counts {
+            *totals.entry(ns).or_default() += n;
+        }
         let namespaces: Vec<(String, String, usize)> = digests
             .into_iter()
             .map(|(ns, d)| {
-                let objects = counts.get(&ns).copied().unwrap_or_default();
+                let objects = totals.get(ns.as_str()).copied().unwrap_or_default();
                 (ns, d, objects)
             })
             .collect();
-        Ok((rendered, namespaces, output::written_tree(objects, kept)))
+        let per_cluster: Vec<(String, String, usize)> =
+            counts.iter().filter_map(|((c, ns), n)| Some((c.clone()?, ns.clone(), *n))).collect();
+        Ok((rendered, namespaces, per_cluster, output::written_tree(objects, kept)))
     };
     let ((inputs, routes), planned) = rayon::join(|| declared(files, &services, selection.as_ref()), plan);
-    let (rendered, namespaces, mut tree) = planned?;
+    let (rendered, namespaces, per_cluster, mut tree) = planned?;
     if survey.inputs().is_none() {
         // Standard input, or an input that changed while it was read: the
         // manifest never takes this tree for up to date.
@@ -1286,6 +1294,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     }
     let recorded = Manifest::new(settings, inputs, rendered, namespaces, routes, &tree)
         .with_quota(quota)
+        .with_clusters(per_cluster)
         .with_autoscaled(std::mem::take(&mut compiled.autoscaled));
     tree.insert(PathBuf::from(MANIFEST).into(), output::Contents::text(recorded.to_text()));
     if args.check {
@@ -1344,14 +1353,14 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 /// The namespaces a render compiles whatever changed (those of the tenants
 /// with Kueue queues: a cohort's tenants are compiled together), when it
 /// may read only the input files of the namespaces a change touches; `None`
-/// when it may not: where the compile does not keep namespaces apart
-/// ([`compiler::namespaces_apart`]).
+/// when it may not: where a cluster names the services it runs, each of
+/// which must be among the services read ([`compiler::reads_apart`]).
 fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<BTreeSet<String>> {
     let Some(platform) = platform else {
         // No platform file, or one that does not load (the compile says why).
         return (inputs.platform.is_none() && inputs.gitops.is_none()).then(BTreeSet::new);
     };
-    compiler::namespaces_apart(platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
+    compiler::reads_apart(platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
 }
 
 /// Reads the input files `selection` chooses of `files`, batch by batch,
@@ -1440,11 +1449,11 @@ fn declared(
 
 /// How many objects of each namespace `compiled` made (those of the
 /// files kept are counted in the tree, not taken from the manifest).
-fn object_counts(compiled: &Compilation<Written>) -> BTreeMap<String, usize> {
+fn object_counts(compiled: &Compilation<Written>) -> BTreeMap<(Option<String>, String), usize> {
     let mut counts = BTreeMap::new();
-    for o in compiled.objects.iter().filter(|w| w.object.cluster.is_none() && !w.object.bootstrap) {
+    for o in compiled.objects.iter().filter(|w| !w.object.bootstrap) {
         if let Some(ns) = &o.object.id.namespace {
-            *counts.entry(ns.clone()).or_default() += 1;
+            *counts.entry((o.object.cluster.clone(), ns.clone())).or_default() += 1;
         }
     }
     counts
@@ -1467,14 +1476,17 @@ fn select<'m>(
 /// namespaces a change touches read (`selection`), and how many namespaces
 /// it kept.
 fn say_read(selection: Option<&Selection<'_>>, files: &[InputFile], reused: &BTreeSet<String>) {
-    if let (Some(s), true) = (selection, verbosity() >= 2) {
-        status(&format!(
-            "read {} of {} input files; {} namespaces unchanged",
-            s.read().count(),
-            files.len(),
-            reused.len()
-        ));
+    if verbosity() < 2 {
+        return;
     }
+    // Without a selection (a cluster names the services it runs), every
+    // file was read, and the namespaces unchanged may still be kept.
+    let read = match selection {
+        Some(s) => s.read().count(),
+        None if !reused.is_empty() => files.len(),
+        None => return,
+    };
+    status(&format!("read {read} of {} input files; {} namespaces unchanged", files.len(), reused.len()));
 }
 
 /// Prints the quota table of `rows`, if any.
@@ -1486,29 +1498,34 @@ fn say_quota(rows: &[crate::compiler::admission::QuotaUsage]) {
 
 /// Whether the tree's file `path` lies in the directory of one of
 /// `namespaces`, or in that of one of `services` (by namespace:
-/// `<namespace>/<name>/...`): a file a compile of the other namespaces and
-/// services keeps. Its names are read from its bytes where it is plain, as
-/// a walk's paths are (29,000 of them at 10,000 services), else from its
+/// `<namespace>/<name>/...`), in the tree's root or, with `clusters`, in
+/// one of theirs (`<cluster>/<namespace>/...`): a file a compile of the
+/// other namespaces and services keeps. `Some` for a file kept, with
+/// whether it holds an object (it lies below the namespace's own
+/// directory). Its names are read from its bytes where it is plain, as a
+/// walk's paths are (29,000 of them at 10,000 services), else from its
 /// components.
 fn kept_file(
     path: &crate::base::paths::TreePath,
     namespaces: &BTreeSet<String>,
     services: &BTreeMap<String, BTreeSet<String>>,
-) -> bool {
+    clusters: &[String],
+) -> Option<bool> {
     use std::borrow::Cow;
-    let (ns, name, deeper) = match path.plain_bytes().and_then(|b| std::str::from_utf8(b).ok()) {
-        Some(text) => {
-            let mut names = text.splitn(3, '/');
-            (names.next().map(Cow::Borrowed), names.next().map(Cow::Borrowed), names.next().is_some())
-        }
-        None => {
-            let mut names = path.iter().map(|n| n.to_string_lossy());
-            (names.next(), names.next(), names.next().is_some())
-        }
+    let rooted = usize::from(!clusters.is_empty());
+    let names: Vec<Cow<'_, str>> = match path.plain_bytes().and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(text) => text.splitn(3 + rooted, '/').map(Cow::Borrowed).collect(),
+        None => path.iter().take(3 + rooted).map(|n| n.to_string_lossy()).collect(),
     };
-    let Some(ns) = ns else { return false };
-    namespaces.contains(&*ns)
-        || (deeper && name.is_some_and(|name| services.get(&*ns).is_some_and(|names| names.contains(&*name))))
+    if rooted == 1 && !names.first().is_some_and(|c| clusters.iter().any(|k| k == c)) {
+        return None;
+    }
+    let (ns, name, deeper) = (names.get(rooted)?, names.get(rooted + 1), names.len() > rooted + 2);
+    if namespaces.contains(&**ns) {
+        return Some(deeper);
+    }
+    let service = name.is_some_and(|name| services.get(&**ns).is_some_and(|names| names.contains(&**name)));
+    (deeper && service).then_some(true)
 }
 
 /// The input paths as the render summary names them: as given, `-` as
@@ -1609,9 +1626,11 @@ fn diff_over_manifest(args: &DiffArgs) -> Result<Option<diff::Report>, Diagnosti
         };
         show_warnings(&compiled);
         say_read(selection.as_ref(), files, &compiled.reused);
-        let kept = |p: &crate::base::paths::TreePath| kept_file(p, &compiled.reused, &compiled.kept_services);
-        let unchanged = existing.ours.keys().filter(|p| kept(p) && output::holds_object(p)).count();
-        let mut report = diff::diff_in_tree(&compiled.objects, existing, &args.out, |p| !kept(p))?;
+        let kept = |p: &crate::base::paths::TreePath| {
+            kept_file(p, &compiled.reused, &compiled.kept_services, &compiled.clusters)
+        };
+        let unchanged = existing.ours.keys().filter(|p| kept(p) == Some(true)).count();
+        let mut report = diff::diff_in_tree(&compiled.objects, existing, &args.out, |p| kept(p).is_none())?;
         report.unchanged += unchanged;
         std::mem::forget(compiled);
         report

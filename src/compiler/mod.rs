@@ -91,15 +91,24 @@ pub struct Options {
 }
 
 /// What an earlier compile found in one namespace, that the GitOps
-/// engine's objects read of every namespace ([`Options::recorded`]).
+/// engine's objects read of every namespace ([`Options::recorded`]), by
+/// cluster (`None` without clusters).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordedNamespace {
-    /// Its objects (what `derive::gitops::build_size_warnings`
-    /// counts of a namespace's directory).
-    pub objects: usize,
-    /// Its workloads whose replica count an autoscaler owns
-    /// ([`Compilation::autoscaled`]).
-    pub autoscaled: BTreeSet<ObjectId>,
+    /// Its objects in each cluster's tree (what
+    /// `derive::gitops::build_size_warnings` counts of a namespace's
+    /// directory); a cluster not named holds none.
+    pub objects: BTreeMap<Option<String>, usize>,
+    /// Its workloads whose replica count an autoscaler owns, in each
+    /// cluster ([`Compilation::autoscaled`]).
+    pub autoscaled: BTreeMap<Option<String>, BTreeSet<ObjectId>>,
+}
+
+impl RecordedNamespace {
+    /// How many objects `cluster`'s tree holds of the namespace.
+    pub fn objects_in(&self, cluster: &Option<String>) -> usize {
+        self.objects.get(cluster).copied().unwrap_or_default()
+    }
 }
 
 impl Default for Options {
@@ -135,9 +144,10 @@ impl Options {
     /// Namespaces not to compile, because the caller holds their objects
     /// from an earlier compile of the same services (the same
     /// [`Compiler::namespace_digests`]), platform, templates, rules and
-    /// isvc version. Honoured without clusters; with a GitOps engine, for
-    /// the namespaces [`Options::recorded`] gives what the engine's objects
-    /// read of them. The namespaces of a Kueue cohort's tenants are
+    /// isvc version, in every cluster's tree alike (a cluster's services
+    /// and platform follow from the platform and the services alone). With
+    /// a GitOps engine, honoured for the namespaces [`Options::recorded`]
+    /// gives what the engine's objects read of them. The namespaces of a Kueue cohort's tenants are
     /// compiled together and never left out. A namespace of which no
     /// service is given is left out as well: the caller may keep a
     /// namespace without reading its services' files.
@@ -228,6 +238,12 @@ impl<'a> Compiler<'a> {
             let mut objects = Vec::new();
             let mut quota = Vec::new();
             let mut warnings = Vec::new();
+            // Every cluster reuses the namespaces of `reuse` alike, and keeps
+            // the services of the same files (where it runs them): what is
+            // kept is named once for every cluster's tree.
+            let mut reused = BTreeSet::new();
+            let mut kept_services: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            let mut kept_objects = BTreeMap::new();
             for (name, (c, scaled)) in per_cluster {
                 objects.extend(c.objects.into_iter().map(|mut o| {
                     o.object_mut().cluster = Some(name.clone());
@@ -237,6 +253,11 @@ impl<'a> Compiler<'a> {
                     q.cluster = Some(name.clone());
                     q
                 }));
+                reused.extend(c.reused);
+                for (ns, names) in c.kept_services {
+                    kept_services.entry(ns).or_default().extend(names);
+                }
+                kept_objects.extend(c.kept_objects.into_iter().map(|((_, ns), n)| ((Some(name.clone()), ns), n)));
                 autoscaled.insert(Some(name.clone()), scaled);
                 warnings.push((name, c.warnings.0));
             }
@@ -249,15 +270,9 @@ impl<'a> Compiler<'a> {
                 return Err(diags);
             }
             objects::sort(&mut objects);
-            Compilation {
-                objects,
-                warnings: diags,
-                quota,
-                reused: BTreeSet::new(),
-                kept_services: BTreeMap::new(),
-                kept_objects: BTreeMap::new(),
-                autoscaled: BTreeSet::new(),
-            }
+            let clusters = platform.clusters.iter().map(|c| c.name.clone()).collect();
+            let autoscaled = BTreeSet::new();
+            Compilation { objects, warnings: diags, quota, clusters, reused, kept_services, kept_objects, autoscaled }
         };
         match (engine, &self.options.cluster) {
             (_, Some(_)) => compiled.objects.retain(|o| o.object().cluster.is_some()),
@@ -307,21 +322,16 @@ impl<'a> Compiler<'a> {
     }
 
     fn stage(&self, engine: Option<platform::Engine>) -> Stage<'_> {
-        static NONE: BTreeSet<String> = BTreeSet::new();
-        let apart = namespaces_apart(&self.inputs.platform);
         // The engine's objects read every namespace: one is left out only
         // where the caller says what they read of it.
-        let reuse = match (apart, engine) {
-            (false, _) => BTreeSet::new(),
-            (true, None) => self.options.reuse.clone(),
-            (true, Some(_)) => {
-                self.options.reuse.iter().filter(|n| self.options.recorded.contains_key(*n)).cloned().collect()
-            }
+        let reuse = match engine {
+            None => self.options.reuse.clone(),
+            Some(_) => self.options.reuse.iter().filter(|n| self.options.recorded.contains_key(*n)).cloned().collect(),
         };
         Stage {
             engine,
             reuse,
-            keep_files_of: if apart { &self.options.keep_files_of } else { &NONE },
+            keep_files_of: &self.options.keep_files_of,
             templates: &self.inputs.templates,
             label: &*self.options.label,
             platform_file: self.inputs.platform_file.as_deref(),
@@ -405,21 +415,26 @@ pub struct Compilation<T = Object> {
     pub warnings: Diagnostics,
     /// Quota use of every tenant namespace (empty without tenant quotas).
     pub quota: Vec<admission::QuotaUsage>,
+    /// The clusters whose trees the objects go to, as the platform lists
+    /// them (the one [`Options::cluster`] names); empty without clusters.
+    pub clusters: Vec<String>,
     /// The namespaces of [`Options::reuse`] left out: none of their
-    /// objects is in `objects`.
+    /// objects is in `objects`, in any cluster's tree.
     pub reused: BTreeSet<String>,
     /// The services of [`Options::keep_files_of`] left out, by namespace:
     /// checked with their namespace, none of their objects in `objects`.
     pub kept_services: BTreeMap<String, BTreeSet<String>>,
-    /// How many objects the services of `kept_services` have, by
-    /// namespace (what the GitOps engine's objects count of a namespace).
-    pub(crate) kept_objects: BTreeMap<String, usize>,
-    /// With a GitOps engine and no clusters, the workloads whose replica
-    /// count an autoscaler owns, as the engine's objects list them (they
-    /// leave it to the autoscaler): those of the namespaces compiled, and
-    /// the recorded ones of the namespaces reused. What a later compile
-    /// that reuses a namespace is given back ([`Options::recorded`]).
-    pub autoscaled: BTreeSet<ObjectId>,
+    /// How many objects the services of `kept_services` have, by cluster
+    /// (`None` without clusters) and namespace (what the GitOps engine's
+    /// objects count of a namespace).
+    pub(crate) kept_objects: BTreeMap<(Option<String>, String), usize>,
+    /// With a GitOps engine, the workloads whose replica count an
+    /// autoscaler owns, by cluster (`None` without clusters), as the
+    /// engine's objects list them (they leave it to the autoscaler): those
+    /// of the namespaces compiled, and the recorded ones of the namespaces
+    /// reused. What a later compile that reuses a namespace is given back
+    /// ([`Options::recorded`]).
+    pub autoscaled: BTreeSet<(Option<String>, ObjectId)>,
 }
 
 /// A cluster's objects after [`Stage::checked`]: the warnings of the render
@@ -493,14 +508,12 @@ pub fn engine(chosen: Option<platform::Engine>, platform: &Platform) -> Option<p
     chosen.or(platform.gitops.as_ref().and_then(|g| g.engine))
 }
 
-/// Whether a compile over `platform` compiles each namespace apart from
-/// the others, so that [`Options::reuse`] is honoured: not with clusters,
-/// whose namespaces are compiled with each cluster's own platform. With a
-/// GitOps engine, whose objects list every namespace's autoscaled
-/// workloads and count its objects, a namespace is reused with what the
-/// caller recorded of it ([`Options::recorded`]).
-pub fn namespaces_apart(platform: &Platform) -> bool {
-    platform.clusters.is_empty()
+/// Whether a compile over `platform` may be given the services of some
+/// namespaces only, the others reused ([`Options::reuse`]) unread: not
+/// where a cluster names the services it runs, as every name there must
+/// be among the services given (`clusters::unknown_services`).
+pub fn reads_apart(platform: &Platform) -> bool {
+    platform.clusters.iter().all(|c| c.services.is_empty())
 }
 
 /// The namespaces of the tenants with Kueue queues, each with the name of
@@ -580,9 +593,10 @@ impl Stage<'_> {
             objects,
             warnings: diags,
             quota,
+            clusters: Vec::new(),
             reused,
             kept_services,
-            kept_objects,
+            kept_objects: kept_objects.into_iter().map(|(ns, n)| ((None, ns), n)).collect(),
             autoscaled: BTreeSet::new(),
         };
         Ok((compilation, autoscaled))
@@ -965,37 +979,41 @@ fn add_engine_objects<T: Held>(
     recorded: &BTreeMap<String, RecordedNamespace>,
     platform_file: Option<&str>,
 ) -> Result<(), Diagnostics> {
-    // The namespaces reused ([`Options::reuse`]; only without clusters):
-    // none of their objects is compiled, what the engine reads of them is
+    // The namespaces reused ([`Options::reuse`]): none of their objects is
+    // compiled, what the engine reads of them (in each cluster's tree) is
     // what the caller recorded.
     let reused: Vec<(&str, &RecordedNamespace)> =
         compiled.reused.iter().filter_map(|n| Some((n.as_str(), recorded.get(n)?))).collect();
     let mut targets: Vec<gitops::Target<'_>> = Vec::new();
     let clusters: Vec<Option<&platform::Cluster>> =
         if platform.clusters.is_empty() { vec![None] } else { platform.clusters.iter().map(Some).collect() };
+    // Objects counted without being compiled: the reused namespaces' and
+    // the kept services', by cluster and namespace.
+    let mut counts: Vec<(Option<&str>, &str, usize)> = Vec::new();
     for c in clusters {
         let name = c.map(|c| c.name.clone());
         let mine = compiled.objects.iter().map(Held::object).filter(|o| o.cluster == name);
         let mut namespaces: BTreeSet<String> = mine.filter_map(|o| o.id.namespace.clone()).collect();
         let mut autoscaled = autoscaled.get(&name).cloned().unwrap_or_default();
-        if c.is_none() {
-            for (ns, r) in &reused {
-                if r.objects > 0 {
-                    namespaces.insert(ns.to_string());
-                }
-                autoscaled.extend(r.autoscaled.iter().cloned());
+        for (ns, r) in &reused {
+            let objects = r.objects_in(&name);
+            if objects > 0 {
+                namespaces.insert(ns.to_string());
+                counts.push((c.map(|c| c.name.as_str()), ns, objects));
             }
-            // The namespaces compiled that hold only services kept
-            // ([`Options::keep_files_of`]; their autoscaled workloads were
-            // found as they were checked).
-            namespaces.extend(compiled.kept_objects.iter().filter(|(_, n)| **n > 0).map(|(ns, _)| ns.clone()));
-            compiled.autoscaled = autoscaled.clone();
+            autoscaled.extend(r.autoscaled.get(&name).into_iter().flatten().cloned());
         }
+        // The namespaces compiled that hold only services kept
+        // ([`Options::keep_files_of`]; their autoscaled workloads were
+        // found as they were checked).
+        for ((cluster, ns), n) in compiled.kept_objects.iter().filter(|((cluster, _), n)| *cluster == name && **n > 0) {
+            namespaces.insert(ns.clone());
+            counts.push((cluster.as_deref(), ns, *n));
+        }
+        compiled.autoscaled.extend(autoscaled.iter().map(|id| (name.clone(), id.clone())));
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {
-        let kept = compiled.kept_objects.iter().map(|(ns, n)| (ns.as_str(), *n));
-        let counts: Vec<(&str, usize)> = reused.iter().map(|(ns, r)| (*ns, r.objects)).chain(kept).collect();
         compiled.warnings.0.extend(gitops::build_size_warnings(g, compiled.objects.iter().map(Held::object), &counts));
     }
     let mut extra = gitops::engine_objects(platform, engine, &targets, platform_file).map_err(Diagnostics::from)?;

@@ -424,11 +424,12 @@ pub const ARGOCD_BUILD_LIMIT: usize = 4000;
 /// Warnings for the Argo CD builds that hold more than
 /// [`ARGOCD_BUILD_LIMIT`] objects: with `layout: tree` a cluster's whole
 /// tree, with `layout: namespaces` one namespace directory; the objects of
-/// the namespaces `reused` (by namespace, no cluster) counted as well.
+/// the namespaces `reused` (by cluster, `None` without clusters, and
+/// namespace) counted as well.
 pub fn build_size_warnings<'a>(
     g: &GitOps,
     objects: impl IntoIterator<Item = &'a Object>,
-    reused: &[(&'a str, usize)],
+    reused: &[(Option<&'a str>, &'a str, usize)],
 ) -> Vec<Diagnostic> {
     let mut builds: BTreeMap<(Option<&str>, Option<&str>), usize> = BTreeMap::new();
     let dir = |namespace: Option<&'a str>| match g.layout {
@@ -438,8 +439,8 @@ pub fn build_size_warnings<'a>(
     for o in objects.into_iter().filter(|o| !o.bootstrap) {
         *builds.entry((o.cluster.as_deref(), dir(o.id.namespace.as_deref()))).or_default() += 1;
     }
-    for (namespace, count) in reused {
-        *builds.entry((None, dir(Some(namespace)))).or_default() += count;
+    for (cluster, namespace, count) in reused {
+        *builds.entry((*cluster, dir(Some(namespace)))).or_default() += count;
     }
     let mut out = Vec::new();
     for ((cluster, dir), count) in builds.into_iter().filter(|(_, n)| *n > ARGOCD_BUILD_LIMIT) {
@@ -659,12 +660,24 @@ mod tests {
         assert!(build_size_warnings(&per_namespace, &objects, &[]).is_empty());
         // The objects of a namespace reused from an earlier compile count
         // with its directory's, and with the tree's.
-        let reused = build_size_warnings(&per_namespace, &objects, &[("a", 1600), ("c", 100)]);
+        let reused = build_size_warnings(&per_namespace, &objects, &[(None, "a", 1600), (None, "c", 100)]);
         assert_eq!(reused.len(), 1);
         assert!(reused[0].message.starts_with("Argo CD builds directory a in one kustomize build of 4100 objects"));
-        let tree = build_size_warnings(&g, &objects[..3000], &[("c", 1001)]);
+        let tree = build_size_warnings(&g, &objects[..3000], &[(None, "c", 1001)]);
         assert!(tree[0].message.starts_with("Argo CD builds the tree in one kustomize build of 4001 objects"));
-        assert!(build_size_warnings(&g, &objects[..3000], &[("c", 1000)]).is_empty());
+        assert!(build_size_warnings(&g, &objects[..3000], &[(None, "c", 1000)]).is_empty());
+        // A cluster's reused objects count in that cluster's tree alone.
+        let in_cluster = |o: &Object| Object { cluster: Some("east".into()), ..o.clone() };
+        let east: Vec<Object> = objects[..3000].iter().map(in_cluster).collect();
+        assert!(build_size_warnings(&g, &east, &[(Some("west"), "c", 1001)]).is_empty());
+        let tree = build_size_warnings(&g, &east, &[(Some("east"), "c", 1001)]);
+        assert!(
+            tree[0]
+                .message
+                .starts_with("Argo CD builds the tree of cluster east in one kustomize build of 4001 objects"),
+            "{}",
+            tree[0].message
+        );
         objects.extend(config_maps("a", 2000).map(|mut o| {
             o.id.name.push('x');
             o

@@ -24,14 +24,14 @@
 //! The format, one record a line after the header line:
 //!
 //! ```text
-//! isvc 0.1.0 manifest 3
+//! isvc 0.1.0 manifest 4
 //! setting "gitops=argocd"
 //! objects 12
 //! input 0f3a… 0 ["team-a"] "services/chat.yaml"
 //! namespace 5d2e… 3 "team-a"
 //! route "team-a" "chat.example.com/v1"
 //! quota [null,"team-a","tenant-quota","requests.nvidia.com/gpu","3","9","8"]
-//! autoscaled ["team-a","apps/v1","Deployment","chat"]
+//! autoscaled [null,"team-a","apps/v1","Deployment","chat"]
 //! output 9b1c… "team-a/chat/deployment.yaml"
 //! ```
 //!
@@ -39,7 +39,10 @@
 //! and names the namespaces of the services the file declares. A
 //! `namespace` record holds the digest of one namespace's services
 //! ([`crate::Compiler::namespace_digests`]) and how many objects the tree
-//! holds of it; a `route` record, a route its services claim
+//! holds of it (in every cluster's tree together); with clusters, a
+//! `cluster` record (`cluster 3 "prod-us" "team-a"`) says how many of them
+//! one cluster's tree holds, where it holds any. A `route` record, a route
+//! its services claim
 //! (`spec.gateway.route`, as [`crate::model::route::Route`] prints it). A
 //! render whose settings are the recorded ones, over a tree the manifest
 //! describes unedited, compiles only the namespaces whose services changed
@@ -53,9 +56,10 @@
 //! ResourceQuota counts the pods of its own namespace alone, so the rows of
 //! a namespace kept are the ones recorded, and a render prints them from
 //! here. With a GitOps engine, an `autoscaled` record names a workload
-//! whose replica count an autoscaler owns ([`crate::Compilation::autoscaled`]):
-//! the engine's objects list those of every namespace, so a namespace is
-//! kept with what it recorded ([`Manifest::recorded_namespaces`]).
+//! whose replica count an autoscaler owns, and its cluster (`null` without
+//! clusters; [`crate::Compilation::autoscaled`]): the engine's objects list
+//! those of every namespace, so a namespace is kept with what it recorded
+//! ([`Manifest::recorded_namespaces`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,6 +89,10 @@ pub struct Manifest {
     /// Each namespace's services by digest, and how many objects the tree
     /// holds of the namespace, sorted by namespace.
     pub namespaces: Vec<(String, String, usize)>,
+    /// With clusters, how many objects each cluster's tree holds of a
+    /// namespace (cluster, namespace, objects; none where it holds none),
+    /// sorted ([`Manifest::with_clusters`]).
+    pub clusters: Vec<(String, String, usize)>,
     /// The routes the services of each namespace claim: namespace and
     /// route, sorted.
     pub routes: Vec<(String, String)>,
@@ -95,8 +103,9 @@ pub struct Manifest {
     /// a namespace, or finds the tree up to date, prints its rows from here.
     pub quota: Vec<QuotaUsage>,
     /// With a GitOps engine, the workloads whose replica count an
-    /// autoscaler owns, sorted ([`Manifest::with_autoscaled`]).
-    pub autoscaled: Vec<ObjectId>,
+    /// autoscaler owns, with their cluster (`None` without clusters),
+    /// sorted ([`Manifest::with_autoscaled`]).
+    pub autoscaled: Vec<(Option<String>, ObjectId)>,
 }
 
 /// An input file as a manifest records it.
@@ -130,7 +139,17 @@ impl Manifest {
         let mut outputs: Vec<(String, String)> =
             tree.iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
-        Manifest { settings, inputs, objects, namespaces, routes, outputs, quota: Vec::new(), autoscaled: Vec::new() }
+        Manifest {
+            settings,
+            inputs,
+            objects,
+            namespaces,
+            routes,
+            outputs,
+            clusters: Vec::new(),
+            quota: Vec::new(),
+            autoscaled: Vec::new(),
+        }
     }
 
     /// The manifest with the quota table's `rows`, sorted by cluster,
@@ -142,33 +161,52 @@ impl Manifest {
     }
 
     /// The manifest with the workloads whose replica count an autoscaler
-    /// owns, `autoscaled` (each once, sorted).
-    pub fn with_autoscaled(mut self, autoscaled: impl IntoIterator<Item = ObjectId>) -> Manifest {
-        let set: BTreeSet<ObjectId> = autoscaled.into_iter().collect();
+    /// owns, `autoscaled`, by cluster (each once, sorted).
+    pub fn with_autoscaled(mut self, autoscaled: impl IntoIterator<Item = (Option<String>, ObjectId)>) -> Manifest {
+        let set: BTreeSet<(Option<String>, ObjectId)> = autoscaled.into_iter().collect();
         self.autoscaled = set.into_iter().collect();
         self
     }
 
+    /// The manifest with how many objects each cluster's tree holds of each
+    /// namespace (cluster, namespace, objects), those of none left out.
+    pub fn with_clusters(mut self, counts: impl IntoIterator<Item = (String, String, usize)>) -> Manifest {
+        let mut counts: Vec<(String, String, usize)> = counts.into_iter().filter(|(_, _, n)| *n > 0).collect();
+        counts.sort();
+        self.clusters = counts;
+        self
+    }
+
     /// What the render found in each namespace recorded: how many objects
-    /// the tree holds of it, and its autoscaled workloads. What a compile
-    /// that reuses a namespace is given ([`crate::Options::recorded`]).
+    /// the tree holds of it (`None`: all clusters' trees together, or the
+    /// one tree without clusters) and in each cluster's tree, and its
+    /// autoscaled workloads by cluster. What a compile that reuses a
+    /// namespace is given ([`crate::Options::recorded`]).
     pub fn recorded_namespaces(&self) -> BTreeMap<String, RecordedNamespace> {
         let mut out: BTreeMap<String, RecordedNamespace> = self
             .namespaces
             .iter()
-            .map(|(n, _, objects)| (n.clone(), RecordedNamespace { objects: *objects, ..Default::default() }))
+            .map(|(n, _, objects)| {
+                (n.clone(), RecordedNamespace { objects: BTreeMap::from([(None, *objects)]), ..Default::default() })
+            })
             .collect();
-        for id in &self.autoscaled {
+        for (cluster, ns, objects) in &self.clusters {
+            if let Some(r) = out.get_mut(ns) {
+                r.objects.insert(Some(cluster.clone()), *objects);
+            }
+        }
+        for (cluster, id) in &self.autoscaled {
             if let Some(r) = id.namespace.as_ref().and_then(|n| out.get_mut(n)) {
-                r.autoscaled.insert(id.clone());
+                r.autoscaled.entry(cluster.clone()).or_default().insert(id.clone());
             }
         }
         out
     }
 
-    /// The recorded rows of the quota table of the namespaces `kept`.
+    /// The recorded rows of the quota table of the namespaces `kept`, in
+    /// every cluster.
     pub fn quota_of<'m>(&'m self, kept: &'m BTreeSet<String>) -> impl Iterator<Item = &'m QuotaUsage> + 'm {
-        self.quota.iter().filter(|r| r.cluster.is_none() && kept.contains(&r.namespace))
+        self.quota.iter().filter(|r| kept.contains(&r.namespace))
     }
 
     /// Whether it records exactly these input files (label and digest),
@@ -219,6 +257,13 @@ impl Manifest {
             push_quoted(&mut out, namespace);
             out.push('\n');
         }
+        for (cluster, namespace, objects) in &self.clusters {
+            let _ = write!(out, "cluster {objects} ");
+            push_quoted(&mut out, cluster);
+            out.push(' ');
+            push_quoted(&mut out, namespace);
+            out.push('\n');
+        }
         for (namespace, route) in &self.routes {
             out.push_str("route ");
             push_quoted(&mut out, namespace);
@@ -233,9 +278,9 @@ impl Manifest {
             out.push_str(&serde_json::to_string(&row).unwrap_or_default());
             out.push('\n');
         }
-        for id in &self.autoscaled {
+        for (cluster, id) in &self.autoscaled {
             out.push_str("autoscaled ");
-            let record = (&id.namespace, &id.api_version, &id.kind, &id.name);
+            let record = (cluster, &id.namespace, &id.api_version, &id.kind, &id.name);
             // (Strings serialise without fail.)
             out.push_str(&serde_json::to_string(&record).unwrap_or_default());
             out.push('\n');
@@ -273,6 +318,7 @@ impl Manifest {
                 Record::Route(r) => m.routes.push(r),
                 Record::Quota(q) => m.quota.push(*q),
                 Record::Autoscaled(id) => m.autoscaled.push(*id),
+                Record::Cluster(c) => m.clusters.push(c),
                 Record::Output(o) => m.outputs.push(o),
             }
         }
@@ -334,7 +380,8 @@ enum Record {
     Input(Input),
     Route((String, String)),
     Quota(Box<QuotaUsage>),
-    Autoscaled(Box<ObjectId>),
+    Autoscaled(Box<(Option<String>, ObjectId)>),
+    Cluster((String, String, usize)),
     Output((String, String)),
 }
 
@@ -375,19 +422,26 @@ impl Record {
                 Record::Quota(Box::new(row))
             }
             "autoscaled" => {
-                let (ns, api_version, kind, name) =
-                    serde_json::from_str::<(String, String, String, String)>(rest).ok()?;
+                type Row = (Option<String>, String, String, String, String);
+                let (cluster, ns, api_version, kind, name) = serde_json::from_str::<Row>(rest).ok()?;
                 let plain = |s: &str, extra: &[u8]| {
                     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
                 };
                 let valid = namespace(&ns)
+                    && cluster.as_deref().is_none_or(namespace)
                     && crate::base::names::dns1123_subdomain(&name).is_ok()
                     && plain(&kind, b"")
                     && plain(&api_version, b"./-");
                 if !valid {
                     return None;
                 }
-                Record::Autoscaled(Box::new(ObjectId::new(&api_version, &kind, Some(&ns), &name)))
+                Record::Autoscaled(Box::new((cluster, ObjectId::new(&api_version, &kind, Some(&ns), &name))))
+            }
+            "cluster" => {
+                // A cluster's name is a DNS-1123 label, as a namespace's.
+                let (objects, rest) = split_space(rest)?;
+                let (cluster, ns) = json_pair::<String, String>(rest).filter(|(c, n)| namespace(c) && namespace(n))?;
+                Record::Cluster((cluster, ns, objects.parse().ok()?))
             }
             "output" => {
                 let (d, name) = split_space(rest)?;
@@ -591,7 +645,7 @@ fn version_line() -> String {
     format!("isvc {} manifest {MANIFEST_FORMAT}", env!("CARGO_PKG_VERSION"))
 }
 
-const MANIFEST_FORMAT: u32 = 3;
+const MANIFEST_FORMAT: u32 = 4;
 
 /// `text` split at its first space, found byte by byte: the fields split
 /// are short (a `str` search for a `char` sets up a `memchr` each time, a
@@ -642,10 +696,16 @@ mod tests {
             &tree,
         )
         .with_quota(vec![quota_row("team-b", "q", "requests.cpu"), quota_row("team-a", "q.x", "limits.memory")])
+        .with_clusters([
+            ("west".to_string(), "team-a".to_string(), 1),
+            ("east".to_string(), "team-a".to_string(), 0),
+            ("east".to_string(), "team-b".to_string(), 1),
+        ])
         .with_autoscaled([
-            ObjectId::new("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", Some("team-b"), "big.one"),
-            ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat"),
-            ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat"),
+            (None, ObjectId::new("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", Some("team-b"), "big.one")),
+            (None, ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat")),
+            (None, ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat")),
+            (Some("west".to_string()), ObjectId::new("apps/v1", "Deployment", Some("team-a"), "chat")),
         ])
     }
 
@@ -692,7 +752,7 @@ mod tests {
         let m = sample();
         let text = m.to_text();
         assert!(text.starts_with(HEADER_PREFIX));
-        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 1 + 2 + 2 + 2, "{text}");
+        assert_eq!(text.lines().count(), 1 + 1 + 2 + 1 + 2 + 2 + 2 + 1 + 2 + 3 + 2, "{text}");
         assert_eq!(Manifest::parse(&text), Some(m.clone()));
         assert!(!m.settings.is_empty());
         assert_eq!(Manifest::settings_in(&text), Some(m.settings.clone()), "the settings, from the first lines");
@@ -703,14 +763,27 @@ mod tests {
         assert_eq!(m.outputs[0].0, "a/we\"ird\nname.yaml", "outputs are sorted");
         assert_eq!(m.namespaces[0].0, "team-a", "namespaces are sorted");
         assert_eq!(m.quota[0].namespace, "team-a", "quota rows are sorted by namespace");
-        assert_eq!(m.autoscaled[0].name, "chat", "autoscaled workloads are sorted, each once");
+        assert_eq!(m.autoscaled[0].1.name, "chat", "autoscaled workloads are sorted, each once");
+        assert_eq!(m.autoscaled[2].0.as_deref(), Some("west"), "those of no cluster first");
+        assert_eq!(m.clusters.len(), 2, "a cluster that holds none of a namespace is not recorded");
+        assert_eq!(m.clusters[0].0, "east", "cluster records are sorted");
         let recorded = m.recorded_namespaces();
-        assert_eq!(recorded["team-a"].objects, 1);
-        assert_eq!(recorded["team-a"].autoscaled.iter().map(|id| id.name.as_str()).collect::<Vec<_>>(), ["chat"]);
-        assert_eq!(
-            recorded["team-b"].autoscaled.iter().map(|id| id.kind.as_str()).collect::<Vec<_>>(),
-            ["LeaderWorkerSet"]
-        );
+        assert_eq!(recorded["team-a"].objects_in(&None), 1);
+        assert_eq!(recorded["team-a"].objects_in(&Some("west".into())), 1);
+        assert_eq!(recorded["team-a"].objects_in(&Some("east".into())), 0);
+        assert_eq!(recorded["team-b"].objects_in(&Some("east".into())), 1);
+        let names = |r: &RecordedNamespace, c: Option<&str>| -> Vec<String> {
+            r.autoscaled
+                .get(&c.map(str::to_string))
+                .into_iter()
+                .flatten()
+                .map(|id| format!("{}/{}", id.kind, id.name))
+                .collect()
+        };
+        assert_eq!(names(&recorded["team-a"], None), ["Deployment/chat"]);
+        assert_eq!(names(&recorded["team-a"], Some("west")), ["Deployment/chat"]);
+        assert!(names(&recorded["team-a"], Some("east")).is_empty());
+        assert_eq!(names(&recorded["team-b"], None), ["LeaderWorkerSet/big.one"]);
         // A record a render could not have written makes the text no manifest.
         for (good, bad) in [
             ("namespace ", "namespace 0"),
@@ -719,7 +792,13 @@ mod tests {
             ("\"team-a\"\n", "\"Team-A\"\n"),
             ("\"b/x.yaml\"", "\"b/../x.yaml\""),
             ("\"b/x.yaml\"", "\"/b/x.yaml\""),
-            ("autoscaled [\"team-a\"", "autoscaled [\"team_a\""),
+            ("autoscaled [null,\"team-a\"", "autoscaled [null,\"team_a\""),
+            ("autoscaled [\"west\"", "autoscaled [\"../w\""),
+            ("autoscaled [null,", "autoscaled ["),
+            ("cluster 1 \"east\"", "cluster 1 \"e/st\""),
+            ("cluster 1 \"east\"", "cluster x \"east\""),
+            ("cluster 1 \"east\" \"team-b\"", "cluster 1 \"east\" \"team b\""),
+            ("cluster 1 \"east\" \"team-b\"", "cluster 1 \"east\""),
             ("\"Deployment\",\"chat\"", "\"Deployment\",\"Chat\""),
             ("\"Deployment\",\"chat\"", "\"Deploy ment\",\"chat\""),
             ("\"apps/v1\",\"Deployment\"", "\"apps/v1\\n\",\"Deployment\""),
@@ -752,8 +831,11 @@ mod tests {
         assert_eq!(Manifest::parse(&row("team-a", "requests.cpu\\u001b[2J")), None, "a control character");
         assert_eq!(Manifest::parse(&row("Team A", "requests.cpu")), None, "no namespace name");
         // A manifest of this version without the format (before quota rows).
-        let unformatted = text.replacen(" manifest 3\n", "\n", 1);
+        let unformatted = text.replacen(" manifest 4\n", "\n", 1);
+        assert_ne!(unformatted, text);
         assert_eq!(Manifest::parse(&unformatted), None);
+        // One of the format before (no cluster in `autoscaled` records).
+        assert_eq!(Manifest::parse(&text.replacen(" manifest 4\n", " manifest 3\n", 1)), None);
         assert_eq!(Manifest::parse("not ours"), None);
         // An input line without its namespaces (an earlier format) is not read.
         let old = format!("input {} \"services/z.yaml\"\n", digest(b"z"));

@@ -120,9 +120,10 @@ pub struct Kept {
     pub namespaces: BTreeSet<String>,
     /// Their files, known by digest.
     files: Tree,
-    /// How many objects each holds: its files in directories below its own
-    /// (not its kustomization), for those that hold any.
-    pub objects: BTreeMap<String, usize>,
+    /// How many objects each holds in each cluster's tree (`None` without
+    /// clusters): its files in directories below its own (not its
+    /// kustomization), for those that hold any.
+    pub objects: BTreeMap<(Option<String>, String), usize>,
     /// The directories of the kustomizations kept.
     dirs: Vec<PathBuf>,
     /// The files of the namespaces kept without a kustomization in their
@@ -148,72 +149,88 @@ fn one_name(name: &str) -> bool {
     !name.contains('/') && crate::base::paths::plain(name.as_bytes())
 }
 
+/// The roots of a tree's namespace directories: each cluster's directory,
+/// or, without clusters, the tree's own root (`None`).
+fn roots(clusters: &[String]) -> Vec<Option<&str>> {
+    if clusters.is_empty() { vec![None] } else { clusters.iter().map(|c| Some(c.as_str())).collect() }
+}
+
 impl Existing {
     /// Adds to `kept` the files of the services `services` names, by
-    /// namespace: each service's directory, `<namespace>/<name>/`, in a
+    /// namespace: each service's directory, `<namespace>/<name>/` (in each
+    /// of the `clusters`' trees, `<cluster>/<namespace>/<name>/`), in a
     /// namespace compiled again but for them
     /// ([`crate::Compilation::kept_services`]). Their objects are counted
     /// with their namespace's.
-    pub fn keep_services(&self, kept: &mut Kept, services: &BTreeMap<String, BTreeSet<String>>) {
+    pub fn keep_services(&self, kept: &mut Kept, services: &BTreeMap<String, BTreeSet<String>>, clusters: &[String]) {
         use std::ops::Bound;
-        for (ns, names) in services {
-            for name in names {
-                // Names a compile checked (DNS labels), never `..` or `a/b`.
-                if !one_name(ns) || !one_name(name) {
-                    continue;
-                }
-                let dir = Path::new(ns).join(name);
-                for (path, contents) in self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded)) {
-                    if !path.starts_with(&dir) {
-                        break;
+        for root in roots(clusters) {
+            if root.is_some_and(|r| !one_name(r)) {
+                continue;
+            }
+            for (ns, names) in services {
+                for name in names {
+                    // Names a compile checked (DNS labels), never `..` or `a/b`.
+                    if !one_name(ns) || !one_name(name) {
+                        continue;
                     }
-                    if holds_object(path) {
-                        *kept.objects.entry(ns.clone()).or_default() += 1;
+                    let dir = Path::new(root.unwrap_or_default()).join(ns).join(name);
+                    let run = self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded));
+                    for (path, contents) in run {
+                        if !path.starts_with(&dir) {
+                            break;
+                        }
+                        // (Every file below a service's directory holds an
+                        // object.)
+                        *kept.objects.entry((root.map(str::to_string), ns.clone())).or_default() += 1;
+                        kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
                     }
-                    kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
                 }
             }
         }
     }
 
     /// The files of the directories of `namespaces` (named by their first
-    /// component), each found as one run of the sorted files, with what
+    /// component, or in each of the `clusters`' trees by their second),
+    /// each found as one run of the sorted files, with what
     /// [`written_tree`] needs to know of them.
-    pub fn kept(&self, namespaces: BTreeSet<String>) -> Kept {
+    pub fn kept(&self, namespaces: BTreeSet<String>, clusters: &[String]) -> Kept {
         use std::ops::Bound;
         let mut kept = Kept::default();
         let mut files: Vec<(TreePath, Contents)> = Vec::new();
-        for ns in &namespaces {
+        for root in roots(clusters) {
             // A name that is not one plain name (empty, `..`, `a/b`: from a
             // manifest edited by hand) is no path's first name: it has no
             // files.
-            if !one_name(ns) {
+            if root.is_some_and(|r| !one_name(r)) {
                 continue;
             }
-            let dir = Path::new(ns);
-            let start = files.len();
-            let (mut objects, mut own) = (0, false);
-            let run = self.ours.range::<Path, _>((Bound::Included(dir), Bound::Unbounded));
-            for (path, contents) in run {
-                let Some(place) = Place::of(path, ns) else { break };
-                if let Some(d) = place.kustomization_dir {
-                    own |= d == dir;
-                    kept.dirs.push(d.to_path_buf());
+            for ns in namespaces.iter().filter(|ns| one_name(ns)) {
+                let dir = Path::new(root.unwrap_or_default()).join(ns);
+                let start = files.len();
+                let (mut objects, mut own) = (0, false);
+                let run = self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded));
+                for (path, contents) in run {
+                    let Some(place) = Place::of(path, root, ns) else { break };
+                    if let Some(d) = place.kustomization_dir {
+                        own |= d == dir;
+                        kept.dirs.push(d.to_path_buf());
+                    }
+                    if place.object {
+                        objects += 1;
+                    }
+                    files.push((path.clone(), Contents::digest(contents.digest.clone())));
                 }
-                if place.object {
-                    objects += 1;
+                if objects > 0 {
+                    kept.objects.insert((root.map(str::to_string), ns.clone()), objects);
                 }
-                files.push((path.clone(), Contents::digest(contents.digest.clone())));
-            }
-            if objects > 0 {
-                kept.objects.insert(ns.clone(), objects);
-            }
-            if !own {
-                kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.to_path_buf()));
+                if !own {
+                    kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.to_path_buf()));
+                }
             }
         }
-        // (In order already: the namespaces' directories sort as their
-        // names, and each run in order.)
+        // (Without clusters, in order already: the namespaces' directories
+        // sort as their names, and each run in order.)
         kept.files = files.into_iter().collect();
         kept.namespaces = namespaces;
         kept
@@ -236,9 +253,14 @@ impl<'a> Place<'a> {
     /// [`plain`](crate::base::paths::plain), as a walk's paths are, else
     /// by its components. Both give the same answers (a test says so); the
     /// components cost more, over a tree's 29,000 files.
-    fn of(path: &'a Path, ns: &str) -> Option<Place<'a>> {
-        let Some(b) = crate::base::paths::plain_bytes(path) else {
-            return Place::by_components(path, ns);
+    /// (`root`: the cluster's directory the namespace's lies in, if any.)
+    fn of(path: &'a Path, root: Option<&str>, ns: &str) -> Option<Place<'a>> {
+        let Some(whole) = crate::base::paths::plain_bytes(path) else {
+            return Place::by_components(path, root, ns);
+        };
+        let b = match root {
+            Some(r) => whole.strip_prefix(r.as_bytes())?.strip_prefix(b"/")?,
+            None => whole,
         };
         let rest = b.strip_prefix(ns.as_bytes())?;
         if rest.first().is_some_and(|&c| c != b'/') {
@@ -251,14 +273,16 @@ impl<'a> Place<'a> {
         Some(Place { kustomization_dir, object: plain_object_file(b) })
     }
 
-    fn by_components(path: &'a Path, ns: &str) -> Option<Place<'a>> {
-        if !path.starts_with(ns) {
+    fn by_components(path: &'a Path, root: Option<&str>, ns: &str) -> Option<Place<'a>> {
+        let below = path.strip_prefix(root.unwrap_or_default()).ok()?;
+        if !below.starts_with(ns) {
             return None;
         }
-        let parent = path.parent().filter(|d| !d.as_os_str().is_empty());
-        let kustomization_dir =
-            parent.filter(|_| path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION));
-        Some(Place { kustomization_dir, object: is_object_file(path) })
+        let parent = below.parent().filter(|d| !d.as_os_str().is_empty());
+        let kustomization_dir = parent
+            .filter(|_| path.file_name().is_some_and(|n| n == crate::derive::gitops::KUSTOMIZATION))
+            .and(path.parent());
+        Some(Place { kustomization_dir, object: is_object_file(below) })
     }
 }
 
@@ -1598,13 +1622,26 @@ mod tests {
         ];
         for p in paths {
             let path = Path::new(p);
-            assert_eq!(Place::of(path, "team-a"), Place::by_components(path, "team-a"), "{p}");
+            assert_eq!(Place::of(path, None, "team-a"), Place::by_components(path, None, "team-a"), "{p}");
             assert_eq!(is_object_file(path), path.components().nth(2).is_some(), "{p}");
             assert_eq!(holds_object(&TreePath::from(p)), is_object_file(path), "{p}");
         }
-        let place = Place::of(Path::new("team-a/svc/kustomization.yaml"), "team-a").unwrap();
+        let place = Place::of(Path::new("team-a/svc/kustomization.yaml"), None, "team-a").unwrap();
         assert_eq!(place, Place { kustomization_dir: Some(Path::new("team-a/svc")), object: true });
-        assert_eq!(Place::of(Path::new("team-ab/svc/service.yaml"), "team-a"), None);
+        assert_eq!(Place::of(Path::new("team-ab/svc/service.yaml"), None, "team-a"), None);
+        // In a cluster's tree, the same places one directory down.
+        for p in paths {
+            let rooted = format!("east/{p}");
+            let path = Path::new(&rooted);
+            let place = Place::of(path, Some("east"), "team-a");
+            assert_eq!(place, Place::by_components(path, Some("east"), "team-a"), "{rooted}");
+            let unrooted = Place::of(Path::new(p), None, "team-a");
+            assert_eq!(place.as_ref().map(|p| p.object), unrooted.as_ref().map(|p| p.object), "{rooted}");
+            assert_eq!(Place::of(path, Some("west"), "team-a"), None, "{rooted}");
+        }
+        let place = Place::of(Path::new("east/team-a/kustomization.yaml"), Some("east"), "team-a").unwrap();
+        assert_eq!(place, Place { kustomization_dir: Some(Path::new("east/team-a")), object: false });
+        assert_eq!(Place::of(Path::new("east/kustomization.yaml"), Some("east"), "team-a"), None);
     }
 
     /// [`super::write`] without a cache.
@@ -1810,12 +1847,12 @@ mod tests {
         ];
         let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
         let existing = Existing { ours, ..Existing::default() };
-        let kept = existing.kept(["a", "b"].map(String::from).into());
+        let kept = existing.kept(["a", "b"].map(String::from).into(), &[]);
         let names = |paths: &mut dyn Iterator<Item = &Path>| paths.map(crate::base::paths::slash).collect::<Vec<_>>();
         let held = ["a/kustomization.yaml", "a/s/deployment.yaml", "a/s/service.yaml", "b/s/y.yaml"];
         assert_eq!(names(&mut kept.files.keys().map(TreePath::as_path)), held, "not `a-b` or `ab`, which sort between");
         assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, "d-b/s/y.yaml");
-        assert_eq!(kept.objects, [("a".to_string(), 2), ("b".to_string(), 1)].into());
+        assert_eq!(kept.objects, [((None, "a".to_string()), 2), ((None, "b".to_string()), 1)].into());
         assert_eq!(kept.dirs, [PathBuf::from("a")]);
         assert_eq!(
             names(&mut kept.unlisted.iter().map(PathBuf::as_path)),
@@ -1835,8 +1872,53 @@ mod tests {
         }
         assert_eq!(tree.len(), held.len() + 2);
         // Names that are not one directory's name have no files.
-        let none = existing.kept(["", ".", "..", "a/s", "/a"].map(String::from).into());
+        let none = existing.kept(["", ".", "..", "a/s", "/a"].map(String::from).into(), &[]);
         assert!(none.files.is_empty() && none.objects.is_empty() && none.unlisted.is_empty());
+    }
+
+    #[test]
+    fn the_files_kept_in_clusters_trees_are_each_clusters_directories_of_the_namespaces() {
+        let files = [
+            "_gitops/applicationset-x.yaml",
+            "east/_cluster/kustomization.yaml",
+            "east/a/kustomization.yaml",
+            "east/a/s/deployment.yaml",
+            "east/a/t/deployment.yaml",
+            "east/ab/s/x.yaml",
+            "east/b/kustomization.yaml",
+            "east/b/s/y.yaml",
+            "east/kustomization.yaml",
+            "west/a/kustomization.yaml",
+            "west/a/s/deployment.yaml",
+            "west/a/s/service.yaml",
+            "west/kustomization.yaml",
+        ];
+        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
+        let existing = Existing { ours, ..Existing::default() };
+        let clusters = ["east", "west"].map(String::from);
+        let names = |paths: &mut dyn Iterator<Item = &Path>| paths.map(crate::base::paths::slash).collect::<Vec<_>>();
+        let mut kept = existing.kept(["a".to_string()].into(), &clusters);
+        let held = [
+            "east/a/kustomization.yaml",
+            "east/a/s/deployment.yaml",
+            "east/a/t/deployment.yaml",
+            "west/a/kustomization.yaml",
+            "west/a/s/deployment.yaml",
+            "west/a/s/service.yaml",
+        ];
+        assert_eq!(names(&mut kept.files.keys().map(TreePath::as_path)), held);
+        let at = |c: &str, ns: &str| (Some(c.to_string()), ns.to_string());
+        assert_eq!(kept.objects, [(at("east", "a"), 2), (at("west", "a"), 2)].into());
+        assert_eq!(kept.dirs, [PathBuf::from("east/a"), PathBuf::from("west/a")]);
+        assert!(kept.unlisted.is_empty());
+        // A service kept in namespace `b`, compiled again: its directory in
+        // every cluster's tree that has one.
+        existing.keep_services(&mut kept, &[("b".to_string(), ["s".to_string()].into())].into(), &clusters);
+        assert_eq!(names(&mut kept.services.iter().map(|(p, _)| p.as_path())), ["east/b/s/y.yaml"]);
+        assert_eq!(kept.objects[&at("east", "b")], 1);
+        assert_eq!(kept.service_objects(), 1);
+        // A tree without clusters has no namespace `east`.
+        assert!(existing.kept(["a".to_string()].into(), &[]).files.is_empty());
     }
 
     #[cfg(unix)]
