@@ -1298,13 +1298,18 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     exchange(stage, &from).map_err(|e| Swap::Failed(cannot_swap(out, exchange_refused(&e))))?;
     // The commit is done; `stage` now holds the old tree. Each unchanged
     // directory goes back in place of its copy (same entries).
-    for dir in &kept {
-        let _ = exchange(&stage.join(dir), &from.join(dir));
-    }
+    let back: BTreeSet<&PathBuf> =
+        kept.iter().filter(|dir| exchange(&stage.join(dir), &from.join(dir)).is_ok()).collect();
     // Entries another process created in `out` while the new tree was
     // built are in the old tree: move them across before dropping
-    // `staging` removes the rest.
-    keep_newcomers(stage, &from, &mirrored, &replaced);
+    // `staging` removes the rest. A directory put back holds its own.
+    keep_newcomers(stage, &from, &mirrored, &replaced, &back);
+    // The copies of the directories put back (with clusters, a change to a
+    // service touches every cluster's tree, and the copies are most of the
+    // tree) are removed on every core.
+    back.par_iter().for_each(|dir| {
+        let _ = std::fs::remove_dir_all(stage.join(dir));
+    });
     drop(staging);
     Ok(())
 }
@@ -1367,10 +1372,22 @@ thread_local! {
 
 /// Moves the entries of `old` that were neither mirrored into the new tree
 /// nor replaced by isvc into `new`, at the same place.
-fn keep_newcomers(old: &Path, new: &Path, mirrored: &BTreeSet<PathBuf>, replaced: &BTreeSet<&PathBuf>) {
+fn keep_newcomers(
+    old: &Path,
+    new: &Path,
+    mirrored: &BTreeSet<PathBuf>,
+    replaced: &BTreeSet<&PathBuf>,
+    back: &BTreeSet<&PathBuf>,
+) {
     let mut walker = walkdir::WalkDir::new(old).follow_links(false).sort_by_file_name().into_iter();
     while let Some(Ok(entry)) = walker.next() {
         let Ok(rel) = entry.path().strip_prefix(old) else { continue };
+        if entry.file_type().is_dir() && back.contains(&rel.to_path_buf()) {
+            // The copy of a directory put back: the original, newcomers
+            // and all, is in the new tree.
+            walker.skip_current_dir();
+            continue;
+        }
         if rel.as_os_str().is_empty() || mirrored.contains(rel) || replaced.contains(&rel.to_path_buf()) {
             continue;
         }
@@ -2029,11 +2046,16 @@ mod tests {
         let mirrored: BTreeSet<PathBuf> = ["kept.yaml", "d"].iter().map(PathBuf::from).collect();
         let ours = PathBuf::from("ours.yaml");
         let replaced: BTreeSet<&PathBuf> = [&ours].into_iter().collect();
-        keep_newcomers(old.path(), new.path(), &mirrored, &replaced);
+        // `k` was put back: what the old tree holds there is its copy.
+        std::fs::create_dir_all(old.path().join("k")).unwrap();
+        std::fs::write(old.path().join("k/copy.yaml"), "copy").unwrap();
+        let k = PathBuf::from("k");
+        keep_newcomers(old.path(), new.path(), &mirrored, &replaced, &[&k].into_iter().collect());
         for f in ["late.txt", "d/late.txt", "newdir/a.txt"] {
             assert_eq!(std::fs::read_to_string(new.path().join(f)).unwrap(), f);
         }
         assert!(!new.path().join("kept.yaml").exists() && !new.path().join("ours.yaml").exists());
+        assert!(!new.path().join("k").exists(), "the copy of a directory put back stays behind");
     }
 
     #[cfg(unix)]
