@@ -225,13 +225,16 @@ edit_label() {
 # rerender_one KEY: re-renders the tree out/ after an edit of $EDITED,
 # timed as KEY, and checks what it rewrote: only the files of the edited
 # service, out/<namespace>/<name>/ (inode and modification time of every
-# file compared before and after), and at least one of them. The manifest
+# file compared before and after), and at least one of them; with
+# CLUSTERED set, its files in every cluster's tree,
+# out/<cluster>/<namespace>/<name>/. The manifest
 # records the digests of the edited input and of the service's files, so
 # it changes with them. Keeps in ONE_FILES the most files of the service a
 # run rewrote, and in ONE_CHANGED the first failed check.
 rerender_one() {
     local ns name changed own other
     ns=$(basename "$(dirname "$EDITED")") name=$(basename "$EDITED" .yaml)
+    [[ -z ${CLUSTERED:-} ]] || ns="[^/]*/$ns"
     listing -f out >"$WORK/before.txt"
     sleep 0.05 # so that a rewrite shows as a new modification time
     once "$1" "" "$RENDER_OUT"
@@ -497,6 +500,23 @@ done
 sleep 2.1 # settled, as above
 one_change_rounds argocd_diffone argocd_one '--platform "$WORK/argocd.yaml"'
 ARGOCD_DIFF_ONE=$ONE_DIFF ARGOCD_CHANGED=$ONE_CHANGED ARGOCD_FILES=$ONE_FILES
+rm -rf out
+
+# The same with two clusters, each with a tree of its own (the second with
+# half the replicas, from a registry mirror): every service renders in
+# both, and a render keeps the namespaces a change does not touch in each
+# cluster's tree (docs/output.md). Measured as above, the service's files
+# in both trees.
+clustered_platform "$WORK/clusters.yaml" out
+RENDER_OUT='"$ISVC" render services --platform "$WORK/clusters.yaml" --out out 2>/dev/null'
+for ((round = 1; round <= RUNS; round++)); do
+    once clusters_cold 'rm -rf out; sync' "$RENDER_OUT"
+done
+sleep 2.1 # settled, as above
+CLUSTERED=1
+one_change_rounds clusters_diffone clusters_one '--platform "$WORK/clusters.yaml"'
+CLUSTERED=""
+CLUSTERS_DIFF_ONE=$ONE_DIFF CLUSTERS_CHANGED=$ONE_CHANGED CLUSTERS_FILES=$ONE_FILES
 RENDER_OUT=$PLAIN_RENDER_OUT
 rm -rf out
 cd "$WORK"
@@ -553,7 +573,8 @@ timed() {
 
 echo
 echo "isvc render benchmark: N=$N services ($OBJECTS objects, $FILES files), $NAMESPACES namespaces"
-echo "(the rows marked \"one namespace\": the same N services in one namespace; \"Argo CD\": with an Argo CD Application per namespace),"
+echo "(the rows marked \"one namespace\": the same N services in one namespace; \"Argo CD\": with an Argo CD Application per namespace;"
+echo "\"2 clusters\": the same with two clusters, each with a tree of its own),"
 echo "best of $RUNS wall-clock runs ($([[ -n $HYPERFINE ]] && echo hyperfine || echo bash timer)), $(nproc) cores, work dir on $(df -P "$WORK" | awk 'NR == 2 { print $1 }'),"
 echo "load average $LOAD_START at the start, $(loadavg) at the end (other work on the machine slows every row)"
 echo
@@ -619,6 +640,9 @@ one_row onens_one "isvc render --out (one changed), one namespace" onens_cold "$
 timed argocd_cold "isvc render --out (cold), Argo CD" "reference" "" ""
 one_row argocd_one "isvc render --out (one changed), Argo CD" argocd_cold "$ARGOCD_CHANGED" "$ARGOCD_FILES"
 diff_row argocd_diffone "isvc diff (one changed), Argo CD" argocd_cold "$ARGOCD_CHANGED" "$ARGOCD_DIFF_ONE"
+timed clusters_cold "isvc render --out (cold), 2 clusters" "reference" "" ""
+one_row clusters_one "isvc render --out (one changed), 2 clusters" clusters_cold "$CLUSTERS_CHANGED" "$CLUSTERS_FILES"
+diff_row clusters_diffone "isvc diff (one changed), 2 clusters" clusters_cold "$CLUSTERS_CHANGED" "$CLUSTERS_DIFF_ONE"
 for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
     read -r small big label <<<"$pair"
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then

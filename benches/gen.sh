@@ -72,3 +72,19 @@ gitops:
   argocd: {server: https://kubernetes.default.svc}
 YAML
 }
+
+# clustered_platform FILE PATH: argocd_platform's, with two clusters, each
+# with a tree of its own under PATH: prod-us, and prod-eu with half the
+# replicas pulled from a registry mirror.
+clustered_platform() {
+    argocd_platform "$1" "$2"
+    cat >>"$1" <<YAML
+clusters:
+  - name: prod-us
+    server: https://prod-us.k8s.example.com
+  - name: prod-eu
+    server: https://prod-eu.k8s.example.com
+    replicaFactor: 0.5
+    imageRegistry: registry.eu.example.com
+YAML
+}
