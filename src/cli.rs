@@ -1354,13 +1354,16 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
 /// with Kueue queues: a cohort's tenants are compiled together), when it
 /// may read only the input files of the namespaces a change touches; `None`
 /// when it may not: where a cluster names the services it runs, each of
-/// which must be among the services read ([`compiler::reads_apart`]).
+/// which must be among the services a compile is given (the compile's
+/// check of the names, `compiler::clusters::unknown_services`, would miss
+/// the services of the namespaces kept unread).
 fn always_compiled(inputs: &Inputs, platform: Option<&crate::model::platform::Platform>) -> Option<BTreeSet<String>> {
     let Some(platform) = platform else {
         // No platform file, or one that does not load (the compile says why).
         return (inputs.platform.is_none() && inputs.gitops.is_none()).then(BTreeSet::new);
     };
-    compiler::reads_apart(platform).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
+    let names_services = platform.clusters.iter().any(|c| !c.services.is_empty());
+    (!names_services).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
 }
 
 /// Reads the input files `selection` chooses of `files`, batch by batch,

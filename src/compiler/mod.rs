@@ -508,14 +508,6 @@ pub fn engine(chosen: Option<platform::Engine>, platform: &Platform) -> Option<p
     chosen.or(platform.gitops.as_ref().and_then(|g| g.engine))
 }
 
-/// Whether a compile over `platform` may be given the services of some
-/// namespaces only, the others reused ([`Options::reuse`]) unread: not
-/// where a cluster names the services it runs, as every name there must
-/// be among the services given (`clusters::unknown_services`).
-pub fn reads_apart(platform: &Platform) -> bool {
-    platform.clusters.iter().all(|c| c.services.is_empty())
-}
-
 /// The namespaces of the tenants with Kueue queues, each with the name of
 /// its cohort's group: compiled with their cohort every time, never reused
 /// apart ([`Options::reuse`]).
