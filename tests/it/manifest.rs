@@ -600,6 +600,19 @@ fn render_verbose(dir: &Path) -> (i32, String, Option<String>) {
     (code, err, read)
 }
 
+/// `file` written with `text`, then a render of `dir` with `-v`, which
+/// must succeed, say it read what `read` says, and write what a render
+/// from scratch writes: its stderr.
+fn rerender(dir: &Path, file: &str, text: &str, read: &str) -> String {
+    write(dir, file, text);
+    let (code, err, said) = render_verbose(dir);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(said.as_deref(), Some(read), "{err}");
+    assert_eq!(render_fresh(dir).0, 0);
+    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")), "what a render from scratch writes");
+    err
+}
+
 /// A render from scratch into `fresh/`: exit code and stderr.
 fn render_fresh(dir: &Path) -> (i32, String) {
     std::fs::remove_dir_all(dir.join("fresh")).ok();
@@ -651,22 +664,22 @@ fn a_render_reads_only_the_files_of_the_namespaces_a_change_touches() {
     // b.yaml changes: both.yaml holds team-b's other service and brings in
     // team-c, so c.yaml is read too; team-a and team-d are kept unread, and
     // team-c, read but unchanged, is kept too.
-    write(dir, "b.yaml", &doc("search", "team-b", "replicas: 2"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read.as_deref(), Some("read 3 of 5 input files; 3 namespaces unchanged"), "{err}");
+    let err = rerender(
+        dir,
+        "b.yaml",
+        &doc("search", "team-b", "replicas: 2"),
+        "read 3 of 5 input files; 3 namespaces unchanged",
+    );
     assert!(!err.contains("team-c/"), "{err}");
-    assert_eq!(render_fresh(dir).0, 0);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")), "what a render from scratch writes");
 
     // d.yaml's service moves to team-a: both namespaces are compiled.
-    write(dir, "d.yaml", &doc("code", "team-a", "replicas: 1"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read.as_deref(), Some("read 2 of 5 input files; 2 namespaces unchanged"), "{err}");
+    let err = rerender(
+        dir,
+        "d.yaml",
+        &doc("code", "team-a", "replicas: 1"),
+        "read 2 of 5 input files; 2 namespaces unchanged",
+    );
     assert!(err.contains("deleted rendered/team-d"), "{err}");
-    render_fresh(dir);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
     let (code, _, _) =
         run(isvc(dir).args(["render", "services", "--out", "rendered", "--check", "--platform", "platform.yaml"]));
     assert_eq!(code, 0);
@@ -844,40 +857,35 @@ fn with_clusters_a_namespace_unchanged_is_kept_in_every_clusters_tree() {
     assert!(manifest.contains("autoscaled [\"west\",\"team-d\",\"apps/v1\",\"Deployment\",\"code\"]"), "{manifest}");
     // One service changed: its namespace compiled for both clusters, the
     // others kept, and only its files written in each cluster's tree.
-    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 4"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read.as_deref(), Some("read 1 of 5 input files; 3 namespaces unchanged"), "{err}");
+    let err = rerender(
+        dir,
+        "d.yaml",
+        &doc("code", "team-d", "replicas: 4"),
+        "read 1 of 5 input files; 3 namespaces unchanged",
+    );
     let changed = written(&err);
     assert!(changed.iter().any(|f| f.starts_with("west/team-d/code/")), "{err}");
     assert!(
         changed.iter().all(|f| f == ".isvc-manifest" || f.starts_with("east/team-d/") || f.starts_with("west/team-d/")),
         "{err}"
     );
-    render_fresh(dir);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
     // A service taken off its autoscaler (no replicas): the engine's
-    // objects of both clusters change, the other namespaces still kept.
-    write(dir, "b.yaml", &doc("search", "team-b", "replicas: 0"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
+    // objects of both clusters change, the other namespaces still kept
     // (both.yaml declares services in team-b and team-c: team-c is read,
-    // and kept.)
-    assert_eq!(read.as_deref(), Some("read 3 of 5 input files; 3 namespaces unchanged"), "{err}");
+    // and kept).
+    let err = rerender(
+        dir,
+        "b.yaml",
+        &doc("search", "team-b", "replicas: 0"),
+        "read 3 of 5 input files; 3 namespaces unchanged",
+    );
     assert!(written(&err).contains(&"_gitops/application-t-west-team-b.yaml".to_string()), "{err}");
-    render_fresh(dir);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
     // A cluster that names the services it runs: every file is read (each
     // name must be among the services), the namespaces unchanged are kept.
     std::fs::write(dir.join("platform.yaml"), with(", services: [team-d/code, chat]")).unwrap();
     let (code, err, _) = render_verbose(dir);
     assert_eq!(code, 0, "{err}");
-    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 3"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read.as_deref(), Some("read 5 of 5 input files; 3 namespaces unchanged"), "{err}");
-    render_fresh(dir);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+    rerender(dir, "d.yaml", &doc("code", "team-d", "replicas: 3"), "read 5 of 5 input files; 3 namespaces unchanged");
     let files = files(&dir.join("rendered"));
     assert!(!files.iter().any(|f| f.starts_with("west/team-b/")), "west runs no service of team-b");
     let (code, _, err) =
@@ -901,12 +909,7 @@ fn the_tenants_of_a_kueue_cohort_are_compiled_every_time_and_a_gitops_engine_rea
     let (code, err, _) = render_verbose(dir);
     assert_eq!(code, 0, "{err}");
     // team-d changes; team-a, with queues, is compiled with it.
-    write(dir, "d.yaml", &doc("code", "team-d", "replicas: 2"));
-    let (code, err, read) = render_verbose(dir);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(read.as_deref(), Some("read 2 of 5 input files; 2 namespaces unchanged"), "{err}");
-    render_fresh(dir);
-    assert_eq!(contents(&dir.join("rendered")), contents(&dir.join("fresh")));
+    rerender(dir, "d.yaml", &doc("code", "team-d", "replicas: 2"), "read 2 of 5 input files; 2 namespaces unchanged");
     // With a GitOps engine, whose objects list every namespace: the
     // manifest records what they read of each (its autoscaled workloads),
     // and a namespace unchanged is kept with it.
