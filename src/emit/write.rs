@@ -1220,7 +1220,14 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
         let rel = entry.path().strip_prefix(&from).unwrap_or(entry.path()).to_path_buf();
         let target = stage.join(&rel);
         let ft = entry.file_type();
-        mirrored.insert(rel.clone());
+        // Only the entries of the directories replaced need be known to
+        // `keep_newcomers`: those of a directory put back are in place (a
+        // copy that could not be put back holds every entry it is walked
+        // for). Each known path costs a sorted insert, compared component
+        // by component: most of the tree's, with clusters.
+        if rel.parent().is_none_or(|p| touched.contains(p)) {
+            mirrored.insert(rel.clone());
+        }
         if ft.is_dir() {
             if !rel.as_os_str().is_empty() {
                 if on_another_device(&from, entry.path()) {
