@@ -1515,20 +1515,31 @@ fn kept_file(
     clusters: &[String],
 ) -> Option<bool> {
     use std::borrow::Cow;
-    let rooted = usize::from(!clusters.is_empty());
-    let names: Vec<Cow<'_, str>> = match path.plain_bytes().and_then(|b| std::str::from_utf8(b).ok()) {
-        Some(text) => text.splitn(3 + rooted, '/').map(Cow::Borrowed).collect(),
-        None => path.iter().take(3 + rooted).map(|n| n.to_string_lossy()).collect(),
-    };
-    if rooted == 1 && !names.first().is_some_and(|c| clusters.iter().any(|k| k == c)) {
-        return None;
+    // The names of `path`, one by one (none collected: this runs for every
+    // file of the tree).
+    fn kept_names<'a>(
+        mut names: impl Iterator<Item = Cow<'a, str>>,
+        namespaces: &BTreeSet<String>,
+        services: &BTreeMap<String, BTreeSet<String>>,
+        clusters: &[String],
+    ) -> Option<bool> {
+        if !clusters.is_empty() {
+            let cluster = names.next()?;
+            if !clusters.iter().any(|c| *c == cluster) {
+                return None;
+            }
+        }
+        let (ns, name, deeper) = (names.next()?, names.next(), names.next().is_some());
+        if namespaces.contains(&*ns) {
+            return Some(deeper);
+        }
+        let service = name.is_some_and(|name| services.get(&*ns).is_some_and(|names| names.contains(&*name)));
+        (deeper && service).then_some(true)
     }
-    let (ns, name, deeper) = (names.get(rooted)?, names.get(rooted + 1), names.len() > rooted + 2);
-    if namespaces.contains(&**ns) {
-        return Some(deeper);
+    match path.plain_bytes().and_then(|b| std::str::from_utf8(b).ok()) {
+        Some(text) => kept_names(text.split('/').map(Cow::Borrowed), namespaces, services, clusters),
+        None => kept_names(path.iter().map(|n| n.to_string_lossy()), namespaces, services, clusters),
     }
-    let service = name.is_some_and(|name| services.get(&**ns).is_some_and(|names| names.contains(&**name)));
-    (deeper && service).then_some(true)
 }
 
 /// The input paths as the render summary names them: as given, `-` as
@@ -1899,6 +1910,30 @@ mod tests {
         );
         assert_eq!(partial, full);
         assert!(both_ways(&files, &recorded, 7, total + 100).1.is_ok());
+    }
+
+    #[test]
+    fn a_file_is_kept_in_a_namespace_kept_or_a_service_kept_in_each_clusters_tree() {
+        use crate::base::paths::TreePath;
+        let namespaces: BTreeSet<String> = ["a".to_string()].into();
+        let services: BTreeMap<String, BTreeSet<String>> = [("b".to_string(), ["s".to_string()].into())].into();
+        let kept = |p: &str, clusters: &[String]| kept_file(&TreePath::from(p), &namespaces, &services, clusters);
+        let none: [String; 0] = [];
+        assert_eq!(kept("a/s/deployment.yaml", &none), Some(true));
+        assert_eq!(kept("a/kustomization.yaml", &none), Some(false), "kept, but no object");
+        assert_eq!(kept("b/s/service.yaml", &none), Some(true));
+        assert_eq!(kept("b/t/service.yaml", &none), None);
+        assert_eq!(kept("b/kustomization.yaml", &none), None);
+        assert_eq!(kept("_gitops/application-x.yaml", &none), None);
+        let clusters = ["east".to_string(), "west".to_string()];
+        assert_eq!(kept("east/a/s/deployment.yaml", &clusters), Some(true));
+        assert_eq!(kept("west/a/kustomization.yaml", &clusters), Some(false));
+        assert_eq!(kept("west/b/s/service.yaml", &clusters), Some(true));
+        assert_eq!(kept("north/a/s/deployment.yaml", &clusters), None, "no such cluster");
+        assert_eq!(kept("a/s/deployment.yaml", &clusters), None, "not in a cluster's tree");
+        assert_eq!(kept("east/kustomization.yaml", &clusters), None);
+        // A path that is not plain is read by its components alike.
+        assert_eq!(kept("east//a/./s/deployment.yaml", &clusters), Some(true));
     }
 
     #[test]
