@@ -147,10 +147,10 @@ impl Options {
     /// isvc version, in every cluster's tree alike (a cluster's services
     /// and platform follow from the platform and the services alone). With
     /// a GitOps engine, honoured for the namespaces [`Options::recorded`]
-    /// gives what the engine's objects read of them. The namespaces of a Kueue cohort's tenants are
-    /// compiled together and never left out. A namespace of which no
-    /// service is given is left out as well: the caller may keep a
-    /// namespace without reading its services' files.
+    /// gives what the engine's objects read of them. The namespaces of a
+    /// Kueue cohort's tenants are compiled together and never left out. A
+    /// namespace of which no service is given is left out as well: the
+    /// caller may keep a namespace without reading its services' files.
     /// [`Compilation::reused`] says which were left out.
     pub fn reuse(mut self, namespaces: BTreeSet<String>) -> Options {
         self.reuse = namespaces;

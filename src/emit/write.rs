@@ -176,14 +176,18 @@ impl Existing {
                     }
                     let dir = Path::new(root.unwrap_or_default()).join(ns).join(name);
                     let run = self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded));
+                    let start = kept.services.len();
                     for (path, contents) in run {
                         if !path.starts_with(&dir) {
                             break;
                         }
-                        // (Every file below a service's directory holds an
-                        // object.)
-                        *kept.objects.entry((root.map(str::to_string), ns.clone())).or_default() += 1;
                         kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
+                    }
+                    // (Every file below a service's directory holds an
+                    // object.)
+                    let files = kept.services.len() - start;
+                    if files > 0 {
+                        *kept.objects.entry((root.map(str::to_string), ns.clone())).or_default() += files;
                     }
                 }
             }
@@ -1305,8 +1309,8 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     exchange(stage, &from).map_err(|e| Swap::Failed(cannot_swap(out, exchange_refused(&e))))?;
     // The commit is done; `stage` now holds the old tree. Each unchanged
     // directory goes back in place of its copy (same entries).
-    let back: BTreeSet<&PathBuf> =
-        kept.iter().filter(|dir| exchange(&stage.join(dir), &from.join(dir)).is_ok()).collect();
+    let back: BTreeSet<&Path> =
+        kept.iter().filter(|dir| exchange(&stage.join(dir), &from.join(dir)).is_ok()).map(PathBuf::as_path).collect();
     // Entries another process created in `out` while the new tree was
     // built are in the old tree: move them across before dropping
     // `staging` removes the rest. A directory put back holds its own.
@@ -1384,12 +1388,12 @@ fn keep_newcomers(
     new: &Path,
     mirrored: &BTreeSet<PathBuf>,
     replaced: &BTreeSet<&PathBuf>,
-    back: &BTreeSet<&PathBuf>,
+    back: &BTreeSet<&Path>,
 ) {
     let mut walker = walkdir::WalkDir::new(old).follow_links(false).sort_by_file_name().into_iter();
     while let Some(Ok(entry)) = walker.next() {
         let Ok(rel) = entry.path().strip_prefix(old) else { continue };
-        if entry.file_type().is_dir() && back.contains(&rel.to_path_buf()) {
+        if entry.file_type().is_dir() && back.contains(rel) {
             // The copy of a directory put back: the original, newcomers
             // and all, is in the new tree.
             walker.skip_current_dir();
@@ -2056,8 +2060,7 @@ mod tests {
         // `k` was put back: what the old tree holds there is its copy.
         std::fs::create_dir_all(old.path().join("k")).unwrap();
         std::fs::write(old.path().join("k/copy.yaml"), "copy").unwrap();
-        let k = PathBuf::from("k");
-        keep_newcomers(old.path(), new.path(), &mirrored, &replaced, &[&k].into_iter().collect());
+        keep_newcomers(old.path(), new.path(), &mirrored, &replaced, &[Path::new("k")].into_iter().collect());
         for f in ["late.txt", "d/late.txt", "newdir/a.txt"] {
             assert_eq!(std::fs::read_to_string(new.path().join(f)).unwrap(), f);
         }
