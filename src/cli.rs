@@ -302,23 +302,6 @@ pub enum Memory {
     /// objects and the tree's texts, all alive at once, which no delay
     /// changes.
     Time,
-    /// A run that first reads the state of an output tree (`render --out`,
-    /// `diff`): it touches tens of megabytes of fresh memory at once (the
-    /// tree's listing, its manifest, the cache of file status), where large
-    /// pages save most of the page faults. If it then compiles, `tune` is
-    /// called again with [`Memory::Time`] first.
-    Survey,
-}
-
-/// The allocator's tuning, kept for a run that surveys a tree and then
-/// compiles ([`Memory::Survey`]).
-static TUNE: std::sync::OnceLock<Box<dyn Fn(Memory) + Send + Sync>> = std::sync::OnceLock::new();
-
-/// Called before a run that surveyed a tree compiles.
-fn compiling() {
-    if let Some(tune) = TUNE.get() {
-        tune(Memory::Time);
-    }
 }
 
 pub fn main() -> ExitCode {
@@ -338,24 +321,17 @@ pub fn main() -> ExitCode {
 /// tree, 0.96x (benches/README.md).
 fn memory(command: &Command) -> Memory {
     match command {
-        Command::Render(args) if args.out.is_some() => Memory::Survey,
-        Command::Render(args) if args.kind.is_empty() => Memory::Time,
-        Command::Diff(args) if args.inputs.cluster.is_none() => Memory::Survey,
+        Command::Render(args) if args.out.is_some() || args.kind.is_empty() => Memory::Time,
         Command::Diff(_) => Memory::Time,
         _ => Memory::Peak,
     }
 }
 
 /// [`main`], telling `tune` what the run's memory is spent on once the
-/// arguments are read, before any other thread starts, and for a run that
-/// surveys a tree, again before it compiles ([`Memory::Survey`]).
-pub fn main_with(tune: impl Fn(Memory) + Send + Sync + 'static) -> ExitCode {
+/// arguments are read, before any other thread starts.
+pub fn main_with(tune: impl Fn(Memory)) -> ExitCode {
     let cli = Cli::parse();
-    let memory = memory(&cli.command);
-    tune(memory);
-    if memory == Memory::Survey {
-        let _ = TUNE.set(Box::new(tune));
-    }
+    tune(memory(&cli.command));
     let level = if cli.quiet {
         0
     } else if cli.verbose {
@@ -901,10 +877,8 @@ impl Survey {
                 let changed = recorded.filter(|_| !same);
                 let files = self.inputs().unwrap_or_default();
                 let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
-                let compiled = changed.map(|m| {
-                    compiling();
-                    compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m)))
-                });
+                let compiled = changed
+                    .map(|m| compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m))));
                 (same, compiled, selection)
             },
         );
@@ -1225,7 +1199,6 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     let compiled = match compiled {
         Some(compiled) => compiled,
         None => {
-            compiling();
             compile_unshown::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(None))?
         }
     };
@@ -1584,7 +1557,6 @@ fn diff_cmd(args: DiffArgs) -> Result<ExitCode, Diagnostics> {
     let report = match partial {
         Some(report) => report,
         None => {
-            compiling();
             let (compiled, _) = compile::<Object>(&args.inputs, &header_base())?;
             let mut existing = output::scan_texts(&args.out)?;
             if let Some(name) = &args.inputs.cluster {
@@ -1972,12 +1944,12 @@ mod tests {
     #[test]
     fn only_a_render_that_holds_no_fleet_unpacked_trades_its_peak_memory_for_time() {
         let of = |args: &[&str]| memory(&Cli::try_parse_from(args).unwrap().command);
-        assert_eq!(of(&["isvc", "render", "s", "--out", "o"]), Memory::Survey);
-        assert_eq!(of(&["isvc", "render", "s", "--out", "o", "--check"]), Memory::Survey);
+        assert_eq!(of(&["isvc", "render", "s", "--out", "o"]), Memory::Time);
+        assert_eq!(of(&["isvc", "render", "s", "--out", "o", "--check"]), Memory::Time);
         assert_eq!(of(&["isvc", "render", "s", "--stdout"]), Memory::Time);
         assert_eq!(of(&["isvc", "render", "s", "--stdout", "--kind", "Deployment"]), Memory::Peak);
         assert_eq!(of(&["isvc", "check", "s"]), Memory::Peak);
-        assert_eq!(of(&["isvc", "diff", "s", "--out", "o"]), Memory::Survey);
+        assert_eq!(of(&["isvc", "diff", "s", "--out", "o"]), Memory::Time);
         assert_eq!(of(&["isvc", "diff", "s", "--out", "o", "--cluster", "c"]), Memory::Time);
         assert_eq!(of(&["isvc", "plan", "s", "--live", "l"]), Memory::Peak);
     }

@@ -62,16 +62,20 @@ mod allocator {
         // `MIMALLOC_ALLOW_THP`, before `main`, so the process-wide flag it
         // would set is set here (prctl(2), PR_SET_THP_DISABLE: faults of
         // every mapping after the call, existing ones included, take small
-        // pages); an explicit `MIMALLOC_ALLOW_THP` still decides. The
-        // survey of a tree, before any purge, keeps them: it touches tens
-        // of megabytes at once, and at 10,000 services `render --check` of
-        // an up-to-date tree took 0.91x the time with them, at 100.6 MiB
-        // instead of 78.6 MiB, and a re-render after one change 0.81x
-        // (benches/README.md). A compile after it runs without (this is
-        // called again, with `Memory::Time`).
+        // pages); an explicit `MIMALLOC_ALLOW_THP` still decides. The survey
+        // of a tree (`render --out`, `diff`) runs without them too. It
+        // touches tens of megabytes at once, and huge pages saved it time
+        // only when it ran right after another run: there it took 0.88x
+        // the time with them (`render --check` of an up-to-date tree at
+        // 10,000 services, 12 interleaved pairs). After a second or more
+        // without one, it took 1.4x to 2x, and varied more (on a virtual
+        // machine whose kernel hands free 2 MiB blocks back to its host,
+        // `page_reporting`, the 2 MiB pages come from those blocks; a
+        // user's run seldom follows another within the second;
+        // benches/README.md).
         #[cfg(target_os = "linux")]
         if !set("MIMALLOC_ALLOW_THP") {
-            let _ = rustix::thread::disable_transparent_huge_pages(memory != isvc::cli::Memory::Survey);
+            let _ = rustix::thread::disable_transparent_huge_pages(true);
         }
     }
 }
