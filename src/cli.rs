@@ -1198,9 +1198,7 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
     // is compiled whole.
     let compiled = match compiled {
         Some(compiled) => compiled,
-        None => {
-            compile_unshown::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(None))?
-        }
+        None => compile_unshown::<Written>(&args.inputs, &header_base(), None, Namespaces::Recorded(None))?,
     };
     show_warnings(&compiled.0);
     let (mut compiled, services, digests) = compiled;

@@ -986,14 +986,14 @@ fn add_engine_objects<T: Held>(
         let name = c.map(|c| c.name.clone());
         let mine = compiled.objects.iter().map(Held::object).filter(|o| o.cluster == name);
         let mut namespaces: BTreeSet<String> = mine.filter_map(|o| o.id.namespace.clone()).collect();
-        let mut autoscaled = autoscaled.get(&name).cloned().unwrap_or_default();
+        let mut autoscaled: BTreeSet<&ObjectId> = autoscaled.get(&name).into_iter().flatten().collect();
         for (ns, r) in &reused {
             let objects = r.objects_in(&name);
             if objects > 0 {
                 namespaces.insert(ns.to_string());
                 counts.push((c.map(|c| c.name.as_str()), ns, objects));
             }
-            autoscaled.extend(r.autoscaled.get(&name).into_iter().flatten().cloned());
+            autoscaled.extend(r.autoscaled.get(&name).into_iter().flatten());
         }
         // The namespaces compiled that hold only services kept
         // ([`Options::keep_files_of`]; their autoscaled workloads were
@@ -1002,7 +1002,7 @@ fn add_engine_objects<T: Held>(
             namespaces.insert(ns.clone());
             counts.push((cluster.as_deref(), ns, *n));
         }
-        compiled.autoscaled.extend(autoscaled.iter().map(|id| (name.clone(), id.clone())));
+        compiled.autoscaled.extend(autoscaled.iter().map(|id| (name.clone(), (*id).clone())));
         targets.push(gitops::Target { cluster: c, namespaces, autoscaled });
     }
     if let (platform::Engine::Argocd, Some(g)) = (engine, &platform.gitops) {

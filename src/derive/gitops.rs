@@ -173,7 +173,23 @@ fn kustomization(resources: &[&str]) -> String {
 pub struct Target<'a> {
     pub cluster: Option<&'a crate::model::platform::Cluster>,
     pub namespaces: BTreeSet<String>,
-    pub autoscaled: BTreeSet<ObjectId>,
+    pub autoscaled: BTreeSet<&'a ObjectId>,
+}
+
+impl<'a> Target<'a> {
+    /// The autoscaled workloads of each namespace, in order: each
+    /// namespace's Application or Kustomization lists its own (at 10,000
+    /// services, 9,000 workloads, which every one of them would otherwise
+    /// go through).
+    fn autoscaled_by_namespace(&self) -> BTreeMap<&'a str, Vec<&'a ObjectId>> {
+        let mut by: BTreeMap<&str, Vec<&ObjectId>> = BTreeMap::new();
+        for id in &self.autoscaled {
+            if let Some(ns) = id.namespace.as_deref() {
+                by.entry(ns).or_default().push(id);
+            }
+        }
+        by
+    }
 }
 
 /// The JSON pointer of the replica count an autoscaler owns.
@@ -298,10 +314,11 @@ fn argocd(
     let a = &g.argocd;
     let finalizers = json!(["resources-finalizer.argocd.argoproj.io"]);
     let metadata = json!({"name": g.name, "namespace": a.namespace, "finalizers": finalizers});
-    let ignored = ignore_differences(targets.iter().flat_map(|t| t.autoscaled.iter()));
+    let ignored = ignore_differences(targets.iter().flat_map(|t| t.autoscaled.iter().copied()));
+    let any_ignored = !ignored.is_empty();
     let mut spec_extra = serde_json::Map::new();
-    if !ignored.is_empty() {
-        spec_extra.insert("ignoreDifferences".to_string(), json!(ignored));
+    if any_ignored {
+        spec_extra.insert("ignoreDifferences".to_string(), Value::Array(ignored));
     }
     if platform.clusters.is_empty() {
         let server = single_server(g)?;
@@ -312,7 +329,7 @@ fn argocd(
                 "project": a.project,
                 "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": g.path},
                 "destination": {"server": server},
-                "syncPolicy": sync_policy(!ignored.is_empty()),
+                "syncPolicy": sync_policy(any_ignored),
             },
         });
         if let Some(spec) = app["spec"].as_object_mut() {
@@ -339,7 +356,7 @@ fn argocd(
                     "project": a.project,
                     "source": {"repoURL": g.repo_url, "targetRevision": g.revision, "path": "{{.path}}"},
                     "destination": {"server": "{{.server}}"},
-                    "syncPolicy": sync_policy(!ignored.is_empty()),
+                    "syncPolicy": sync_policy(any_ignored),
                 },
             },
         },
@@ -394,9 +411,9 @@ fn argocd_per_namespace(
         };
         let units = std::iter::once((format!("{prefix}-cluster"), CLUSTER_DIR, None))
             .chain(t.namespaces.iter().map(|ns| (format!("{prefix}-{ns}"), ns.as_str(), Some(ns.as_str()))));
+        let autoscaled = t.autoscaled_by_namespace();
         for (name, dir, ns) in units {
-            let ignored =
-                ignore_differences(t.autoscaled.iter().filter(|id| ns.is_some() && id.namespace.as_deref() == ns));
+            let ignored = ignore_differences(ns.and_then(|ns| autoscaled.get(ns)).into_iter().flatten().copied());
             let mut app = json!({
                 "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
                 "metadata": {"name": name, "namespace": a.namespace, "finalizers": ["resources-finalizer.argocd.argoproj.io"]},
@@ -408,7 +425,7 @@ fn argocd_per_namespace(
                 },
             });
             if !ignored.is_empty() {
-                app["spec"]["ignoreDifferences"] = json!(ignored);
+                app["spec"]["ignoreDifferences"] = Value::Array(ignored);
             }
             out.push(object("argoproj.io/v1alpha1", "Application", &a.namespace, &name, app));
         }
@@ -516,6 +533,7 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
             Some(c) => format!("./{}/{}", g.path.trim_matches('/'), c.name),
             None => format!("./{}", g.path.trim_matches('/')),
         };
+        let autoscaled = t.autoscaled_by_namespace();
         let kustomization = |name: &str, path: String, depends: Option<&str>, ns: Option<&str>| {
             let mut spec = json!({
                 "interval": f.interval,
@@ -529,9 +547,9 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
             if let Some(d) = depends {
                 spec["dependsOn"] = json!([{"name": d}]);
             }
-            let ignore = flux_ignore(t.autoscaled.iter().filter(|id| id.namespace.as_deref() == ns && ns.is_some()));
+            let ignore = flux_ignore(ns.and_then(|ns| autoscaled.get(ns)).into_iter().flatten().copied());
             if !ignore.is_empty() {
-                spec["ignore"] = json!(ignore);
+                spec["ignore"] = Value::Array(ignore);
             }
             if let Some(secret) = t.cluster.and_then(|c| c.kube_config_secret.as_ref()) {
                 spec["kubeConfig"] = json!({"secretRef": {"name": secret}});
