@@ -68,7 +68,7 @@ mod allocator {
         // only when it ran right after another run: there it took 0.88x
         // the time with them (`render --check` of an up-to-date tree at
         // 10,000 services, 12 interleaved pairs). After a second or more
-        // without one, it took 1.4x to 2x, and varied more (on a virtual
+        // without one, it took 1.3x to 2x, and varied more (on a virtual
         // machine whose kernel hands free 2 MiB blocks back to its host,
         // `page_reporting`, the 2 MiB pages come from those blocks; a
         // user's run seldom follows another within the second;
