@@ -1862,6 +1862,17 @@ mod tests {
         assert!(below("c").is_empty());
     }
 
+    /// A tree of isvc's `files`, each known by a digest of its own name.
+    fn existing_of(files: &[&str]) -> Existing {
+        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
+        Existing { ours, ..Existing::default() }
+    }
+
+    /// `paths` as slashed text, for comparing with a list of names.
+    fn names(paths: &mut dyn Iterator<Item = &Path>) -> Vec<String> {
+        paths.map(crate::base::paths::slash).collect()
+    }
+
     #[test]
     fn the_files_kept_of_some_namespaces_are_their_directories_and_plan_the_kustomizations_all_files_would() {
         let files = [
@@ -1873,10 +1884,8 @@ mod tests {
             "b/s/y.yaml",
             "kustomization.yaml",
         ];
-        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
-        let existing = Existing { ours, ..Existing::default() };
+        let existing = existing_of(&files);
         let kept = existing.kept(["a", "b"].map(String::from).into(), &[]);
-        let names = |paths: &mut dyn Iterator<Item = &Path>| paths.map(crate::base::paths::slash).collect::<Vec<_>>();
         let held = ["a/kustomization.yaml", "a/s/deployment.yaml", "a/s/service.yaml", "b/s/y.yaml"];
         assert_eq!(names(&mut kept.files.keys().map(TreePath::as_path)), held, "not `a-b` or `ab`, which sort between");
         assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, "d-b/s/y.yaml");
@@ -1921,10 +1930,8 @@ mod tests {
             "west/a/s/service.yaml",
             "west/kustomization.yaml",
         ];
-        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
-        let existing = Existing { ours, ..Existing::default() };
+        let existing = existing_of(&files);
         let clusters = ["east", "west"].map(String::from);
-        let names = |paths: &mut dyn Iterator<Item = &Path>| paths.map(crate::base::paths::slash).collect::<Vec<_>>();
         let mut kept = existing.kept(["a".to_string()].into(), &clusters);
         let held = [
             "east/a/kustomization.yaml",
