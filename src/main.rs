@@ -37,9 +37,9 @@ mod allocator {
     /// (benches/README.md). Where the peak matters most
     /// ([`isvc::cli::Memory::Peak`]) it is given back after
     /// [`PEAK_PURGE_DELAY_MS`]. `diff` and every render but
-    /// `--stdout --kind` keep mimalloc's delay (`diff` holds the fleet's
-    /// objects and the tree's texts at its peak, which no delay lowers):
-    /// at 10,000 services a cold render took 0.84x the time and peaked at
+    /// `--stdout --kind` keep mimalloc's delay (`diff` holds texts, as a
+    /// render into a tree does): at 10,000 services a cold render took
+    /// 0.84x the time and peaked at
     /// 163 MB instead of 136 MB, a re-render after one change took 0.89x,
     /// and `render --stdout`, its texts packed, took 0.84x the time of
     /// unpacked texts given back at once and peaked at 108 MiB instead of

@@ -17,7 +17,7 @@ use crate::base::digest::digest;
 use crate::base::paths::TreePath;
 use crate::base::yaml::{self, Limits, PathSegment, path_string};
 use crate::emit::write::Existing;
-use crate::model::objects::{Object, ObjectId};
+use crate::model::objects::{ObjectId, Written};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -125,14 +125,19 @@ impl Report {
     }
 }
 
-/// Compares the objects a render would write with what `existing` holds,
-/// read with its texts ([`crate::emit::write::scan_texts`]; a file read for
-/// its digest alone is compared as an empty one).
-/// kustomize entry points and the manifest are not objects and are left
-/// to `render --check`.
-pub fn diff(objects: &[Object], existing: &Existing) -> Report {
-    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
-    compare(objects, texts, &Places::of(objects), existing, vec![false; objects.len()])
+/// Compares the objects a render would write, held as their files' texts
+/// ([`Written`]), with what `existing` holds, read with its texts
+/// ([`crate::emit::write::scan_texts`]; a file read for its digest alone is
+/// compared as an empty one). kustomize entry points and the manifest are
+/// not objects and are left to `render --check`.
+///
+/// Only the texts are held: an object whose file differs is read back from
+/// its own text to be compared field by field, as the file it replaces is.
+/// After a change to the platform every Deployment of a fleet differs, and
+/// a diff holding every object's value whole peaked at 778 MB at 10,000
+/// services (benches/README.md).
+pub fn diff(objects: &[Written], existing: &Existing) -> Result<Report, Diagnostic> {
+    compare(objects, &Places::of(objects), existing, vec![false; objects.len()])
 }
 
 /// [`diff`] of `objects` with the files of the tree `out` that `keep`
@@ -142,12 +147,11 @@ pub fn diff(objects: &[Object], existing: &Existing) -> Report {
 /// their texts. After a change to one service, that reads its few files
 /// rather than every file of its namespace.
 pub fn diff_in_tree(
-    objects: &[Object],
+    objects: &[Written],
     existing: &Existing,
     out: &Path,
     keep: impl Fn(&TreePath) -> bool + Sync,
 ) -> Result<Report, Diagnostic> {
-    let texts: Vec<String> = objects.par_iter().map(Object::to_file).collect();
     let places = Places::of(objects);
     // Each file compared: the object it holds unchanged, or its path, to read.
     let found: Vec<Result<usize, &Path>> = existing
@@ -156,7 +160,7 @@ pub fn diff_in_tree(
         .filter(|(path, _)| keep(path) && compared(path))
         .map(|(path, contents)| {
             let n = places.object_at(objects, path);
-            n.filter(|&n| digest(texts[n].as_bytes()) == contents.digest).ok_or(path.as_path())
+            n.filter(|&n| digest(objects[n].text.as_bytes()) == contents.digest).ok_or(path.as_path())
         })
         .collect();
     let mut unchanged = vec![false; objects.len()];
@@ -170,7 +174,7 @@ pub fn diff_in_tree(
         }
     }
     let read = existing.texts_of(out, |p| differing.contains(p))?;
-    Ok(compare(objects, texts, &places, &read, unchanged))
+    compare(objects, &places, &read, unchanged)
 }
 
 /// Where each object's file lies, and whether files are in clusters'
@@ -181,10 +185,10 @@ struct Places {
 }
 
 impl Places {
-    fn of(objects: &[Object]) -> Places {
+    fn of(objects: &[Written]) -> Places {
         Places {
-            clustered: objects.iter().any(|o| o.cluster.is_some()),
-            paths: objects.iter().enumerate().map(|(n, o)| (o.relative_path(), n)).collect(),
+            clustered: objects.iter().any(|w| w.object.cluster.is_some()),
+            paths: objects.iter().enumerate().map(|(n, w)| (w.object.relative_path(), n)).collect(),
         }
     }
 
@@ -196,131 +200,148 @@ impl Places {
 
     /// The object written to the file `path`, of the cluster whose
     /// directory holds it.
-    fn object_at(&self, objects: &[Object], path: &Path) -> Option<usize> {
+    fn object_at(&self, objects: &[Written], path: &Path) -> Option<usize> {
         let n = *self.paths.get(path)?;
-        (self.cluster_of(path) == objects[n].cluster).then_some(n)
+        (self.cluster_of(path) == objects[n].object.cluster).then_some(n)
     }
 }
 
-/// [`diff`] of `objects`, written as `texts` to their `places`, with
-/// `existing`; the objects `unchanged` already found so are left out.
+/// [`diff`] of `objects`, written to their `places`, with `existing`; the
+/// objects `unchanged` already found so are left out.
+///
+/// Each file is compared with the object written to its path, where that
+/// object is the one it holds (nearly always): read back, compared and let
+/// go on every core, so only the values of the pairs being compared are
+/// alive (after a change to the platform every Deployment of the fleet
+/// differs: 10,000 pairs at 10,000 services). A file holding another
+/// object (moved, or copied) is matched with that object by identity
+/// after, and read again; of several files holding one object, the first
+/// by path is its file, and the others files a render removes.
 fn compare(
-    objects: &[Object],
-    texts: Vec<String>,
+    objects: &[Written],
     places: &Places,
     existing: &Existing,
     mut unchanged: Vec<bool>,
-) -> Report {
+) -> Result<Report, Diagnostic> {
     type Key = (Option<String>, ObjectId);
-    // A file that holds, byte for byte, what its object would be written
-    // as is that object unchanged, without being parsed back: after a
-    // change to one service, nearly every file compared.
-    let same_file = |path: &Path, text: &str| {
-        let n = places.object_at(objects, path)?;
-        (texts[n] == text).then_some(n)
-    };
-    // A file of the tree parsed back: its path, its text and its object.
-    type File<'t> = (PathBuf, &'t str, Value);
-    let mut current: BTreeMap<Key, File<'_>> = BTreeMap::new();
-    let mut unparsable: Vec<(PathBuf, &str)> = Vec::new();
-    // Each file compared: the object it holds unchanged, or else its own
-    // object parsed back (`None` for a text that does not parse).
-    type Read<'t> = (&'t Path, &'t str, Result<usize, Option<(ObjectId, Value)>>);
-    let read: Vec<Read<'_>> = existing
+    // What each file compared is.
+    enum Found<'t> {
+        /// The file of object `n`: unchanged (`None`), or changed.
+        Paired(usize, Option<ObjectDiff>),
+        /// A file holding another object than the one written to its path,
+        /// if any: that object's key, to be matched by identity.
+        Loose(Key, &'t Path, &'t str),
+        /// A file that is not one object.
+        Unreadable(&'t Path, &'t str),
+    }
+    let found: Vec<Result<Found<'_>, Diagnostic>> = existing
         .ours
         .par_iter()
         .filter(|(path, _)| compared(path))
         .map(|(path, contents)| {
             let text = contents.text.as_deref().unwrap_or_default();
-            (path.as_path(), text, same_file(path, text).ok_or_else(|| parse(path, text)))
-        })
-        .collect();
-    for (path, text, read) in read {
-        match read {
-            Ok(n) => unchanged[n] = true,
-            Err(Some((id, value))) => {
-                current.insert((places.cluster_of(path), id), (path.to_path_buf(), text, value));
+            let at = places.object_at(objects, path);
+            // A file that holds, byte for byte, what its object would be
+            // written as is that object unchanged, without being parsed
+            // back: after a change to one service, nearly every file.
+            if let Some(n) = at.filter(|&n| objects[n].text == text) {
+                return Ok(Found::Paired(n, None));
             }
-            Err(None) => unparsable.push((path.to_path_buf(), text)),
-        }
-    }
-    // Each object paired with its file, in order; then each compared and
-    // its text diffed on every core (after a change to the platform, every
-    // Deployment of the fleet differs: 10,000 diffs at 10,000 services).
-    // `None` for an object unchanged, else its file, if there is one.
-    let paired: Vec<Option<Option<File<'_>>>> = objects
-        .iter()
-        .zip(unchanged)
-        .map(|(o, unchanged)| (!unchanged).then(|| current.remove(&(o.cluster.clone(), o.id.clone()))))
-        .collect();
-    let entries: Vec<Option<ObjectDiff>> = objects
-        .par_iter()
-        .zip(texts.par_iter())
-        .zip(paired.into_par_iter())
-        .map(|((o, new_text), paired)| match paired? {
-            None => {
-                let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
-                Some(entry(
-                    o.cluster.clone(),
-                    Change::Added,
-                    &o.id,
-                    o.relative_path(),
-                    impact,
-                    Vec::new(),
-                    unified("", new_text, &o.relative_path()),
-                ))
-            }
-            Some((path, old_text, old_value)) => {
-                // Compared as objects: a header comment that names the
-                // source differently changes nothing the cluster gets.
-                if old_text == new_text || old_value == o.value {
-                    return None;
-                }
-                let mut fields = Vec::new();
-                changed_paths(&old_value, &o.value, &mut Vec::new(), &mut fields);
-                let impact = impact_of(&o.id.kind, &fields);
-                let fields = fields.iter().map(|p| path_string(p)).collect();
-                Some(entry(
-                    o.cluster.clone(),
-                    Change::Changed,
-                    &o.id,
-                    o.relative_path(),
-                    impact,
-                    fields,
-                    unified(old_text, new_text, &path),
-                ))
-            }
+            let Some((id, old)) = parse(path, text, Limits::default()) else {
+                return Ok(Found::Unreadable(path, text));
+            };
+            Ok(match at.filter(|&n| objects[n].object.id == id) {
+                Some(n) => Found::Paired(n, changed(&objects[n], path, text, &old)?),
+                None => Found::Loose((places.cluster_of(path), id), path, text),
+            })
         })
         .collect();
     let mut report = Report::default();
-    for e in entries {
-        match e {
-            Some(e) => report.objects.push(e),
-            None => report.unchanged += 1,
+    let mut paired = unchanged.clone();
+    let mut loose: BTreeMap<Key, (&Path, &str)> = BTreeMap::new();
+    let mut removed: Vec<(Key, &Path, &str)> = Vec::new();
+    let mut unreadable: Vec<(&Path, &str)> = Vec::new();
+    for f in found {
+        match f? {
+            Found::Paired(n, diff) => {
+                paired[n] = true;
+                match diff {
+                    Some(d) => report.objects.push(d),
+                    None => unchanged[n] = true,
+                }
+            }
+            Found::Loose(key, path, text) => match loose.entry(key) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert((path, text));
+                }
+                std::collections::btree_map::Entry::Occupied(e) => removed.push((e.key().clone(), path, text)),
+            },
+            Found::Unreadable(path, text) => unreadable.push((path, text)),
         }
     }
-    for ((cluster, id), (path, old_text, _)) in current {
+    // The objects no file at their path holds, each with the file that
+    // holds it elsewhere, if any, in order.
+    let rest: Vec<(usize, Option<(&Path, &str)>)> = (0..objects.len())
+        .filter(|&n| !paired[n])
+        .map(|n| (n, loose.remove(&(objects[n].object.cluster.clone(), objects[n].object.id.clone()))))
+        .collect();
+    let rest: Vec<Result<(usize, Option<ObjectDiff>), Diagnostic>> = rest
+        .into_par_iter()
+        .map(|(n, file)| {
+            let (o, new_text) = (&objects[n].object, objects[n].text.as_str());
+            let diff = match file {
+                // (Read again as it was read above, so it parses.)
+                Some((path, old_text)) => match parse(path, old_text, Limits::default()) {
+                    Some((_, old)) => changed(&objects[n], path, old_text, &old)?,
+                    None => None,
+                },
+                None => {
+                    let impact = if has_pods(&o.id.kind) { Impact::CreatesPods } else { Impact::NoPodChange };
+                    let path = o.relative_path();
+                    Some(entry(
+                        o.cluster.clone(),
+                        Change::Added,
+                        &o.id,
+                        path.clone(),
+                        impact,
+                        Vec::new(),
+                        unified("", new_text, &path),
+                    ))
+                }
+            };
+            Ok((n, diff))
+        })
+        .collect();
+    for r in rest {
+        match r? {
+            (_, Some(d)) => report.objects.push(d),
+            (n, None) => unchanged[n] = true,
+        }
+    }
+    report.unchanged = unchanged.iter().filter(|u| **u).count();
+    let loose = loose.into_iter().map(|(key, (path, text))| (key, path, text));
+    for ((cluster, id), path, old_text) in loose.chain(removed) {
         let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
         report.objects.push(entry(
             cluster,
             Change::Removed,
             &id,
-            path.clone(),
+            path.to_path_buf(),
             impact,
             Vec::new(),
-            unified(old_text, "", &path),
+            unified(old_text, "", path),
         ));
     }
-    for (path, old_text) in unparsable {
+    for (path, old_text) in unreadable {
         let id = ObjectId::new("", "(unreadable file)", None, &path.display().to_string());
         report.objects.push(entry(
-            places.cluster_of(&path),
+            places.cluster_of(path),
             Change::Removed,
             &id,
-            path.clone(),
+            path.to_path_buf(),
             Impact::NoPodChange,
             Vec::new(),
-            unified(old_text, "", &path),
+            unified(old_text, "", path),
         ));
     }
     report.objects.sort_by(|a, b| {
@@ -332,7 +353,28 @@ fn compare(
             &b.kind,
         ))
     });
-    report
+    Ok(report)
+}
+
+/// The change of the object `written` from the file `path` of the tree,
+/// whose text `old_text` reads as `old`: `None` where the two are the same
+/// object (a header comment that names the source differently changes
+/// nothing the cluster gets).
+fn changed(written: &Written, path: &Path, old_text: &str, old: &Value) -> Result<Option<ObjectDiff>, Diagnostic> {
+    let (o, new_text) = (&written.object, written.text.as_str());
+    if old_text == new_text {
+        return Ok(None);
+    }
+    let new = read_back(&o.relative_path(), new_text)?;
+    if *old == new {
+        return Ok(None);
+    }
+    let mut fields = Vec::new();
+    changed_paths(old, &new, &mut Vec::new(), &mut fields);
+    let impact = impact_of(&o.id.kind, &fields);
+    let fields = fields.iter().map(|p| path_string(p)).collect();
+    let diff = unified(old_text, new_text, path);
+    Ok(Some(entry(o.cluster.clone(), Change::Changed, &o.id, o.relative_path(), impact, fields, diff)))
 }
 
 /// Whether [`diff`] compares the tree's file `path`: every file of isvc's
@@ -365,12 +407,36 @@ fn entry(
     }
 }
 
-fn parse(path: &std::path::Path, text: &str) -> Option<(ObjectId, Value)> {
+/// The object a file of the tree holds, read within `limits`; `None` for a
+/// text that is not one object.
+fn parse(path: &std::path::Path, text: &str, limits: Limits) -> Option<(ObjectId, Value)> {
     let source = crate::base::diagnostics::Source::new(path, text);
-    let docs = yaml::parse_documents(&source, Limits::default()).ok()?;
+    let docs = yaml::parse_documents(&source, limits).ok()?;
     let node = docs.into_iter().flatten().next()?;
-    let value = node.to_json();
+    let value = node.into_json();
     Some((ObjectId::of(&value)?, value))
+}
+
+/// The value of an object this run would write to `path`, read back from
+/// its file's `text` as the file it replaces is read. The text is isvc's
+/// own, emitted from a checked object: the limits a tree's files are read
+/// within, which guard against hand-written ones, would refuse the
+/// escaped control characters and the nesting an object may carry from
+/// its inputs, and are lifted (the text is bounded by the render's own).
+fn read_back(path: &Path, text: &str) -> Result<Value, Diagnostic> {
+    let own = Limits {
+        max_depth: 4 * Limits::default().max_depth,
+        max_nodes: usize::MAX,
+        max_scalar_bytes: usize::MAX,
+        printable_only: false,
+        ..Limits::default()
+    };
+    parse(path, text, own).map(|(_, value)| value).ok_or_else(|| {
+        Diagnostic::error(format!(
+            "cannot read back the object isvc would write to {} to compare it with the file there",
+            path.display()
+        ))
+    })
 }
 
 fn has_pods(kind: &str) -> bool {
@@ -463,6 +529,7 @@ impl ObjectDiff {
 mod tests {
     use super::*;
     use crate::emit::write::Contents;
+    use crate::model::objects::{Held, Object};
     use serde_json::json;
 
     fn config_map(name: &str, data: &str, source: &str) -> Object {
@@ -495,7 +562,8 @@ mod tests {
         let mut written = objects.clone();
         written[1].source = Some("elsewhere.yaml".into());
         written[2] = config_map("c", "2", "c.yaml");
-        let report = diff(&objects, &tree(&written, None));
+        let held = Written::hold(objects.to_vec());
+        let report = diff(&held, &tree(&written, None)).unwrap();
         assert_eq!(report.unchanged, 2);
         assert_eq!(report.objects.len(), 1);
         assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("c", Change::Changed));
@@ -503,16 +571,45 @@ mod tests {
         // The same bytes at another object's path are no match by path: the
         // object is found where it lies, by what it is.
         let moved = tree(&objects, Some(("a", "team/x/configmap.yaml")));
-        let report = diff(&objects, &moved);
+        let report = diff(&held, &moved).unwrap();
         assert!(report.objects.is_empty() && report.unchanged == 3, "{:?}", report.objects);
 
         // A copy of a file at another path is a file a render removes.
         let mut copied = tree(&objects, None);
         copied.ours.insert(PathBuf::from("team/a/copy.yaml").into(), Contents::text(objects[0].to_file()));
-        let report = diff(&objects, &copied);
+        let report = diff(&held, &copied).unwrap();
         assert_eq!(report.unchanged, 3);
         assert_eq!(report.objects.len(), 1);
         assert_eq!((report.objects[0].name.as_str(), report.objects[0].change), ("a", Change::Removed));
+
+        // So it is when the object's own file changed too: the file at its
+        // path is its file, changed, and the copy is removed, whichever of
+        // the two comes first by path.
+        for copy in ["team/a/copy.yaml", "team/0/copy.yaml"] {
+            let mut both = tree(&[config_map("a", "0", "a.yaml"), objects[1].clone(), objects[2].clone()], None);
+            both.ours.insert(PathBuf::from(copy).into(), Contents::text(objects[0].to_file()));
+            let report = diff(&held, &both).unwrap();
+            let changes: Vec<_> =
+                report.objects.iter().map(|o| (o.name.as_str(), o.change, o.file.display().to_string())).collect();
+            assert_eq!(
+                changes,
+                [("a", Change::Changed, "team/a/configmap.yaml".to_string()), ("a", Change::Removed, copy.to_string())],
+                "{copy}"
+            );
+            assert_eq!(report.unchanged, 2);
+        }
+
+        // A file holding an object at another object's path is compared
+        // with its own object, wherever that object's file goes: moved.
+        let mut moved = tree(&objects[1..], None);
+        moved.ours.insert(
+            PathBuf::from("team/z/configmap.yaml").into(),
+            Contents::text(config_map("a", "0", "a.yaml").to_file()),
+        );
+        let report = diff(&held, &moved).unwrap();
+        let changes: Vec<_> = report.objects.iter().map(|o| (o.name.as_str(), o.change, o.fields.clone())).collect();
+        assert_eq!(changes, [("a", Change::Changed, vec!["data.k".to_string()])]);
+        assert_eq!(report.unchanged, 2);
     }
 
     #[test]
@@ -541,7 +638,8 @@ mod tests {
         std::fs::create_dir_all(out.join("other/x")).unwrap();
         std::fs::write(out.join(&other), &text).unwrap();
         existing.ours.insert(other.clone().into(), Contents::digest(digest(text.as_bytes())));
-        let report = diff_in_tree(&objects, &existing, out, |p| p.as_path() != other).unwrap();
+        let held = Written::hold(objects.to_vec());
+        let report = diff_in_tree(&held, &existing, out, |p| p.as_path() != other).unwrap();
         // b's file is read and compared as an object (another header, the
         // same object); c's differs.
         assert_eq!(report.unchanged, 2);
@@ -550,7 +648,7 @@ mod tests {
         // The same as a diff of the tree read with its texts, before a's
         // file changed.
         let texts = tree(&written, None);
-        let full = diff(&objects, &texts);
+        let full = diff(&held, &texts).unwrap();
         assert_eq!((full.unchanged, full.objects.len()), (2, 1));
     }
 }
