@@ -394,7 +394,10 @@ for ((round = 1; round <= RUNS; round++)); do
     once stdout_small "" "$RENDER_STDOUT"
 done
 cd "$BIG"
-OBJECTS=$("$ISVC" render services --stdout | grep -c '^---$' || true)
+"$ISVC" render services --stdout >"$WORK/stream.yaml" 2>/dev/null || true
+OBJECTS=$(grep -c '^---$' "$WORK/stream.yaml" || true)
+DEPLOYMENTS=$(grep -c '^kind: Deployment$' "$WORK/stream.yaml" || true)
+rm -f "$WORK/stream.yaml"
 
 # Peak memory of the stream render: the largest of RUNS runs (the binary
 # renders in parallel, so it can vary a little from run to run).
@@ -447,6 +450,32 @@ one_change_rounds diffone onechanged ""
 DIFF_ONE=$ONE_DIFF
 # The same, kept for its row; the one-namespace rows below check theirs.
 MANY_CHANGED=$ONE_CHANGED MANY_FILES=$ONE_FILES
+
+# A change to the platform: a new vLLM image changes every Deployment's pod
+# template, and `diff` (timed, and its peak memory under GNU time) compares
+# every Deployment of the fleet with its file. Its report must count each
+# as a change that restarts pods, and nothing else.
+DIFF_PLATFORM_RES=""
+if [[ -d out ]]; then
+    # The tree up to date first: the rounds above leave the edited
+    # service's files as they rendered them, and its input as it was.
+    eval "$RENDER_OUT" || true
+    printf '%s\n' 'apiVersion: ai.example.com/v1alpha1' 'kind: Platform' 'defaults:' \
+        '  image: vllm/vllm-openai:v0.0.0-bench' >"$WORK/image.yaml"
+    DIFF_PLATFORM='"$ISVC" diff services --platform "$WORK/image.yaml" --out out >"$WORK/diff-platform.txt"; test $? -eq 1'
+    for ((round = 1; round <= RUNS; round++)); do
+        once diff_platform "" "$DIFF_PLATFORM"
+        if [[ -n $GNU_TIME ]]; then
+            # (ISVC and WORK are exported; GNU time reports the largest
+            # resident set of the shell and the process it waits for.)
+            peak diff_platform_rss bash -c "$DIFF_PLATFORM"
+        fi
+    done
+    expected="^0 added, $DEPLOYMENTS changed \\($DEPLOYMENTS restart pods\\), 0 removed, [0-9]+ unchanged\$"
+    if ! grep -Eq "$expected" "$WORK/diff-platform.txt" 2>/dev/null; then
+        DIFF_PLATFORM_RES="MISS (report: $(tail -n 1 "$WORK/diff-platform.txt" 2>/dev/null || true))"
+    fi
+fi
 
 # The reconcile against a snapshot of a converged cluster: every object the
 # stream render prints, live (a stream of single objects; no status, so
@@ -656,6 +685,12 @@ r=$(ratio check_nocache cold)
 timed check_nocache "isvc render --check (up to date, no cache)" "${r:+${r}x cold}" "(every file read)" ""
 one_row onechanged "isvc render --out (one service changed)" cold "$MANY_CHANGED" "$MANY_FILES"
 diff_row diffone "isvc diff (one service changed)" cold "$MANY_CHANGED" "$DIFF_ONE"
+r=$(ratio diff_platform cold)
+timed diff_platform "isvc diff (platform changed: every Deployment)" "${r:+${r}x cold}" "(every Deployment compared)" "${DIFF_PLATFORM_RES:-its $DEPLOYMENTS Deployments, restarting pods}"
+if [[ -n $GNU_TIME && -n ${PEAK_KB[diff_platform_rss]:-} ]]; then
+    mb=$(awk -v kb="${PEAK_KB[diff_platform_rss]}" 'BEGIN { printf "%.1f", kb * 1024 / 1e6 }')
+    row "peak memory, the same diff" "-" "${mb} MB max RSS" "(texts held, not values)" ""
+fi
 r=$(ratio check_rules stdout)
 timed check_rules "isvc check (every rule)" "${r:+${r}x --stdout}" "(compile, findings reported)" ""
 r=$(ratio plan stdout)
