@@ -24,6 +24,11 @@
 //!   checked against the file's status before it is used; a damaged or
 //!   foreign cache is ignored and replaced.
 //!
+//! A swap of the tree hard-links the files it keeps, which moves their
+//! change time alone: the writer records them under their new status
+//! where nothing else changed ([`StatCache::record_relinked`]), so the run
+//! after a render that swapped the tree's root need not read them all.
+//!
 //! Network file systems stamp files with the server's clock; a server more
 //! than [`SETTLED_NS`] behind this machine's can defeat the first rule. (Git
 //! compares with the time stamp of its own index file instead; isvc writes
@@ -351,6 +356,11 @@ impl StatCache {
         Some(self.old.line(i)[2..34].to_string())
     }
 
+    /// Whether it is kept at all (not [`StatCache::off`]).
+    pub fn is_on(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// Whether it may know any file of the output tree (with the cache
     /// off, or none recorded, it knows none: their status is of no use).
     pub fn knows_outputs(&self) -> bool {
@@ -378,6 +388,36 @@ impl StatCache {
             }
             let Some(path) = path.to_str() else { continue };
             learned.push((kind, path.into(), Entry { stat, digest: digest.to_string() }));
+        }
+        self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
+    }
+
+    /// Records the digests of files a swap of the tree hard-linked, each
+    /// with its status `before` (when this run took its digest) and `now`
+    /// (after the swap): the links made and removed changed its change time
+    /// and nothing else. Recorded under `now` where the file is the same
+    /// (device and inode), of the same size and modification time, and
+    /// its digest was taken of settled bytes (both times of `before`
+    /// [`SETTLED_NS`] before the run began, as [`StatCache::record`]
+    /// asks). A write since the digest was taken sets the modification
+    /// time to the time of the write, which a settled one is not, and the
+    /// file is read again; only a write that also set the modification time
+    /// back within the clock tick of the status taken after the swap would
+    /// go unseen.
+    pub fn record_relinked<'a>(&self, kind: Kind, files: impl IntoIterator<Item = (&'a Path, Stat, Stat, &'a str)>) {
+        if self.file.is_none() {
+            return;
+        }
+        let settled = |t: i128| t + SETTLED_NS < self.start_ns;
+        let mut learned = Vec::new();
+        for (path, before, now, digest) in files {
+            let same =
+                (before.dev, before.ino, before.size, before.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns);
+            if !same || !settled(before.mtime_ns) || !settled(before.ctime_ns) {
+                continue;
+            }
+            let Some(path) = path.to_str() else { continue };
+            learned.push((kind, path.into(), Entry { stat: now, digest: digest.to_string() }));
         }
         self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
     }
@@ -659,6 +699,43 @@ mod tests {
         let meta = std::fs::symlink_metadata(&f).unwrap();
         assert_eq!(meta.modified().unwrap(), mtime);
         assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
+    }
+
+    #[test]
+    fn a_file_relinked_is_recorded_under_its_new_status_only_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a: 1\n").unwrap();
+        let before = stat(&std::fs::symlink_metadata(&f).unwrap());
+        // A link made and removed, as a swap of the tree does: the change
+        // time moves on, nothing else.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::hard_link(&f, dir.path().join("b.yaml")).unwrap();
+        std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
+        let now = stat(&std::fs::symlink_metadata(&f).unwrap());
+        assert_ne!(before, now, "the change time moved on");
+        let digest = "0123456789abcdef0123456789abcdef";
+        let cache_file = dir.path().join("cache/tree-x");
+        let c = StatCache::settled(cache_file.clone());
+        c.record_relinked(Kind::Output, [(f.as_path(), before, now, digest)]);
+        c.save();
+        let c = StatCache::settled(cache_file.clone());
+        assert_eq!(c.lookup(Kind::Output, &f, now).as_deref(), Some(digest));
+
+        // Written since its digest was taken: another modification time.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&f, "a: 2\n").unwrap();
+        let written = stat(&std::fs::symlink_metadata(&f).unwrap());
+        let c = StatCache::settled(dir.path().join("cache/tree-y"));
+        c.record_relinked(Kind::Output, [(f.as_path(), before, written, digest)]);
+        c.save();
+        assert_eq!(StatCache::settled(dir.path().join("cache/tree-y")).lookup(Kind::Output, &f, written), None);
+
+        // A digest taken of a file changed just before the run: not recorded.
+        let c = StatCache::at(dir.path().join("cache/tree-z"));
+        c.record_relinked(Kind::Output, [(f.as_path(), before, now, digest)]);
+        c.save();
+        assert_eq!(StatCache::settled(dir.path().join("cache/tree-z")).lookup(Kind::Output, &f, now), None);
     }
 
     #[test]

@@ -50,17 +50,28 @@ pub struct Contents {
     /// [`crate::base::digest::digest`] of the bytes.
     pub digest: String,
     pub text: Option<String>,
+    /// Of a file of the tree: its status when its digest was taken (from
+    /// the cache of file status, or as it was read), where known. A swap
+    /// that hard-links the file keeps its bytes and changes its change time
+    /// alone: the cache learns the new status ([`StatCache::record_relinked`]).
+    pub stat: Option<Stat>,
 }
 
 impl Contents {
     /// `text`, with its digest.
     pub fn text(text: String) -> Contents {
-        Contents { digest: digest(text.as_bytes()), text: Some(text) }
+        Contents { digest: digest(text.as_bytes()), text: Some(text), stat: None }
     }
 
     /// A file known by its digest alone.
     pub fn digest(digest: String) -> Contents {
-        Contents { digest, text: None }
+        Contents { digest, text: None, stat: None }
+    }
+
+    /// The same, read from a file of the tree whose status was `stat`.
+    fn with_stat(mut self, stat: Option<Stat>) -> Contents {
+        self.stat = stat;
+        self
     }
 }
 
@@ -441,7 +452,7 @@ impl Walked {
         // replaced since the walk.
         let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<FileRead> {
             if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
-                return Ok((Some(Contents::digest(d)), None));
+                return Ok((Some(Contents::digest(d).with_stat(stat)), None));
             }
             read_if_ours(&out.join(rel), texts)
         };
@@ -716,7 +727,7 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<FileRead> {
         if !read_own(&file, meta.len(), &mut bytes)? {
             return Ok((None, None));
         }
-        return Ok((String::from_utf8(bytes).ok().map(Contents::text), opened));
+        return Ok((String::from_utf8(bytes).ok().map(|t| Contents::text(t).with_stat(opened)), opened));
     }
     // For the digest alone, each thread reads into one buffer it keeps.
     thread_local! {
@@ -727,7 +738,7 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<FileRead> {
         if !read_own(&file, meta.len(), bytes)? {
             return Ok((None, None));
         }
-        Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))), opened))
+        Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes)).with_stat(opened)), opened))
     })
 }
 
@@ -886,10 +897,11 @@ pub fn conflicts(planned: &Tree, existing: &Existing, out: &Path) -> Diagnostics
 /// device in `out`), the render is refused and nothing is written: there is
 /// no file-by-file fallback.
 ///
-/// `cache` spares reading the files of the tree it knows unchanged.
+/// `cache` spares reading the files of the tree it knows unchanged, and
+/// learns the new status of those the swap hard-links.
 pub fn write(out: &Path, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
     let writer = Writer::open(out, cache)?;
-    writer.apply(planned, &writer.existing, changes(planned, &writer.existing))
+    writer.apply(planned, &writer.existing, changes(planned, &writer.existing), cache)
 }
 
 /// An output directory locked for writing, and what it holds: what a render
@@ -959,10 +971,10 @@ impl Writer {
     pub fn write(&self, planned: &Tree, cache: &StatCache) -> Result<Changes, Diagnostics> {
         let found = changes(planned, &self.existing);
         if self.same_where_written(&found)? {
-            return self.apply(planned, &self.existing, found);
+            return self.apply(planned, &self.existing, found, cache);
         }
         let existing = scan(&self.out, cache)?;
-        self.apply(planned, &existing, changes(planned, &existing))
+        self.apply(planned, &existing, changes(planned, &existing), cache)
     }
 
     /// Whether the entries of the part of the tree that writing `changes`
@@ -989,7 +1001,15 @@ impl Writer {
 
     /// Writes `planned` over `existing`, the tree as it is, which `changes`
     /// (of the two) turn into the other.
-    fn apply(&self, planned: &Tree, existing: &Existing, changes: Changes) -> Result<Changes, Diagnostics> {
+    /// The files the swap hard-links are recorded in `cache` under their
+    /// new status.
+    fn apply(
+        &self,
+        planned: &Tree,
+        existing: &Existing,
+        changes: Changes,
+        cache: &StatCache,
+    ) -> Result<Changes, Diagnostics> {
         let out = self.out.as_path();
         let diags = conflicts(planned, existing, out);
         if diags.has_errors() {
@@ -1002,7 +1022,7 @@ impl Writer {
             write_fresh(out, planned)?;
             return Ok(changes);
         }
-        write_swap(out, &self.parent, planned, &changes, &existing.temps)?;
+        write_swap(out, &self.parent, planned, &changes, existing, cache)?;
         Ok(changes)
     }
 }
@@ -1106,12 +1126,18 @@ enum Swap {
 /// original hold the same entries (files are hard links), so whichever a
 /// reader sees is the new tree, and the original keeps its inode, owner,
 /// mode, extended attributes and modification time.
+///
+/// Every file hard-linked into the new tree gets a new change time (its
+/// link count changes), its bytes and other status unchanged: `cache`
+/// records it under its new status, where `existing` knew its digest
+/// ([`StatCache::record_relinked`]), so the next run need not read it.
 fn write_swap(
     out: &Path,
     parent: &Path,
     planned: &Tree,
     changes: &Changes,
-    temps: &[PathBuf],
+    existing: &Existing,
+    cache: &StatCache,
 ) -> Result<(), Diagnostic> {
     // The manifest checks itself against the tree, so it is not swapped
     // with it (a change of the manifest alone would otherwise swap the
@@ -1121,7 +1147,7 @@ fn write_swap(
     let record = Path::new(MANIFEST);
     let tree_changes = changes.without_manifest();
     if !tree_changes.is_empty() {
-        swap_changes(out, parent, planned, &tree_changes)?;
+        swap_changes(out, parent, planned, &tree_changes, existing, cache)?;
     }
     if changes.paths().any(|p| p == record) {
         match planned.get(record) {
@@ -1135,18 +1161,28 @@ fn write_swap(
         }
     }
     // Temporary files an interrupted run of an older isvc left in the tree.
-    for temp in temps {
+    for temp in &existing.temps {
         let _ = std::fs::remove_file(temp);
     }
     Ok(())
 }
 
 /// The swap of [`write_swap`], for `changes` without the manifest.
-fn swap_changes(out: &Path, parent: &Path, planned: &Tree, changes: &Changes) -> Result<(), Diagnostic> {
+fn swap_changes(
+    out: &Path,
+    parent: &Path,
+    planned: &Tree,
+    changes: &Changes,
+    existing: &Existing,
+    cache: &StatCache,
+) -> Result<(), Diagnostic> {
     let mut root = swap_root(out, changes);
     loop {
         match swap_subtree(out, parent, &root, planned, changes) {
-            Ok(()) => break,
+            Ok(linked) => {
+                record_relinked(out, &root, &linked, existing, cache);
+                break;
+            }
             Err(Swap::Vanishes) if root.pop() => {}
             Err(Swap::Vanishes) => return Err(Diagnostic::error(format!("cannot write {}", out.display()))),
             Err(Swap::Failed(d)) => return Err(d),
@@ -1185,8 +1221,15 @@ fn is_real_dir(path: &Path) -> bool {
 }
 
 /// Stages the new `out/root` beside `out` and exchanges the two; see
-/// [`write_swap`].
-fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes: &Changes) -> Result<(), Swap> {
+/// [`write_swap`]. Returns the files hard-linked into the new tree (below
+/// `root`), now in place.
+fn swap_subtree(
+    out: &Path,
+    parent: &Path,
+    root: &Path,
+    planned: &Tree,
+    changes: &Changes,
+) -> Result<Vec<PathBuf>, Swap> {
     let from = out.join(root);
     let fail = |what: &Path, e: std::io::Error| {
         Swap::Failed(Diagnostic::error(format!("cannot write {}: {e}", what.display())))
@@ -1217,6 +1260,7 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
     let stage = staging.path();
     let mut mirrored: BTreeSet<PathBuf> = BTreeSet::new();
     let mut kept: Vec<PathBuf> = Vec::new();
+    let mut linked: Vec<PathBuf> = Vec::new();
     // Mirror the current tree: directories, links, and every file that stays.
     for entry in walkdir::WalkDir::new(&from).follow_links(false).sort_by_file_name() {
         let entry =
@@ -1278,6 +1322,7 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
                 }
                 return Err(refuse(entry.path(), format!("cannot hard-link {}: {e}", entry.path().display())));
             }
+            linked.push(rel);
         } else {
             let what = crate::load::files::describe(ft);
             return Err(refuse(entry.path(), format!("{} is {what}", entry.path().display())));
@@ -1322,7 +1367,46 @@ fn swap_subtree(out: &Path, parent: &Path, root: &Path, planned: &Tree, changes:
         let _ = std::fs::remove_dir_all(stage.join(dir));
     });
     drop(staging);
-    Ok(())
+    Ok(linked)
+}
+
+/// Records in `cache` the files `linked` below `root` (of `out`) under
+/// their status now, with the digests `existing` took of them: a swap
+/// hard-linked them into the new tree, and the links made and removed
+/// changed their change time alone. Only where the file is the one whose
+/// digest was taken, unchanged but for its change time
+/// ([`StatCache::record_relinked`]): one written since has a new
+/// modification time, and is read again.
+fn record_relinked(out: &Path, root: &Path, linked: &[PathBuf], existing: &Existing, cache: &StatCache) {
+    if !cache.is_on() {
+        return;
+    }
+    // Each linked file with what the tree's read took of it: `linked` is in
+    // the order of paths (a walk sorted by name), as the files of
+    // `existing` below `root` are, so the two are walked together rather
+    // than each file looked up (58,000 at 10,000 services in two clusters).
+    let mut known = existing
+        .ours
+        .range::<Path, _>((std::ops::Bound::Included(root), std::ops::Bound::Unbounded))
+        .map_while(|(path, c)| Some((path.strip_prefix(root).ok()?, c)))
+        .peekable();
+    let mut pairs: Vec<(&PathBuf, Stat, &str)> = Vec::with_capacity(linked.len());
+    for rel in linked {
+        while known.next_if(|(path, _)| *path < rel.as_path()).is_some() {}
+        if let Some((_, c)) = known.next_if(|(path, _)| *path == rel.as_path()) {
+            pairs.extend(c.stat.map(|before| (rel, before, c.digest.as_str())));
+        }
+    }
+    // Their status now, taken on every core.
+    let from = out.join(root);
+    let now: Vec<(PathBuf, Stat, Stat, &str)> = pairs
+        .into_par_iter()
+        .filter_map(|(rel, before, digest)| {
+            let now = std::fs::symlink_metadata(from.join(rel)).ok().as_ref().and_then(Stat::of)?;
+            Some((root.join(rel), before, now, digest))
+        })
+        .collect();
+    cache.record_relinked(Kind::Output, now.iter().map(|(p, before, now, d)| (p.as_path(), *before, *now, *d)));
 }
 
 /// Why two directories could not be exchanged, in words.
@@ -1847,6 +1931,37 @@ mod tests {
         assert_eq!(read.ours, first.ours);
         let texts = scan_texts(&out).unwrap();
         assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
+    }
+
+    #[test]
+    fn the_files_a_swap_hard_links_are_recorded_in_the_cache_under_their_new_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        write(&out, &planned(&[("a/x.yaml", "1"), ("b/y.yaml", "2"), ("c/z.yaml", "3")])).unwrap();
+        let cache_file = dir.path().join("cache/tree");
+        let cache = StatCache::settled(cache_file.clone());
+        scan(&out, &cache).unwrap();
+        cache.save();
+        let z = out.join("c/z.yaml");
+        let before = Stat::of(&std::fs::symlink_metadata(&z).unwrap()).unwrap();
+        // Two directories change: the tree's root is swapped, and c/z.yaml
+        // hard-linked into the new tree.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let cache = StatCache::settled(cache_file.clone());
+        let writer = Writer::open(&out, &cache).unwrap();
+        let changes =
+            writer.write(&planned(&[("a/x.yaml", "4"), ("b/y.yaml", "5"), ("c/z.yaml", "3")]), &cache).unwrap();
+        assert_eq!((changes.update.len(), changes.unchanged), (2, 1));
+        cache.save();
+        drop(writer);
+        let now = Stat::of(&std::fs::symlink_metadata(&z).unwrap()).unwrap();
+        assert_ne!(before, now, "the links changed its change time");
+        let cache = StatCache::settled(cache_file);
+        let recorded = cache.lookup(Kind::Output, Path::new("c/z.yaml"), now);
+        assert_eq!(recorded, Some(digest(format!("{HEADER_PREFIX}\n3").as_bytes())));
+        // The files written are not: they changed during the run.
+        let x = Stat::of(&std::fs::symlink_metadata(out.join("a/x.yaml")).unwrap()).unwrap();
+        assert_eq!(cache.lookup(Kind::Output, Path::new("a/x.yaml"), x), None);
     }
 
     #[test]
