@@ -316,8 +316,9 @@ pub fn main() -> ExitCode {
 /// the texts of some kinds (`--kind`), of a whole fleet. `diff` holds the
 /// texts of the objects it compiles and of the tree's files that differ:
 /// after a change to the platform at 10,000 services, which changes every
-/// Deployment, it peaked at 194 MB with the default delay and 190 MB with
-/// a delay of 10 ms, which took 0.2 s more system time (3 pairs each).
+/// Deployment, it peaked at 191 MiB with the default delay and 186 MiB
+/// with a delay of 10 ms, which took 0.2 s more system time (3 pairs
+/// each).
 fn memory(command: &Command) -> Memory {
     match command {
         Command::Render(args) if args.out.is_some() || args.kind.is_empty() => Memory::Time,

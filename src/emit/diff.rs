@@ -134,7 +134,7 @@ impl Report {
 /// Only the texts are held: an object whose file differs is read back from
 /// its own text to be compared field by field, as the file it replaces is.
 /// After a change to the platform every Deployment of a fleet differs, and
-/// a diff holding every object's value whole peaked at 778 MB at 10,000
+/// a diff holding every object's value whole peaked at 760 MiB at 10,000
 /// services (benches/README.md).
 pub fn diff(objects: &[Written], existing: &Existing) -> Result<Report, Diagnostic> {
     compare(objects, &Places::of(objects), existing, vec![false; objects.len()])
