@@ -48,7 +48,7 @@ use crate::base::paths::{PathOrder, orders_by_bytes};
 /// How long before the start of a run a file must have last changed to be
 /// recorded: at least the granularity of any file system's time stamps
 /// (FAT's are 2 seconds; most are a few milliseconds or finer).
-pub const SETTLED_NS: i128 = 2_000_000_000;
+pub const SETTLED_NS: i64 = 2_000_000_000;
 
 /// Largest cache file read; a larger one is ignored (about 1.5 million
 /// files).
@@ -94,8 +94,11 @@ pub struct Stat {
     dev: u64,
     ino: u64,
     size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
+    /// Times in nanoseconds since 1970, which 64 bits hold until the year
+    /// 2262; a later modification time (set by hand) is held as the
+    /// largest, and an edit of such a file still moves its change time.
+    mtime_ns: i64,
+    ctime_ns: i64,
 }
 
 impl Stat {
@@ -137,10 +140,17 @@ impl Stat {
     }
 }
 
-/// A time in seconds and nanoseconds, in nanoseconds.
+/// `n`, or the nearest number 64 bits hold.
+fn saturating_i64(n: impl TryInto<i64> + PartialOrd + Default) -> i64 {
+    let negative = n < Default::default();
+    n.try_into().unwrap_or(if negative { i64::MIN } else { i64::MAX })
+}
+
+/// A time in seconds and nanoseconds, in nanoseconds (the nearest 64 bits
+/// hold).
 #[cfg(unix)]
-fn nanos(seconds: i64, nanoseconds: i64) -> i128 {
-    i128::from(seconds) * 1_000_000_000 + i128::from(nanoseconds)
+fn nanos(seconds: i64, nanoseconds: i64) -> i64 {
+    seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,7 +172,7 @@ pub struct StatCache {
     /// Where the cache is kept; `None` when it is off.
     file: Option<PathBuf>,
     /// When this run began, in nanoseconds since the epoch.
-    start_ns: i128,
+    start_ns: i64,
     /// The file read, of the same file or not.
     old: Old,
     /// Entries this run read the file for, in the order recorded: a list,
@@ -326,8 +336,9 @@ impl StatCache {
 
     /// The cache kept in `file`.
     pub fn at(file: PathBuf) -> StatCache {
-        let start_ns =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+        let start_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| saturating_i64(d.as_nanos()));
         let old = crate::load::files::read_regular(&file, MAX_CACHE_BYTES, false)
             .ok()
             .and_then(|bytes| Old::parse(String::from_utf8(bytes).ok()?))
@@ -383,7 +394,7 @@ impl StatCache {
         let read = read.into_iter();
         let mut learned = Vec::with_capacity(read.size_hint().1.unwrap_or(0));
         for (path, stat, digest) in read {
-            if stat.ctime_ns + SETTLED_NS >= self.start_ns {
+            if stat.ctime_ns.saturating_add(SETTLED_NS) >= self.start_ns {
                 continue;
             }
             let Some(path) = path.to_str() else { continue };
@@ -408,18 +419,26 @@ impl StatCache {
         if self.file.is_none() {
             return;
         }
-        let settled = |t: i128| t + SETTLED_NS < self.start_ns;
         let mut learned = Vec::new();
         for (path, before, now, digest) in files {
             let same =
                 (before.dev, before.ino, before.size, before.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns);
-            if !same || !settled(before.mtime_ns) || !settled(before.ctime_ns) {
+            if !same || !self.is_settled(before) {
                 continue;
             }
             let Some(path) = path.to_str() else { continue };
             learned.push((kind, path.into(), Entry { stat: now, digest: digest.to_string() }));
         }
         self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
+    }
+
+    /// Whether a digest taken of a file whose status was `stat` may be
+    /// recorded: both its times [`SETTLED_NS`] before the run began
+    /// ([`StatCache::record_relinked`] asks it; nothing is recorded with
+    /// the cache off).
+    pub fn is_settled(&self, stat: Stat) -> bool {
+        let settled = |t: i64| t.saturating_add(SETTLED_NS) < self.start_ns;
+        self.file.is_some() && settled(stat.mtime_ns) && settled(stat.ctime_ns)
     }
 
     /// Keeps what this run saw (and nothing else) for the next run, when
@@ -617,9 +636,9 @@ fn parse_line(line: &str) -> Option<(Kind, Stat, std::borrow::Cow<'_, str>, usiz
     if !crate::base::digest::is_digest(field()?) {
         return None;
     }
-    // Times in nanoseconds fit 64 bits until the year 2262; a later one is
-    // read as the 128-bit number it is.
-    let time = |t: &str| t.parse::<i64>().map(i128::from).or_else(|_| t.parse()).ok();
+    // Times in nanoseconds fit 64 bits until the year 2262; a later one (of
+    // a cache an older isvc wrote) is read as the nearest.
+    let time = |t: &str| t.parse::<i64>().ok().or_else(|| t.parse::<i128>().ok().map(saturating_i64));
     let stat = Stat {
         dev: field()?.parse().ok()?,
         ino: field()?.parse().ok()?,
@@ -699,6 +718,16 @@ mod tests {
         let meta = std::fs::symlink_metadata(&f).unwrap();
         assert_eq!(meta.modified().unwrap(), mtime);
         assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
+    }
+
+    #[test]
+    fn times_beyond_64_bits_of_nanoseconds_are_held_as_the_nearest() {
+        assert_eq!(saturating_i64(i128::MAX), i64::MAX);
+        assert_eq!(saturating_i64(i128::MIN), i64::MIN);
+        assert_eq!(saturating_i64(u128::MAX), i64::MAX);
+        assert_eq!(saturating_i64(-5i128), -5);
+        #[cfg(unix)]
+        assert_eq!((nanos(i64::MAX / 2, 999_999_999), nanos(-3, 5)), (i64::MAX, -2_999_999_995));
     }
 
     #[test]

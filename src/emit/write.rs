@@ -50,28 +50,17 @@ pub struct Contents {
     /// [`crate::base::digest::digest`] of the bytes.
     pub digest: String,
     pub text: Option<String>,
-    /// Of a file of the tree: its status when its digest was taken (from
-    /// the cache of file status, or as it was read), where known. A swap
-    /// that hard-links the file keeps its bytes and changes its change time
-    /// alone: the cache learns the new status ([`StatCache::record_relinked`]).
-    pub stat: Option<Stat>,
 }
 
 impl Contents {
     /// `text`, with its digest.
     pub fn text(text: String) -> Contents {
-        Contents { digest: digest(text.as_bytes()), text: Some(text), stat: None }
+        Contents { digest: digest(text.as_bytes()), text: Some(text) }
     }
 
     /// A file known by its digest alone.
     pub fn digest(digest: String) -> Contents {
-        Contents { digest, text: None, stat: None }
-    }
-
-    /// The same, read from a file of the tree whose status was `stat`.
-    fn with_stat(mut self, stat: Option<Stat>) -> Contents {
-        self.stat = stat;
-        self
+        Contents { digest, text: None }
     }
 }
 
@@ -349,6 +338,12 @@ pub struct Existing {
     /// and a set built from it would compare every path with the next
     /// twice).
     pub entries: Vec<PathBuf>,
+    /// Read for a writer: the status each of `ours` had when its digest
+    /// was taken (from the cache of file status, or as it was read), where
+    /// known, in the order of `ours`; empty otherwise. A swap that
+    /// hard-links a file keeps its bytes and moves its change time alone:
+    /// the cache learns the new status ([`StatCache::record_relinked`]).
+    pub status: Vec<Option<Stat>>,
 }
 
 impl Existing {
@@ -387,6 +382,8 @@ pub struct Walked {
     /// What the walk found, sorted.
     found: Vec<Found>,
     texts: bool,
+    /// Whether [`Existing::status`] is kept (for a writer).
+    keep_status: bool,
 }
 
 /// Walks the output directory `out` (which may not exist yet) for
@@ -395,7 +392,7 @@ pub struct Walked {
 /// when it knows none of a tree's files, as on a fresh checkout, where
 /// every file is read, and its status taken as it is opened).
 pub fn walk_tree(out: &Path, texts: bool, cache: &StatCache) -> Result<Walked, Diagnostic> {
-    let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts };
+    let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts, keep_status: false };
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
         Err(e) => {
@@ -428,7 +425,7 @@ impl Walked {
     /// texts too if walked for [`scan_texts`]), but those `cache` knows
     /// unchanged; what is read goes into `cache`.
     pub fn read(self, cache: &StatCache) -> Result<Existing, Diagnostic> {
-        let Walked { out, found, texts } = self;
+        let Walked { out, found, texts, keep_status } = self;
         let out = out.as_path();
         let mut existing = Existing { entries: found.iter().map(|f| f.rel.clone()).collect(), ..Existing::default() };
         let mut files = Vec::with_capacity(found.len());
@@ -449,14 +446,15 @@ impl Walked {
         // Cached under its path in the tree: the cache is the tree's own.
         // A file read is recorded under the status of the file opened, so
         // the entry is that of the bytes hashed even if the file was
-        // replaced since the walk.
-        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<FileRead> {
+        // replaced since the walk. With each file, the status its digest
+        // was taken from: the one the cache knew, or the one opened.
+        let read_one = |rel: &Path, stat: Option<Stat>| -> std::io::Result<Taken> {
             if let Some(d) = stat.and_then(|s| cache.lookup(Kind::Output, rel, s)) {
-                return Ok((Some(Contents::digest(d).with_stat(stat)), None));
+                return Ok((Some(Contents::digest(d)), stat, false));
             }
-            read_if_ours(&out.join(rel), texts)
+            read_if_ours(&out.join(rel), texts).map(|(contents, opened)| (contents, opened, true))
         };
-        let read: Vec<(PathBuf, std::io::Result<FileRead>)> = files
+        let read: Vec<(PathBuf, std::io::Result<Taken>)> = files
             .into_par_iter()
             .map(|(rel, stat)| {
                 let r = read_one(&rel, stat);
@@ -466,12 +464,26 @@ impl Walked {
         cache.record_all(
             Kind::Output,
             read.iter().filter_map(|(rel, r)| match r {
-                Ok((Some(c), Some(opened))) => Some((rel.as_path(), *opened, c.digest.as_str())),
+                Ok((Some(c), Some(opened), true)) => Some((rel.as_path(), *opened, c.digest.as_str())),
                 _ => None,
             }),
         );
-        let read = read.into_iter().map(|(rel, r)| (rel, r.map(|(contents, _)| contents))).collect();
+        // The status of each of isvc's files, in the order of `ours`.
+        let mut status = Vec::new();
+        let read = read
+            .into_iter()
+            .map(|(rel, r)| {
+                let contents = r.map(|(contents, stat, _)| {
+                    if keep_status && contents.is_some() {
+                        status.push(stat);
+                    }
+                    contents
+                });
+                (rel, contents)
+            })
+            .collect();
         existing.ours = sort_read(out, read, &mut existing.foreign)?.into_iter().collect();
+        existing.status = status;
         Ok(existing)
     }
 }
@@ -705,6 +717,11 @@ const MAX_OWN_FILE_BYTES: u64 = 64 << 20;
 /// file status).
 type FileRead = (Option<Contents>, Option<Stat>);
 
+/// A file of the tree as [`Walked::read`] took it: its contents if it is
+/// isvc's, the status its digest was taken from, and whether it was read
+/// now (to record in the cache of file status) rather than known by it.
+type Taken = (Option<Contents>, Option<Stat>, bool);
+
 /// The digest of `path`, and its text if `text`, if isvc wrote it, with
 /// the status of the file opened. Of a file that does not start with the
 /// header, no more than one read's worth is read ([`read_own`]), whatever
@@ -727,7 +744,7 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<FileRead> {
         if !read_own(&file, meta.len(), &mut bytes)? {
             return Ok((None, None));
         }
-        return Ok((String::from_utf8(bytes).ok().map(|t| Contents::text(t).with_stat(opened)), opened));
+        return Ok((String::from_utf8(bytes).ok().map(Contents::text), opened));
     }
     // For the digest alone, each thread reads into one buffer it keeps.
     thread_local! {
@@ -738,7 +755,7 @@ fn read_if_ours(path: &Path, text: bool) -> std::io::Result<FileRead> {
         if !read_own(&file, meta.len(), bytes)? {
             return Ok((None, None));
         }
-        Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes)).with_stat(opened)), opened))
+        Ok((std::str::from_utf8(bytes).is_ok().then(|| Contents::digest(digest(bytes))), opened))
     })
 }
 
@@ -957,7 +974,8 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let walked = walk_tree(out, false, cache)?;
+        let mut walked = walk_tree(out, false, cache)?;
+        walked.keep_status = true;
         Ok(Opening {
             writer: Writer { out: out.to_path_buf(), parent, _lock: lock, existing: Existing::default() },
             walked,
@@ -1385,16 +1403,24 @@ fn record_relinked(out: &Path, root: &Path, linked: &[PathBuf], existing: &Exist
     // the order of paths (a walk sorted by name), as the files of
     // `existing` below `root` are, so the two are walked together rather
     // than each file looked up (58,000 at 10,000 services in two clusters).
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    if existing.status.len() != existing.ours.len() {
+        return;
+    }
+    let start = existing.ours.range::<Path, _>((Unbounded, Excluded(root))).count();
     let mut known = existing
         .ours
-        .range::<Path, _>((std::ops::Bound::Included(root), std::ops::Bound::Unbounded))
-        .map_while(|(path, c)| Some((path.strip_prefix(root).ok()?, c)))
+        .range::<Path, _>((Included(root), Unbounded))
+        .zip(&existing.status[start..])
+        .map_while(|((path, c), stat)| Some((path.strip_prefix(root).ok()?, c, stat)))
         .peekable();
     let mut pairs: Vec<(&PathBuf, Stat, &str)> = Vec::with_capacity(linked.len());
     for rel in linked {
-        while known.next_if(|(path, _)| *path < rel.as_path()).is_some() {}
-        if let Some((_, c)) = known.next_if(|(path, _)| *path == rel.as_path()) {
-            pairs.extend(c.stat.map(|before| (rel, before, c.digest.as_str())));
+        while known.next_if(|(path, ..)| *path < rel.as_path()).is_some() {}
+        if let Some((_, c, stat)) = known.next_if(|(path, ..)| *path == rel.as_path()) {
+            // Only a digest of settled bytes is recorded: the files of a
+            // render right after another are not looked at again.
+            pairs.extend(stat.filter(|s| cache.is_settled(*s)).map(|before| (rel, before, c.digest.as_str())));
         }
     }
     // Their status now, taken on every core.
