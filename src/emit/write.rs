@@ -1165,7 +1165,8 @@ fn write_swap(
     let record = Path::new(MANIFEST);
     let tree_changes = changes.without_manifest();
     if !tree_changes.is_empty() {
-        swap_changes(out, parent, planned, &tree_changes, existing, cache)?;
+        let (root, linked) = swap_changes(out, parent, planned, &tree_changes)?;
+        record_relinked(out, &root, &linked, existing, cache);
     }
     if changes.paths().any(|p| p == record) {
         match planned.get(record) {
@@ -1185,28 +1186,23 @@ fn write_swap(
     Ok(())
 }
 
-/// The swap of [`write_swap`], for `changes` without the manifest.
+/// The swap of [`write_swap`], for `changes` without the manifest: the
+/// directory swapped (below `out`), and the files hard-linked below it.
 fn swap_changes(
     out: &Path,
     parent: &Path,
     planned: &Tree,
     changes: &Changes,
-    existing: &Existing,
-    cache: &StatCache,
-) -> Result<(), Diagnostic> {
+) -> Result<(PathBuf, Vec<PathBuf>), Diagnostic> {
     let mut root = swap_root(out, changes);
     loop {
         match swap_subtree(out, parent, &root, planned, changes) {
-            Ok(linked) => {
-                record_relinked(out, &root, &linked, existing, cache);
-                break;
-            }
+            Ok(linked) => return Ok((root, linked)),
             Err(Swap::Vanishes) if root.pop() => {}
             Err(Swap::Vanishes) => return Err(Diagnostic::error(format!("cannot write {}", out.display()))),
             Err(Swap::Failed(d)) => return Err(d),
         }
     }
-    Ok(())
 }
 
 /// The directory below `out` a swap of `changes` (without the manifest)
