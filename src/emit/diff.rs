@@ -319,9 +319,20 @@ fn compare(
         }
     }
     report.unchanged = unchanged.iter().filter(|u| **u).count();
+    // A file removed whose object the render still writes elsewhere (a
+    // copy, or a file moved by hand) deletes no pod.
+    let written: foldhash::HashSet<(&Option<String>, &ObjectId)> = if loose.is_empty() && removed.is_empty() {
+        foldhash::HashSet::default()
+    } else {
+        objects.iter().map(|w| (&w.object.cluster, &w.object.id)).collect()
+    };
     let loose = loose.into_iter().map(|(key, (path, text))| (key, path, text));
     for ((cluster, id), path, old_text) in loose.chain(removed) {
-        let impact = if has_pods(&id.kind) { Impact::DeletesPods } else { Impact::NoPodChange };
+        let impact = if has_pods(&id.kind) && !written.contains(&(&cluster, &id)) {
+            Impact::DeletesPods
+        } else {
+            Impact::NoPodChange
+        };
         report.objects.push(entry(
             cluster,
             Change::Removed,

@@ -97,6 +97,31 @@ fn a_new_model_restarts_pods_and_markdown_says_so() {
 }
 
 #[test]
+fn a_new_image_restarts_every_deployment_and_a_copy_of_a_file_is_removed_without_deleting_pods() {
+    let dir = setup(QWEN3);
+    std::fs::write(dir.path().join("services/other.yaml"), QWEN3.replace("name: qwen3", "name: other")).unwrap();
+    render(dir.path());
+    // A copy of isvc's own file, made by hand beside it: the render removes
+    // it, and the Deployment it holds stays.
+    let rendered = dir.path().join("rendered/default/qwen3");
+    std::fs::copy(rendered.join("deployment.yaml"), rendered.join("copy.yaml")).unwrap();
+    let platform =
+        "apiVersion: ai.example.com/v1alpha1\nkind: Platform\ndefaults:\n  image: vllm/vllm-openai:v0.11.1\n";
+    std::fs::write(dir.path().join("platform.yaml"), platform).unwrap();
+    let (code, out, _) =
+        stdout(isvc(dir.path()).args(["diff", "services", "--platform", "platform.yaml", "--out", "rendered"]));
+    assert_eq!(code, 1, "{out}");
+    for name in ["qwen3", "other"] {
+        assert!(out.contains(&format!("~ Deployment default/{name}  [restarts pods]")), "{out}");
+    }
+    assert!(out.contains("fields: spec.template.spec.containers[0].image"), "{out}");
+    assert!(out.contains("+        image: vllm/vllm-openai:v0.11.1"), "{out}");
+    let copy = out.lines().find(|l| l.starts_with("- Deployment default/qwen3")).unwrap_or_else(|| panic!("{out}"));
+    assert!(!copy.contains("deletes pods"), "{out}");
+    assert!(out.ends_with("0 added, 2 changed (2 restart pods), 1 removed, 5 unchanged\n"), "{out}");
+}
+
+#[test]
 fn check_lists_stale_missing_and_extra_files_and_writes_nothing() {
     let dir = setup(QWEN3);
     let (code, out, err) = stdout(isvc(dir.path()).args(["render", "services", "--out", "rendered", "--check"]));
