@@ -388,19 +388,8 @@ impl StatCache {
     /// all at once: the files of a tree are read on every core, and
     /// recorded together after.
     pub fn record_all<'a>(&self, kind: Kind, read: impl IntoIterator<Item = (&'a Path, Stat, &'a str)>) {
-        if self.file.is_none() {
-            return;
-        }
-        let read = read.into_iter();
-        let mut learned = Vec::with_capacity(read.size_hint().1.unwrap_or(0));
-        for (path, stat, digest) in read {
-            if stat.ctime_ns.saturating_add(SETTLED_NS) >= self.start_ns {
-                continue;
-            }
-            let Some(path) = path.to_str() else { continue };
-            learned.push((kind, path.into(), Entry { stat, digest: digest.to_string() }));
-        }
-        self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
+        let settled = |stat: &Stat| stat.ctime_ns.saturating_add(SETTLED_NS) < self.start_ns;
+        self.learn(kind, read.into_iter().filter(|(_, stat, _)| settled(stat)));
     }
 
     /// Records the digests of files a swap of the tree hard-linked, each
@@ -409,25 +398,30 @@ impl StatCache {
     /// and nothing else. Recorded under `now` where the file is the same
     /// (device and inode), of the same size and modification time, and
     /// its digest was taken of settled bytes (both times of `before`
-    /// [`SETTLED_NS`] before the run began, as [`StatCache::record`]
-    /// asks). A write since the digest was taken sets the modification
-    /// time to the time of the write, which a settled one is not, and the
-    /// file is read again; only a write that also set the modification time
-    /// back within the clock tick of the status taken after the swap would
-    /// go unseen.
+    /// [`SETTLED_NS`] before the run began: [`StatCache::is_settled`]). A
+    /// write since the digest was taken sets the modification time to the
+    /// time of the write, which a settled one is not, and the file is read
+    /// again; only a write that also set the modification time back within
+    /// the clock tick of the status taken after the swap would go unseen.
     pub fn record_relinked<'a>(&self, kind: Kind, files: impl IntoIterator<Item = (&'a Path, Stat, Stat, &'a str)>) {
+        let kept = |before: &Stat, now: &Stat| {
+            (before.dev, before.ino, before.size, before.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns)
+        };
+        let relinked = files.into_iter().filter(|(_, before, now, _)| kept(before, now) && self.is_settled(*before));
+        self.learn(kind, relinked.map(|(path, _, now, digest)| (path, now, digest)));
+    }
+
+    /// Keeps `files` (path, status, digest) as learned by this run, but a
+    /// path that is not UTF-8 (read again each time); nothing with the
+    /// cache off.
+    fn learn<'a>(&self, kind: Kind, files: impl Iterator<Item = (&'a Path, Stat, &'a str)>) {
         if self.file.is_none() {
             return;
         }
-        let mut learned = Vec::new();
-        for (path, before, now, digest) in files {
-            let same =
-                (before.dev, before.ino, before.size, before.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns);
-            if !same || !self.is_settled(before) {
-                continue;
-            }
+        let mut learned = Vec::with_capacity(files.size_hint().1.unwrap_or(0));
+        for (path, stat, digest) in files {
             let Some(path) = path.to_str() else { continue };
-            learned.push((kind, path.into(), Entry { stat: now, digest: digest.to_string() }));
+            learned.push((kind, path.into(), Entry { stat, digest: digest.to_string() }));
         }
         self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
     }
