@@ -1,6 +1,7 @@
 //! The layers, as a test over the module graph: a module may import only
-//! layers below it (and its own), and the layers an Operator would embed
-//! (base, model, k8s, derive) touch neither the file system nor clap.
+//! layers below it (and its own), the layers an Operator would embed
+//! (base, model, k8s, derive) touch neither the file system nor clap, and
+//! only the command line uses the terminal's crates.
 //! ARCHITECTURE.md draws the same picture.
 
 #[cfg(test)]
@@ -20,12 +21,15 @@ mod tests {
         ("compiler", 6),
         ("emit", 7),
         ("report", 8),
+        ("run", 8),
         ("cli", 9),
     ];
 
     /// Layers that build without I/O or the CLI.
     const PURE: &[&str] = &["base", "model", "k8s", "derive"];
     const FORBIDDEN_IN_PURE: &[&str] = &["std::fs", "clap", "walkdir", "tempfile", "rustix", "std::process"];
+    /// What only the command line uses: the terminal and its arguments.
+    const CLI_ONLY: &[&str] = &["clap", "anstream"];
 
     fn rank(layer: &str) -> Option<u8> {
         LAYERS.iter().find(|(l, _)| *l == layer).map(|(_, r)| *r)
@@ -61,6 +65,13 @@ mod tests {
                     let sideways = theirs == own && target != layer;
                     if theirs > own || sideways {
                         wrong.push(format!("src/{}:{}: {layer} imports {target}", rel.display(), i + 1));
+                    }
+                }
+                if layer != "cli" {
+                    for f in CLI_ONLY {
+                        if code.contains(f) && !code.trim_start().starts_with("//") {
+                            wrong.push(format!("src/{}:{}: {layer} uses {f}", rel.display(), i + 1));
+                        }
                     }
                 }
                 if PURE.contains(&layer.as_str()) {

@@ -36,6 +36,7 @@ pub mod load;
 pub mod model;
 mod render;
 pub mod report;
+pub mod run;
 
 pub use compiler::admission::QuotaUsage;
 pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options, RecordedNamespace};

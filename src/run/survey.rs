@@ -1,0 +1,383 @@
+//! What a run reads of an output tree and its inputs before it compiles:
+//! the settings the manifest records, the tree's manifest and cache of file
+//! status, the input files' digests, and the namespaces a change touches.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::{Compiled, Namespaces, Sources, compile_unshown, template_dir};
+use crate::base::diagnostics::Diagnostics;
+use crate::base::paths::{relative_to, slash};
+use crate::check;
+use crate::compiler;
+use crate::emit::manifest::{self, Manifest, Selection};
+use crate::emit::stat::{self, StatCache};
+use crate::emit::write as output;
+use crate::load::{self, files::absolute};
+use crate::model::objects::Held;
+use crate::model::platform::{Engine, Platform};
+
+/// What decides a render's output besides the services, as the manifest
+/// records it: the platform file and the templates (by digest), the GitOps
+/// engine and the disabled rules; and the platform file as it loaded (if it
+/// did). Read before the inputs are loaded, so a file changed during the
+/// run shows as changed the next time.
+pub(super) fn run_settings_and_platform(inputs: &Sources, base: &Path) -> (Vec<String>, Option<Platform>) {
+    use crate::load::files::read_regular;
+    let base = absolute(base);
+    let label = |p: &Path| slash(&relative_to(&absolute(p), &base));
+    let mut settings = Vec::new();
+    let platform = match &inputs.platform {
+        None => {
+            settings.push("platform none".to_string());
+            None
+        }
+        Some(p) => match read_regular(p, load::MAX_FILE_BYTES, true) {
+            Ok(bytes) => {
+                settings.push(format!("platform {} {}", manifest::digest(&bytes), label(p)));
+                load::load_platform(Some(p)).ok()
+            }
+            Err(_) => {
+                settings.push("platform unreadable".to_string());
+                None
+            }
+        },
+    };
+    match template_dir(inputs, platform.as_ref()) {
+        None => settings.push("templates built-in".to_string()),
+        Some(dir) => {
+            settings.push(format!("templates {}", label(&dir)));
+            match load::template_sources(&dir) {
+                Ok(sources) => settings.extend(sources.iter().map(|s| {
+                    let name = s.name.file_name().unwrap_or_default().to_string_lossy();
+                    format!("template {} {name}", manifest::digest(s.text.as_bytes()))
+                })),
+                Err(_) => settings.push("templates unreadable".to_string()),
+            }
+        }
+    }
+    let engine = match inputs.gitops {
+        None => "platform",
+        Some(Engine::Argocd) => "argocd",
+        Some(Engine::Flux) => "flux",
+    };
+    settings.push(format!("gitops {engine}"));
+    let disabled = check::Config::with_disabled(&inputs.disable).map(|c| c.disabled.into_iter().collect::<Vec<_>>());
+    match disabled {
+        Ok(ids) if ids.is_empty() => settings.push("disable none".to_string()),
+        Ok(ids) => settings.push(format!("disable {}", ids.join(","))),
+        Err(_) => settings.push("disable unknown".to_string()),
+    }
+    (settings, platform)
+}
+
+/// An input file as a survey read it.
+pub(super) struct InputFile {
+    /// The path it is read by.
+    pub(super) path: PathBuf,
+    /// The label output headers name it by.
+    pub(super) label: String,
+    /// The digest of its bytes.
+    pub(super) digest: String,
+    /// Its size in bytes.
+    pub(super) bytes: u64,
+}
+
+/// The input files found, each with its status, and the directories their
+/// labels are made from: what [`input_digests`] reads.
+struct InputStatus {
+    cwd: PathBuf,
+    base: PathBuf,
+    files: Vec<(PathBuf, Option<std::fs::Metadata>)>,
+}
+
+/// Finds the input files and reads their status; `None` when the inputs
+/// include standard input or cannot all be found (the compile then reports
+/// why).
+fn input_status(paths: &[PathBuf], base: &Path) -> Option<InputStatus> {
+    if paths.iter().any(|p| p == Path::new("-")) {
+        return None;
+    }
+    let cwd = std::env::current_dir().ok()?;
+    let base = crate::load::files::absolute_in(&cwd, base);
+    let files = load::input_files_with_status(paths).ok()?;
+    Some(InputStatus { cwd, base, files })
+}
+
+/// Every input file's label (as output headers name it) and digest, read
+/// now but where `cache` knows the file unchanged; `None` when one cannot
+/// be read (the compile then reports why).
+fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile>> {
+    use rayon::prelude::*;
+    let InputStatus { cwd, base, files } = found;
+    // Gathered as a list of a known length and checked after (in place):
+    // rayon gathers an `Option` of a list in pieces grown one item at a
+    // time, each step on fresh memory.
+    // Each file with its absolute path and, where it was read, the status
+    // to record its digest under (recorded together after).
+    let read: Vec<Option<(InputFile, PathBuf, Option<stat::Stat>)>> = files
+        .par_iter()
+        .map(|(f, meta)| {
+            let path = crate::load::files::absolute_in(cwd, f);
+            // The status of the file the path leads to, read as the loader
+            // reads it (through `f` itself, links followed: `absolute`
+            // resolves `..` in the text, which a link can make another
+            // file). A file replaced between the two is recorded under the
+            // status of the one before, which no later file has.
+            let status = meta.as_ref().and_then(stat::Stat::of);
+            let (digest, learned) = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
+                Some(d) => (d, None),
+                None => {
+                    let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+                    (manifest::digest(&bytes), status)
+                }
+            };
+            let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
+            let label = slash(&relative_to(&path, base));
+            Some((InputFile { label, digest, bytes, path: f.clone() }, path, learned))
+        })
+        .collect();
+    let read: Vec<_> = read.into_iter().collect::<Option<_>>()?;
+    cache.record_all(
+        stat::Kind::Input,
+        read.iter().filter_map(|(file, path, learned)| Some((path.as_path(), (*learned)?, file.digest.as_str()))),
+    );
+    Some(read.into_iter().map(|(file, _, _)| file).collect())
+}
+
+/// Where the cache of file status lives (`emit::stat`): `$ISVC_CACHE_DIR`
+/// (empty turns it off), else `isvc` in `$XDG_CACHE_HOME` or in `~/.cache`.
+fn stat_cache_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    if let Some(dir) = var("ISVC_CACHE_DIR") {
+        return (!dir.as_os_str().is_empty()).then_some(dir);
+    }
+    match var("XDG_CACHE_HOME").filter(|d| d.is_absolute()) {
+        Some(dir) => Some(dir.join("isvc")),
+        None => var("HOME").filter(|d| d.is_absolute()).map(|home| home.join(".cache").join("isvc")),
+    }
+}
+
+/// The cache of file status of the output tree `out`.
+fn stat_cache(out: &Path) -> StatCache {
+    StatCache::open(stat_cache_dir().as_deref(), out)
+}
+
+/// What a run reads of an output tree and its inputs before it compiles:
+/// the tree's manifest and cache of file status, and the digests of the
+/// input files, each set once by [`Survey::read_while_compiling`], as it
+/// is read.
+#[derive(Default)]
+pub(super) struct Survey {
+    cache: OnceLock<StatCache>,
+    manifest: OnceLock<Option<Manifest>>,
+    /// The input files; `None` for standard input or an input that cannot
+    /// be read.
+    inputs: OnceLock<Option<Vec<InputFile>>>,
+}
+
+/// How [`Survey::read_while_compiling`] reads the tree, when the manifest
+/// records the settings.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// Not at all.
+    Skip,
+    /// Without the lock (`--check`, `diff`).
+    Scan,
+    /// Under the lock, for writing: `out` is the checked output directory.
+    Open,
+}
+
+/// The tree as walked, before its files are read.
+pub(super) enum Walk {
+    Skipped,
+    Scanned(output::Walked),
+    Opened(output::Opening),
+}
+
+impl Walk {
+    /// The tree's files read, but those `cache` knows unchanged.
+    pub(super) fn read(self, cache: &StatCache) -> Result<TreeRead, Diagnostics> {
+        Ok(match self {
+            Walk::Skipped => TreeRead { writer: None, scanned: None },
+            Walk::Scanned(walked) => TreeRead { writer: None, scanned: walked.read(cache).ok() },
+            Walk::Opened(opening) => TreeRead { writer: Some(opening.read(cache)?), scanned: None },
+        })
+    }
+}
+
+/// The tree as read: under the lock, for writing, or not.
+pub(super) struct TreeRead {
+    pub(super) writer: Option<output::Writer>,
+    pub(super) scanned: Option<output::Existing>,
+}
+
+impl TreeRead {
+    /// The tree's contents, either way.
+    pub(super) fn existing(&self) -> Option<&output::Existing> {
+        self.writer.as_ref().map(|w| &w.existing).or(self.scanned.as_ref())
+    }
+
+    /// Whether `recorded` (a manifest of this run's settings) lists the
+    /// files isvc owns in the tree, unedited: the tree a render may keep
+    /// namespaces of.
+    pub(super) fn described_by(&self, recorded: &Manifest) -> bool {
+        self.existing().is_some_and(|e| recorded.matches_tree(e))
+    }
+}
+
+impl Survey {
+    /// The cache of file status (off, before it is loaded).
+    pub(super) fn cache(&self) -> &StatCache {
+        self.cache.get_or_init(StatCache::off)
+    }
+
+    pub(super) fn manifest(&self) -> Option<&Manifest> {
+        self.manifest.get().and_then(Option::as_ref)
+    }
+
+    pub(super) fn inputs(&self) -> Option<&[InputFile]> {
+        self.inputs.get().and_then(Option::as_deref)
+    }
+
+    /// The manifest, when it records this run's settings and the tree is
+    /// read (`reading`) from input files all found: whether it describes
+    /// the tree is for [`TreeRead::described_by`] to tell.
+    pub(super) fn recorded(&self, settings: &[String], reading: Reading) -> Option<&Manifest> {
+        let read = reading != Reading::Skip && self.inputs().is_some();
+        self.manifest().filter(|m| read && m.settings == settings)
+    }
+
+    /// Whether `recorded` lists exactly this run's input files, by digest.
+    /// With [`TreeRead::described_by`]: the tree is by its digests exactly what
+    /// a render would write there, and no compile is needed.
+    pub(super) fn same_inputs(&self, recorded: &Manifest) -> bool {
+        let Some(current) = self.inputs() else { return false };
+        let current: Vec<(&str, &str)> = current.iter().map(|f| (f.label.as_str(), f.digest.as_str())).collect();
+        !current.is_empty() && recorded.same_inputs(&current)
+    }
+
+    /// Reads the output tree `out` and the input files `paths` (labelled
+    /// relative to `base`) and, on the chance that the manifest of this
+    /// run's `settings` describes the tree (as it does unless the tree was
+    /// edited by hand), compiles `inputs` where the manifest shows them
+    /// changed: the namespaces [`select`] chooses (the input files are
+    /// those recorded: nothing). Returns the manifest if it describes the
+    /// tree, and then the compile (its warnings not shown yet), with the
+    /// selection it read by.
+    ///
+    /// The cache of file status and the manifest are read first, side by
+    /// side: the tree's files and the input files are looked up in the
+    /// one, the tree and the selection are judged by the other. Then the
+    /// rest runs in two parts side by side, each on every core the other
+    /// leaves idle: the tree walked (for a render, under the lock it writes
+    /// under) and its files read, but those the cache knows unchanged; and
+    /// the input files found and their digests taken, and what changed
+    /// compiled. (Where the compile waited for the walk, at 10,000
+    /// services in 20 namespaces `diff` after one change took 1.06x the
+    /// time; benches/README.md.)
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn read_while_compiling<'s, T: Held>(
+        &'s self,
+        paths: &[PathBuf],
+        out: &Path,
+        base: &Path,
+        settings: &[String],
+        reading: Reading,
+        inputs: &Sources,
+        platform: Option<&Platform>,
+    ) -> Result<Surveyed<'s, T>, Diagnostics> {
+        let text = Manifest::read_text(out);
+        // The settings the manifest records, on its first lines, decide
+        // whether the tree is walked.
+        let recorded = text.as_deref().and_then(Manifest::settings_in);
+        let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
+        // (The text goes once parsed.)
+        let parse = move || text.as_deref().and_then(Manifest::parse);
+        let (cache, manifest) = rayon::join(|| stat_cache(out), parse);
+        let _ = self.cache.set(cache);
+        let _ = self.manifest.set(manifest);
+        let (tree, produced) = rayon::join(
+            || {
+                let walk = match reading {
+                    Reading::Skip => Walk::Skipped,
+                    Reading::Scan => output::walk_tree(out, false, self.cache()).map_or(Walk::Skipped, Walk::Scanned),
+                    Reading::Open => output::Writer::lock_and_walk(out, self.cache()).map(Walk::Opened)?,
+                };
+                let tree = walk.read(self.cache())?;
+                // (Of a manifest of this run's settings: whether the input
+                // files were all found is for the other part to tell.)
+                let described = self.manifest().is_some_and(|m| m.settings == settings && tree.described_by(m));
+                Ok::<_, Diagnostics>((tree, described))
+            },
+            || {
+                let found = input_status(paths, base);
+                let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
+                let recorded = self.recorded(settings, reading);
+                let same = recorded.is_some_and(|m| self.same_inputs(m));
+                // The manifest, if there is something to compile by it.
+                let changed = recorded.filter(|_| !same);
+                let files = self.inputs().unwrap_or_default();
+                let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
+                let compiled = changed
+                    .map(|m| compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m))));
+                (same, compiled, selection)
+            },
+        );
+        let (tree, described) = tree?;
+        let (same, compiled, selection) = produced;
+        let described = self.recorded(settings, reading).filter(|_| described);
+        // A compile of a tree the manifest does not describe is set aside:
+        // its errors too, which a full compile reports.
+        let compiled = match (described, compiled) {
+            (Some(_), Some(compiled)) => Some(compiled?),
+            _ => None,
+        };
+        let selection = selection.filter(|_| described.is_some());
+        Ok(Surveyed { tree, described, same, compiled, selection })
+    }
+}
+
+/// What [`Survey::read_while_compiling`] found.
+pub(super) struct Surveyed<'s, T> {
+    pub(super) tree: TreeRead,
+    /// The manifest, if it records this run's settings and describes the
+    /// tree.
+    pub(super) described: Option<&'s Manifest>,
+    /// Whether the manifest lists this run's input files, unchanged.
+    pub(super) same: bool,
+    /// The compile of what the manifest shows changed, if it describes the
+    /// tree and the inputs changed.
+    pub(super) compiled: Option<Compiled<T>>,
+    pub(super) selection: Option<Selection<'s>>,
+}
+
+/// The namespaces a render compiles whatever changed (those of the tenants
+/// with Kueue queues: a cohort's tenants are compiled together), when it
+/// may read only the input files of the namespaces a change touches; `None`
+/// when it may not: where a cluster names the services it runs, each of
+/// which must be among the services a compile is given (the compile's
+/// check of the names, `compiler::clusters::unknown_services`, would miss
+/// the services of the namespaces kept unread).
+fn always_compiled(inputs: &Sources, platform: Option<&Platform>) -> Option<BTreeSet<String>> {
+    let Some(platform) = platform else {
+        // No platform file, or one that does not load (the compile says why).
+        return (inputs.platform.is_none() && inputs.gitops.is_none()).then(BTreeSet::new);
+    };
+    let names_services = platform.clusters.iter().any(|c| !c.services.is_empty());
+    (!names_services).then(|| compiler::cohort_namespaces(platform).into_keys().collect())
+}
+
+/// The input files of the namespaces a change touches, over the tree the
+/// manifest `recorded` describes, when a compile may read only those
+/// ([`always_compiled`], [`Selection::new`]).
+fn select<'m>(
+    inputs: &Sources,
+    platform: Option<&Platform>,
+    recorded: &'m Manifest,
+    files: &'m [InputFile],
+) -> Option<Selection<'m>> {
+    let always = always_compiled(inputs, platform)?;
+    Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
+}
