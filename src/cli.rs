@@ -638,8 +638,11 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
         (false, true) => run::Mode::Full,
         (true, true) => run::Mode::CheckFull,
     };
-    let rendered = run::render_tree(&sources, &out, mode, &Terminal)?;
-    let changes = &rendered.changes;
+    let run::Rendered { changes, objects, files, quota, remains } = run::render_tree(&sources, &out, mode, &Terminal)?;
+    // The process ends after this; freeing tens of thousands of files one
+    // by one (the tree written, the tree found, the cache's entries) would
+    // only delay the exit. The lock goes with the process.
+    remains.leave();
     if args.check {
         if changes.is_empty() {
             status(&format!("{} is up to date ({} files)", out.display(), changes.unchanged));
@@ -669,12 +672,8 @@ fn render(args: RenderArgs) -> Result<ExitCode, Diagnostics> {
             }
         }
     }
-    say_quota(&rendered.quota);
-    status(&rendered_summary(rendered.objects, &args.inputs.paths, &out, rendered.files, changes));
-    // The process ends here; freeing tens of thousands of files one by one
-    // (the tree written, the tree found, the cache's entries) would only
-    // delay the exit. The lock goes with the process.
-    rendered.remains.leave();
+    say_quota(&quota);
+    status(&rendered_summary(objects, &args.inputs.paths, &out, files, &changes));
     Ok(ExitCode::SUCCESS)
 }
 
