@@ -752,6 +752,8 @@ impl Stage<'_> {
     ) -> Vec<T> {
         let diags = &mut out.diags;
         objects::sort(&mut objects);
+        let picker = platform.gateway.as_ref().filter(|g| g.inference_extension).map(|g| &g.endpoint_picker);
+        diags.extend(twice_rendered(&objects, services, picker.map(|p| p.service_suffix.as_str())));
         diags.extend(adapters::unmounted(&objects));
         let cx = crate::k8s::index::Context::new(shared.iter().chain(&objects));
         diags.extend(kueue::admit_workloads(&cx, services, platform, self.platform_file));
@@ -1016,6 +1018,105 @@ fn add_engine_objects<T: Held>(
     Ok(())
 }
 
+/// An error for each identity (API group, kind, namespace, name) two of a
+/// group's `objects` share, sorted (so objects of one kind, namespace and
+/// name follow each other): object names derive from service names, and a
+/// service with a gateway route also names its endpoint picker's objects
+/// `<service><picker_suffix>` (`-epp`), which a service of that name
+/// renders too. A cluster
+/// holds one object of an identity. Kustomize refuses the tree (its
+/// resource map: "may not add resource with an already registered id"),
+/// and so Flux; Argo CD applies only the last of them and warns
+/// (`RepeatedResourceWarning`, argo-cd `controller/state.go`,
+/// `DeduplicateTargetObjects`). Located at the service whose own name the
+/// object bears, else at the last of them by name.
+fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix: Option<&str>) -> Vec<Diagnostic> {
+    let same = |a: &ObjectId, b: &ObjectId| a.kind == b.kind && a.name == b.name && a.namespace == b.namespace;
+    // The kinds of each name rendered more than once, by what renders them
+    // (their owners, in order) and how often.
+    let mut found: BTreeMap<(Vec<Option<&str>>, &ObjectId), Vec<&str>> = BTreeMap::new();
+    let mut start = 0;
+    while start < objects.len() {
+        let mut end = start + 1;
+        while end < objects.len() && same(&objects[start].id, &objects[end].id) {
+            end += 1;
+        }
+        let run = &objects[start..end];
+        start = end;
+        if run.len() < 2 {
+            continue;
+        }
+        // Of one kind, namespace and name: those of one API group as well.
+        let mut groups: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
+        for o in run {
+            groups.entry(o.id.group()).or_default().push(o);
+        }
+        for twins in groups.into_values().filter(|t| t.len() > 1) {
+            let mut owners: Vec<Option<&str>> = twins.iter().map(|o| o.owner.as_deref()).collect();
+            owners.sort();
+            let first = found.keys().find(|(o, id)| *o == owners && same_name(id, &twins[0].id)).map(|(_, id)| *id);
+            found.entry((owners, first.unwrap_or(&twins[0].id))).or_default().push(&twins[0].id.kind);
+        }
+    }
+    if found.is_empty() {
+        return Vec::new();
+    }
+    let by_name = crate::load::by_name(services);
+    let name_path = [PathSegment::Key("metadata".into()), PathSegment::Key("name".into())];
+    found
+        .into_iter()
+        .map(|((owners, id), kinds)| {
+            let makers: Vec<String> = owners
+                .iter()
+                .map(|o| match o {
+                    Some(owner) => format!("service {owner:?}"),
+                    None => "the platform file".to_string(),
+                })
+                .collect();
+            let owner = owners.iter().flatten().find(|o| **o == id.name).or_else(|| owners.iter().flatten().last());
+            let namespace = id.namespace.as_deref().unwrap_or_default();
+            let location = owner.and_then(|o| by_name.get(&(namespace, *o))).map(|s| s.location(&name_path));
+            let times = match owners.len() {
+                2 => "twice".to_string(),
+                n => format!("{n} times"),
+            };
+            let named = match &id.namespace {
+                Some(ns) => format!("{ns}/{}", id.name),
+                None => id.name.clone(),
+            };
+            Diagnostic::error(format!(
+                "{} {named} {} rendered {times}, for {}: a cluster holds one object of a kind and name",
+                and_list(&kinds),
+                if kinds.len() == 1 { "is" } else { "are each" },
+                and_list(&makers.iter().map(String::as_str).collect::<Vec<_>>())
+            ))
+            .at_opt(location)
+            .note(match picker_suffix {
+                Some(suffix) => format!(
+                    "object names come from service names, and a service with a gateway route also names its \
+                     endpoint picker's objects <service>{suffix}"
+                ),
+                None => "object names come from service names".to_string(),
+            })
+            .help("rename one of the services")
+        })
+        .collect()
+}
+
+/// Whether `a` and `b` name the same object but for its kind.
+fn same_name(a: &ObjectId, b: &ObjectId) -> bool {
+    a.name == b.name && a.namespace == b.namespace
+}
+
+/// `items` as prose: "a", "a and b", "a, b and c".
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 /// Checks every service's placement, with positions.
 pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
@@ -1046,4 +1147,58 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
         );
     }
     diags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(api_version: &str, kind: &str, name: &str, owner: Option<&str>) -> Object {
+        let value =
+            serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "ns"}});
+        let o = Object::new(ObjectId::new(api_version, kind, Some("ns"), name), value);
+        match owner {
+            Some(owner) => o.owned_by(owner),
+            None => o,
+        }
+    }
+
+    fn messages(mut objects: Vec<Object>) -> Vec<String> {
+        objects::sort(&mut objects);
+        twice_rendered(&objects, &[], Some("-epp")).into_iter().map(|d| d.message).collect()
+    }
+
+    #[test]
+    fn objects_of_one_identity_are_an_error_once_for_each_name_and_pair() {
+        let twice = "ns/a-epp are each rendered twice, for service \"a\" and service \"a-epp\": \
+                     a cluster holds one object of a kind and name";
+        assert_eq!(
+            messages(vec![
+                object("v1", "Service", "a-epp", Some("a")),
+                object("apps/v1", "Deployment", "a-epp", Some("a-epp")),
+                object("v1", "Service", "a-epp", Some("a-epp")),
+                object("apps/v1", "Deployment", "a-epp", Some("a")),
+                object("v1", "Service", "a", Some("a")),
+            ]),
+            [format!("Service and Deployment {twice}")]
+        );
+        // One kind and name in two API groups is two objects; two versions
+        // of one group, one.
+        assert!(
+            messages(vec![
+                object("v1", "Service", "s", Some("s")),
+                object("serving.knative.dev/v1", "Service", "s", Some("t")),
+            ])
+            .is_empty()
+        );
+        assert_eq!(
+            messages(vec![
+                object("autoscaling/v2", "HorizontalPodAutoscaler", "s", Some("s")),
+                object("autoscaling/v1", "HorizontalPodAutoscaler", "s", None),
+                object("autoscaling/v2", "HorizontalPodAutoscaler", "s", Some("t")),
+            ]),
+            ["HorizontalPodAutoscaler ns/s is rendered 3 times, for the platform file, service \"s\" and \
+              service \"t\": a cluster holds one object of a kind and name"]
+        );
+    }
 }

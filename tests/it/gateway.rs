@@ -451,3 +451,52 @@ fn picker_requests_above_their_limits_are_refused_in_the_platform_file() {
     );
     assert!(err.contains("--> platform.yaml:"), "{err}");
 }
+
+/// A service named as another's endpoint picker (`<name>-epp`) renders
+/// objects of the picker's kinds and name: one error for the pair, at the
+/// service named so, from every command that compiles, and from a
+/// re-render that compiles only the namespace the new service joins.
+/// Before, both were written (into two directories) and the index read
+/// one of them for the other.
+#[test]
+fn a_service_named_as_another_ones_endpoint_picker_is_an_error() {
+    let expected = "\
+error: Service, Deployment and PodDisruptionBudget chat/a-epp are each rendered twice, for service \"a\" and service \"a-epp\": a cluster holds one object of a kind and name
+  --> services/a-epp.yaml:3:18
+   |
+ 3 | metadata: {name: a-epp, namespace: chat}
+   |                  ^^^^^
+  = note: object names come from service names, and a service with a gateway route also names its endpoint picker's objects <service>-epp
+  = help: rename one of the services
+
+error: aborting due to 1 error; nothing was written
+";
+    let test = Test::new()
+        .file("services/a.yaml", service("a", "{route: a.example.com}", "replicas: 1"))
+        .file("services/b.yaml", service("b", "{route: b.example.com}", "replicas: 1"))
+        .platform(platform("", ""));
+    let run = test.cli(&["render", "services", "--platform", "platform.yaml", "--out", "rendered"]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let named = "apiVersion: ai.example.com/v1alpha2\nkind: InferenceService\n\
+                 metadata: {name: a-epp, namespace: chat}\nspec: {baseModel: Qwen/Qwen3-0.6B, replicas: 1}\n";
+    std::fs::write(run.path("services/a-epp.yaml"), named).unwrap();
+    let before = std::fs::read_to_string(run.path("rendered/.isvc-manifest")).unwrap();
+    for args in [
+        &["render", "services", "--platform", "platform.yaml", "--out", "rendered"][..],
+        &["render", "services", "--platform", "platform.yaml", "--stdout"],
+        &["render", "services", "--platform", "platform.yaml", "--out", "rendered", "--full"],
+    ] {
+        let out = crate::harness::isvc(run.dir.path()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{args:?}");
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(std::fs::read_to_string(run.path("rendered/.isvc-manifest")).unwrap(), before, "nothing written");
+    assert!(!run.path("rendered/chat/a-epp").exists());
+    let out = crate::harness::isvc(run.dir.path())
+        .args(["check", "services", "--platform", "platform.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with(expected.lines().next().unwrap()));
+}
