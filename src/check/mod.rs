@@ -419,9 +419,7 @@ pub(crate) fn run_in(cx: &Context<'_>, objects: &[Object], config: &Config) -> V
     let disabled = disabled_by_annotation(objects);
     findings.retain(|f| {
         !config.disabled.contains(f.rule.id)
-            && !disabled
-                .get(&(f.id.namespace.as_deref(), f.owner.as_deref().unwrap_or(&f.id.name)))
-                .is_some_and(|ids| ids.contains(f.rule.id))
+            && !disabled.get(&annotated(&f.id, f.owner.as_deref())).is_some_and(|ids| ids.contains(f.rule.id))
     });
     sort(&mut findings);
     findings
@@ -433,16 +431,33 @@ pub(crate) fn sort(findings: &mut Vec<Finding>) {
     findings.dedup();
 }
 
-/// Rule IDs disabled by annotation, by (namespace, service or object name).
-/// A service's annotation covers every object of the service.
-fn disabled_by_annotation(objects: &[Object]) -> HashMap<(Option<&str>, &str), HashSet<String>> {
-    let mut out: HashMap<(Option<&str>, &str), HashSet<String>> = HashMap::new();
+/// What an annotation that disables rules covers: every object of a
+/// service, or an object of no service alone.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Annotated<'a> {
+    /// The objects of the service of this namespace and name.
+    Service(Option<&'a str>, &'a str),
+    /// The object of this identity, of no service (the platform's).
+    Object(&'a ObjectId),
+}
+
+/// Whose annotation covers the object `id` of `owner`: its service's, else
+/// its own (a platform object named as a service is not the service's).
+fn annotated<'a>(id: &'a ObjectId, owner: Option<&'a str>) -> Annotated<'a> {
+    match owner {
+        Some(owner) => Annotated::Service(id.namespace.as_deref(), owner),
+        None => Annotated::Object(id),
+    }
+}
+
+/// Rule IDs disabled by annotation, by what the annotation covers.
+fn disabled_by_annotation(objects: &[Object]) -> HashMap<Annotated<'_>, HashSet<String>> {
+    let mut out: HashMap<Annotated<'_>, HashSet<String>> = HashMap::new();
     for o in objects {
         let Some(list) = o.value.at("/metadata/annotations").and_then(|a| a.get(DISABLE_ANNOTATION)) else {
             continue;
         };
-        let key = (o.id.namespace.as_deref(), o.owner.as_deref().unwrap_or(&o.id.name));
-        out.entry(key)
+        out.entry(annotated(&o.id, o.owner.as_deref()))
             .or_default()
             .extend(split_ids(list.as_str().unwrap_or_default()).filter_map(rule).map(|r| r.id.to_string()));
     }
@@ -629,6 +644,30 @@ impl<'a> CommandLine<'a> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_services_annotation_covers_its_objects_not_a_platform_object_of_its_name() {
+        let annotated_object = |kind: &str, annotations: Value| {
+            let value = json!({"apiVersion": "v1", "kind": kind,
+                "metadata": {"name": "container-limits", "namespace": "ml", "annotations": annotations}});
+            Object::new(ObjectId::of(&value).unwrap(), value)
+        };
+        // The service `container-limits` turns ISVC014 off; the platform's
+        // LimitRange of that name is not its object.
+        let service = annotated_object("Service", json!({DISABLE_ANNOTATION: "ISVC014"})).owned_by("container-limits");
+        let platform = annotated_object("LimitRange", json!({}));
+        let objects = [service, platform];
+        let disabled = disabled_by_annotation(&objects);
+        let off =
+            |o: &Object| disabled.get(&annotated(&o.id, o.owner.as_deref())).is_some_and(|ids| ids.contains("ISVC014"));
+        assert!(off(&objects[0]));
+        assert!(!off(&objects[1]));
+        // An object of no service is covered by its own annotation.
+        let own = annotated_object("LimitRange", json!({DISABLE_ANNOTATION: "ISVC014"}));
+        let objects = [own];
+        let disabled = disabled_by_annotation(&objects);
+        assert!(disabled.get(&annotated(&objects[0].id, None)).is_some_and(|ids| ids.contains("ISVC014")));
+    }
 
     #[test]
     fn rule_ids_are_unique_sequential_and_documented() {
