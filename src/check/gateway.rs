@@ -197,9 +197,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         }
     }
     // Admission of the picker's pods.
-    if let Some(w) =
-        cx.workloads_in(ns).iter().find(|w| w.templates.iter().any(|(t, _)| pods.iter().any(|p| std::ptr::eq(*p, *t))))
-    {
+    if let Some(w) = cx.workload_of_templates(&pods) {
         let mut problems = super::tenancy::limit_range_problems(cx, w);
         problems.extend(super::tenancy::quota_field_problems(cx, w));
         for p in problems {
@@ -212,7 +210,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
     let ns = namespace(pool);
     let mut out: Vec<String> = Vec::new();
-    for route in cx.objects_of_kind(ns, "HTTPRoute") {
+    for route in cx.routes_to_pool(ns, &pool.id.name) {
         let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
         let to_pool =
             rules.flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten()).any(|b| {

@@ -204,7 +204,7 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     // Service the pool of the workload's pods names.
     let mut whose = w.object.id.to_string();
     if query.contains("llm_d_epp_") {
-        let picker = cx.objects_of_kind(ns, "InferencePool").iter().find_map(|pool| {
+        let picker = cx.selecting(ns, "InferencePool", &pod_labels).into_iter().find_map(|pool| {
             let sel = pool.value.at("/spec/selector")?;
             pod_labels.iter().any(|l| super::selector_matches(sel, *l)).then_some(())?;
             let svc = pool.value.at("/spec/endpointPickerRef/name").and_then(Value::as_str)?;
@@ -219,20 +219,23 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     }
     let selects_pods =
         |selector: Option<&Value>| selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)));
+    // Each lookup by the labels of the pods (or Services) looked for: a
+    // scan of every object of the kind for each ScaledObject would grow
+    // with the square of the namespace.
     let by_pod_monitor =
-        cx.objects_of_kind(ns, "PodMonitor").iter().any(|m| selects_pods(m.value.at("/spec/selector")));
+        cx.selecting(ns, "PodMonitor", &pod_labels).iter().any(|m| selects_pods(m.value.at("/spec/selector")));
     let services: Vec<&Object> = cx
-        .objects_of_kind(ns, "Service")
-        .iter()
+        .selecting(ns, "Service", &pod_labels)
+        .into_iter()
         .filter(|svc| {
             let selector = svc.value.at("/spec/selector").map(|m| serde_json::json!({"matchLabels": m}));
             selects_pods(selector.as_ref())
         })
-        .copied()
         .collect();
-    let by_service_monitor = cx.objects_of_kind(ns, "ServiceMonitor").iter().any(|m| {
+    let service_labels: Vec<_> = services.iter().map(|svc| super::labels(&svc.value, "/metadata/labels")).collect();
+    let by_service_monitor = cx.selecting(ns, "ServiceMonitor", &service_labels).iter().any(|m| {
         let Some(selector) = m.value.at("/spec/selector") else { return false };
-        services.iter().any(|svc| super::selector_matches(selector, super::labels(&svc.value, "/metadata/labels")))
+        service_labels.iter().any(|l| super::selector_matches(selector, *l))
     });
     if !by_pod_monitor && !by_service_monitor {
         out.push(Finding::new(
@@ -262,8 +265,8 @@ pub(crate) fn scaled(v: Option<&Value>, total: i64, round_up: bool) -> Option<i6
 fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let Some(selector) = o.value.at("/spec/selector") else { return };
     let selected: Vec<&Workload<'_>> = cx
-        .workloads_in(namespace(o))
-        .iter()
+        .workloads_selectable(namespace(o), selector)
+        .into_iter()
         .filter(|w| {
             w.templates.iter().any(|(t, _)| super::selector_matches(selector, super::labels(t, "/metadata/labels")))
         })

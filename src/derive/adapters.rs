@@ -90,12 +90,19 @@ pub fn args() -> [String; 2] {
 pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
     let config = format!("{MOUNT_PATH}/{CONFIG_FILE}");
     let mut out = Vec::new();
-    for cm in objects.iter().filter(|o| o.id.kind == "ConfigMap" && o.value.at("/data/lora.yaml").is_some()) {
-        let Some(workload) = objects.iter().find(|o| {
-            o.owner == cm.owner
-                && o.id.namespace == cm.id.namespace
-                && !crate::model::kinds::pod_templates(&o.value).is_empty()
-        }) else {
+    let lora = |o: &&Object| o.id.kind == "ConfigMap" && o.value.at("/data/lora.yaml").is_some();
+    if !objects.iter().any(|o| lora(&o)) {
+        return out;
+    }
+    // The first object with pod templates of each (namespace, owner): one
+    // pass, where a scan for each ConfigMap would grow with the square of
+    // a namespace of services with adapters.
+    let mut workloads: BTreeMap<(&Option<String>, &Option<String>), &Object> = BTreeMap::new();
+    for o in objects.iter().filter(|o| !crate::model::kinds::pod_templates(&o.value).is_empty()) {
+        workloads.entry((&o.id.namespace, &o.owner)).or_insert(o);
+    }
+    for cm in objects.iter().filter(lora) {
+        let Some(workload) = workloads.get(&(&cm.id.namespace, &cm.owner)) else {
             continue;
         };
         let reads = crate::model::kinds::pod_templates(&workload.value).into_iter().any(|t| {

@@ -37,7 +37,41 @@ pub(crate) struct Context<'a> {
     by_kind: HashMap<(&'a str, &'a str), Vec<&'a Object>>,
     /// The PriorityClass pods without one get (`globalDefault: true`).
     pub default_priority_class: Option<&'a str>,
+    /// The reverse lookups, each built the first time a rule asks (most
+    /// groups need few of them): a namespace of thousands of services
+    /// would otherwise scan every object of a kind for each object that
+    /// looks them up, its check growing with the square of its size.
+    reverse: Reverse<'a>,
 }
+
+/// Lookups from an object to the objects that select or name it. Their
+/// maps are keyed by the hash of the names looked up ([`key`]): objects
+/// that share a hash are returned together, and every caller matches what
+/// it gets in full.
+#[derive(Default)]
+struct Reverse<'a> {
+    /// The objects of [`SELECTING`] kinds by (namespace, kind, label key,
+    /// label value) of one pair their selector requires (the first that is
+    /// a string), as places in `by_kind`; a selector that requires no pair
+    /// under the key "".
+    selecting: OnceLock<HashMap<u64, Vec<usize>>>,
+    /// The workloads of each namespace by (namespace, label key, label
+    /// value) of their pod templates, as places in `workloads`, each once.
+    workloads_by_label: OnceLock<HashMap<u64, Vec<usize>>>,
+    /// A pod template (by address) to its workload: (namespace, place).
+    workload_by_template: OnceLock<HashMap<usize, (&'a str, usize)>>,
+    /// The HTTPRoutes with a backend of an InferencePool, by (namespace,
+    /// pool name), in `by_kind` order, each once.
+    routes_to_pool: OnceLock<HashMap<u64, Vec<&'a Object>>>,
+}
+
+/// The key of names in the reverse lookups' maps.
+fn key(names: &[&str]) -> u64 {
+    std::hash::BuildHasher::hash_one(&foldhash::fast::FixedState::default(), names)
+}
+
+/// The kinds [`Context::selecting`] looks up by their selectors.
+const SELECTING: [&str; 4] = ["Service", "InferencePool", "ServiceMonitor", "PodMonitor"];
 
 /// An object that runs pods, with its replica bounds.
 pub(crate) struct Workload<'a> {
@@ -126,6 +160,7 @@ impl<'a> Context<'a> {
             quota_usage: HashMap::default(),
             by_kind: HashMap::default(),
             default_priority_class: None,
+            reverse: Reverse::default(),
         };
         for o in objects.clone() {
             let ns = namespace(o);
@@ -252,6 +287,126 @@ impl<'a> Context<'a> {
     pub fn objects_of_kind<'s>(&'s self, ns: &'s str, kind: &'s str) -> &'s [&'s Object] {
         self.by_kind.get(&(ns, kind)).map_or(&[], Vec::as_slice)
     }
+
+    /// The objects of `kind` (one of [`SELECTING`]) in `ns` whose selector
+    /// may match one of the label sets `labels`: those requiring a pair
+    /// one set holds, and those requiring none. A superset, for the caller
+    /// to match in full ([`selector_matches`]); in the order of
+    /// [`Context::objects_of_kind`], each once.
+    pub fn selecting(&self, ns: &str, kind: &str, labels: &[Option<&Map<String, Value>>]) -> Vec<&'a Object> {
+        debug_assert!(SELECTING.contains(&kind), "{kind} is not indexed by its selector");
+        let index = self.reverse.selecting.get_or_init(|| {
+            let mut index: HashMap<u64, Vec<usize>> = HashMap::default();
+            for ((ns, kind), objects) in self.by_kind.iter().filter(|((_, k), _)| SELECTING.contains(k)) {
+                for (i, o) in objects.iter().enumerate() {
+                    let Some(selector) = o.value.at("/spec/selector") else { continue };
+                    // A Service's selector is the pairs themselves; the
+                    // others' a LabelSelector.
+                    let pairs = if *kind == "Service" {
+                        selector.as_object()
+                    } else {
+                        selector.field("matchLabels").and_then(Value::as_object)
+                    };
+                    let first = pairs.into_iter().flatten().find_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
+                    let (k, v) = first.unwrap_or(("", ""));
+                    index.entry(key(&[ns, kind, k, v])).or_default().push(i);
+                }
+            }
+            index
+        });
+        let objects = self.by_kind.get(&(ns, kind)).map_or(&[][..], Vec::as_slice);
+        let mut places: Vec<usize> = index.get(&key(&[ns, kind, "", ""])).cloned().unwrap_or_default();
+        for (k, v) in labels.iter().flatten().flat_map(|l| l.iter()) {
+            if let Some(v) = v.as_str() {
+                places.extend(index.get(&key(&[ns, kind, k, v])).into_iter().flatten());
+            }
+        }
+        places.sort_unstable();
+        places.dedup();
+        places.into_iter().filter_map(|i| objects.get(i).copied()).collect()
+    }
+
+    /// The workloads of `ns` whose pod templates may match `selector` (a
+    /// LabelSelector): those with every string pair of its `matchLabels`,
+    /// or every workload when it has none. A superset, for the caller to
+    /// match in full; in the order of [`Context::workloads_in`].
+    pub fn workloads_selectable(&self, ns: &str, selector: &Value) -> Vec<&Workload<'a>> {
+        let index = self.reverse.workloads_by_label.get_or_init(|| {
+            let mut index: HashMap<u64, Vec<usize>> = HashMap::default();
+            for (ns, list) in &self.workloads {
+                for (i, w) in list.iter().enumerate() {
+                    for (template, _) in &w.templates {
+                        for (k, v) in labels(template, "/metadata/labels").into_iter().flatten() {
+                            let Some(v) = v.as_str() else { continue };
+                            let places = index.entry(key(&[ns, k, v])).or_default();
+                            if places.last() != Some(&i) {
+                                places.push(i);
+                            }
+                        }
+                    }
+                }
+            }
+            index
+        });
+        let all = self.workloads_in(ns);
+        let pairs = selector.field("matchLabels").and_then(Value::as_object).into_iter().flatten();
+        let mut smallest: Option<&[usize]> = None;
+        for (k, v) in pairs.filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))) {
+            let places = index.get(&key(&[ns, k, v])).map_or(&[][..], Vec::as_slice);
+            if smallest.is_none_or(|s| places.len() < s.len()) {
+                smallest = Some(places);
+            }
+        }
+        match smallest {
+            Some(places) => places.iter().filter_map(|i| all.get(*i)).collect(),
+            None => all.iter().collect(),
+        }
+    }
+
+    /// The first workload, in the order of [`Context::workloads_in`], one
+    /// of whose pod templates is one of `templates` (templates this index
+    /// holds, by address).
+    pub fn workload_of_templates(&self, templates: &[&Value]) -> Option<&Workload<'a>> {
+        let index = self.reverse.workload_by_template.get_or_init(|| {
+            let mut index = HashMap::default();
+            for (ns, list) in &self.workloads {
+                for (i, w) in list.iter().enumerate() {
+                    for (template, _) in &w.templates {
+                        index.entry(std::ptr::from_ref(*template) as usize).or_insert((*ns, i));
+                    }
+                }
+            }
+            index
+        });
+        let (ns, i) =
+            templates.iter().filter_map(|t| index.get(&(std::ptr::from_ref(*t) as usize))).min_by_key(|(_, i)| *i)?;
+        self.workloads_in(ns).get(*i)
+    }
+
+    /// The HTTPRoutes of `ns` that may have a backend of the InferencePool
+    /// `pool`: a superset, for the caller to read the backends of; in the
+    /// order of [`Context::objects_of_kind`], each once.
+    pub fn routes_to_pool<'s>(&'s self, ns: &str, pool: &str) -> &'s [&'a Object] {
+        let index = self.reverse.routes_to_pool.get_or_init(|| {
+            let mut index: HashMap<u64, Vec<&Object>> = HashMap::default();
+            for ((ns, _), routes) in self.by_kind.iter().filter(|((_, k), _)| *k == "HTTPRoute") {
+                for route in routes {
+                    let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
+                    let backends =
+                        rules.flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten());
+                    for b in backends.filter(|b| b.field("kind").and_then(Value::as_str) == Some("InferencePool")) {
+                        let Some(name) = b.field("name").and_then(Value::as_str) else { continue };
+                        let list = index.entry(key(&[ns, name])).or_default();
+                        if !list.last().is_some_and(|r| std::ptr::eq(*r, *route)) {
+                            list.push(route);
+                        }
+                    }
+                }
+            }
+            index
+        });
+        index.get(&key(&[ns, pool])).map_or(&[], Vec::as_slice)
+    }
 }
 
 /// (namespace, label key, label value) to the pod templates of `objects`
@@ -342,6 +497,80 @@ mod tests {
     fn deployment() -> Object {
         object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "ns"},
             "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}))
+    }
+
+    /// The reverse lookups return a superset of what matches, in the
+    /// namespace's order: checked against a scan of every object.
+    #[test]
+    fn reverse_lookups_find_every_match_in_order() {
+        let service = |name: &str, selector: Value| {
+            object(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"selector": selector}}))
+        };
+        let monitor = |name: &str, selector: Value| {
+            object(json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+                "metadata": {"name": name, "namespace": "ns"}, "spec": {"selector": selector}}))
+        };
+        let workload = |name: &str, labels: Value| {
+            object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "ns"},
+                "spec": {"template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c"}]}}}}))
+        };
+        let route = |name: &str, pools: &[&str]| {
+            let backends: Vec<Value> = pools.iter().map(|p| json!({"kind": "InferencePool", "name": p})).collect();
+            object(json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": name, "namespace": "ns"}, "spec": {"rules": [{"backendRefs": backends}]}}))
+        };
+        let objects = [
+            service("s1", json!({"app": "a", "tier": "x"})),
+            service("s2", json!({"app": "b"})),
+            service("all", json!({})),
+            service("null", Value::Null),
+            object(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "none", "namespace": "ns"}})),
+            service("s3", json!({"tier": "x"})),
+            monitor("m1", json!({"matchLabels": {"team": "t"}})),
+            monitor("m2", json!({"matchExpressions": [{"key": "team", "operator": "Exists"}]})),
+            workload("w1", json!({"app": "a", "tier": "x"})),
+            workload("w2", json!({"app": "b"})),
+            workload("w3", json!({"app": "a"})),
+            route("r1", &["p1", "p2", "p1"]),
+            route("r2", &["p2"]),
+        ];
+        let cx = Context::new(objects.iter());
+        let names = |os: Vec<&Object>| os.iter().map(|o| o.id.name.clone()).collect::<Vec<_>>();
+        let labels = |v: Value| v.as_object().cloned();
+        let (a, x, ab) = (labels(json!({"app": "a"})), labels(json!({"tier": "x"})), labels(json!({"app": "b"})));
+        // Candidates: those requiring a pair the labels hold, and those
+        // requiring none (`all`, `null`); never one without a selector.
+        assert_eq!(names(cx.selecting("ns", "Service", &[a.as_ref()])), ["s1", "all", "null"]);
+        assert_eq!(names(cx.selecting("ns", "Service", &[x.as_ref(), ab.as_ref()])), ["s2", "all", "null", "s3"]);
+        assert_eq!(names(cx.selecting("ns", "Service", &[None])), ["all", "null"]);
+        assert_eq!(names(cx.selecting("ns", "ServiceMonitor", &[labels(json!({"team": "t"})).as_ref()])), ["m1", "m2"]);
+        assert!(cx.selecting("other", "Service", &[a.as_ref()]).is_empty());
+        // Every match is among the candidates.
+        for l in [&a, &x, &ab] {
+            let candidates = cx.selecting("ns", "Service", &[l.as_ref()]);
+            for svc in cx.objects_of_kind("ns", "Service") {
+                let Some(selector) = svc.value.at("/spec/selector") else { continue };
+                if selector_matches(&json!({"matchLabels": selector}), l.as_ref()) {
+                    assert!(candidates.iter().any(|c| std::ptr::eq(*c, *svc)), "{}", svc.id);
+                }
+            }
+        }
+        let workloads = |selector: Value| {
+            cx.workloads_selectable("ns", &selector).iter().map(|w| w.object.id.name.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(workloads(json!({"matchLabels": {"app": "a"}})), ["w1", "w3"]);
+        assert_eq!(workloads(json!({"matchLabels": {"app": "a", "tier": "x"}})), ["w1"]);
+        assert_eq!(workloads(json!({"matchLabels": {"app": "c"}})), Vec::<String>::new());
+        assert_eq!(workloads(json!({"matchExpressions": []})), ["w1", "w2", "w3"]);
+        let template = |name: &str| cx.object("Deployment", "ns", name).unwrap().value.at("/spec/template").unwrap();
+        let of = |ts: &[&Value]| cx.workload_of_templates(ts).map(|w| w.object.id.name.clone());
+        assert_eq!(of(&[template("w3"), template("w2")]), Some("w2".to_string()));
+        assert_eq!(of(&[&json!({})]), None);
+        let routes = |pool: &str| cx.routes_to_pool("ns", pool).iter().map(|r| r.id.name.clone()).collect::<Vec<_>>();
+        assert_eq!(routes("p1"), ["r1"]);
+        assert_eq!(routes("p2"), ["r1", "r2"]);
+        assert!(routes("p3").is_empty());
     }
 
     fn bounds(autoscaler: Value) -> (i64, i64, i64) {
