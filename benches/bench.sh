@@ -541,6 +541,24 @@ ONENS_CHANGED=$ONE_CHANGED ONENS_FILES=$ONE_FILES
 cd "$WORK"
 rm -rf "$ONENS"
 
+# Services with gateway routes, in one namespace, at N/10 and N/2: the
+# rules look up each ScaledObject's, pool's and disruption budget's
+# selected objects, which a scan of the namespace for each would make grow
+# with the square of its size (benches/README.md).
+GW_SMALL=$SMALL GW_BIG=$((N / 2))
+for size in "$GW_SMALL" "$GW_BIG"; do
+    log "generating $size services with gateway routes in one namespace"
+    gen_gateway "$WORK/gateway-$size" "$size"
+done
+for ((round = 1; round <= RUNS; round++)); do
+    cd "$WORK/gateway-$GW_SMALL"
+    once gateway_small "" '"$ISVC" render services --platform platform.yaml --stdout >/dev/null'
+    cd "$WORK/gateway-$GW_BIG"
+    once gateway_big "" '"$ISVC" render services --platform platform.yaml --stdout >/dev/null'
+done
+cd "$WORK"
+rm -rf "$WORK/gateway-$GW_SMALL" "$WORK/gateway-$GW_BIG"
+
 # The same N services with a GitOps engine: Argo CD, one Application per
 # namespace directory (the layout docs/gitops.md advises past 4,000
 # objects). The engine's objects list every namespace's autoscaled
@@ -717,6 +735,17 @@ for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
         timed "$small" "scaling $label: $SMALL vs $N services" "" "<= 1.25x (linear)" "-"
     fi
 done
+if [[ -n ${SECS[gateway_small]:-} && -n ${SECS[gateway_big]:-} ]]; then
+    a=$(us_per "${SECS[gateway_small]}" "$GW_SMALL") b=$(us_per "${SECS[gateway_big]}" "$GW_BIG")
+    r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
+    timed gateway_small "scaling --stdout, one namespace with gateway routes: $GW_SMALL vs $GW_BIG services" \
+        "$a -> $b us/svc = ${r}x (${SECS[gateway_big]} s)" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
+else
+    key=gateway_small
+    [[ -n ${FAILED[gateway_big]:-} ]] && key=gateway_big
+    timed "$key" "scaling --stdout, one namespace with gateway routes: $GW_SMALL vs $GW_BIG services" \
+        "" "<= 1.25x (linear)" "-"
+fi
 case $EQ_PY in match*) res=PASS ;; skipped*) res=${EQ_PY} ;; *) res="MISS: $EQ_PY" ;; esac
 row "same objects: python vs isvc ($SMALL services)" "" "${EQ_PY#match }" "identical parsed objects" "$res"
 case $EQ_HELM in match*) res=PASS ;; skipped*) res=${EQ_HELM} ;; *) res="MISS: $EQ_HELM" ;; esac

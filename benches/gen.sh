@@ -88,3 +88,40 @@ clusters:
     imageRegistry: registry.eu.example.com
 YAML
 }
+
+# gen_gateway DIR COUNT: COUNT v1alpha2 InferenceServices in one namespace,
+# `chat`, each with a gateway route of its own and autoscaling on its
+# picker's queue, and DIR/platform.yaml with the Inference Extension, KEDA
+# and monitoring: each service renders its pool, route, endpoint picker
+# (eight objects), ScaledObject and ServiceMonitors, the objects the rules
+# look up across a namespace.
+gen_gateway() {
+    local dir=$1 n=$2
+    mkdir -p "$dir/services"
+    awk -v n="$n" -v dir="$dir/services" 'BEGIN {
+        for (i = 0; i < n; i++) {
+            f = sprintf("%s/svc-%05d.yaml", dir, i)
+            print "apiVersion: ai.example.com/v1alpha2" > f
+            print "kind: InferenceService" > f
+            printf "metadata: {name: svc-%05d, namespace: chat}\n", i > f
+            print "spec:" > f
+            print "  baseModel: Qwen/Qwen3-0.6B" > f
+            print "  autoscaling: {min: 1, max: 4, targetQueueLength: 8}" > f
+            printf "  gateway: {route: svc-%05d.llm.example.com}\n", i > f
+            close(f)
+        }
+    }'
+    cat >"$dir/platform.yaml" <<YAML
+apiVersion: ai.example.com/v1alpha1
+kind: Platform
+gateway:
+  parentRef: {name: inference-gateway, namespace: gateway-system}
+  inferenceExtension: true
+  endpointPicker: {flowControl: true}
+keda:
+  serverAddress: http://prometheus-operated.monitoring.svc:9090
+monitoring:
+  namespace: monitoring
+  labels: {release: prometheus}
+YAML
+}
