@@ -738,12 +738,12 @@ done
 if [[ -n ${SECS[gateway_small]:-} && -n ${SECS[gateway_big]:-} ]]; then
     a=$(us_per "${SECS[gateway_small]}" "$GW_SMALL") b=$(us_per "${SECS[gateway_big]}" "$GW_BIG")
     r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
-    timed gateway_small "scaling --stdout, one namespace with gateway routes: $GW_SMALL vs $GW_BIG services" \
-        "$a -> $b us/svc = ${r}x (${SECS[gateway_big]} s)" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
+    timed gateway_small "scaling --stdout, routes, 1 ns: $GW_SMALL vs $GW_BIG" \
+        "$a -> $b us/svc = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
 else
     key=gateway_small
     [[ -n ${FAILED[gateway_big]:-} ]] && key=gateway_big
-    timed "$key" "scaling --stdout, one namespace with gateway routes: $GW_SMALL vs $GW_BIG services" \
+    timed "$key" "scaling --stdout, routes, 1 ns: $GW_SMALL vs $GW_BIG" \
         "" "<= 1.25x (linear)" "-"
 fi
 case $EQ_PY in match*) res=PASS ;; skipped*) res=${EQ_PY} ;; *) res="MISS: $EQ_PY" ;; esac
