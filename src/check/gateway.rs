@@ -197,7 +197,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         }
     }
     // Admission of the picker's pods.
-    if let Some(w) = cx.workload_of_templates(&pods) {
+    if let Some(w) = cx.workload_of_templates(ns, &pods) {
         let mut problems = super::tenancy::limit_range_problems(cx, w);
         problems.extend(super::tenancy::quota_field_problems(cx, w));
         for p in problems {

@@ -363,10 +363,10 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// The first workload, in the order of [`Context::workloads_in`], one
-    /// of whose pod templates is one of `templates` (templates this index
-    /// holds, by address).
-    pub fn workload_of_templates(&self, templates: &[&Value]) -> Option<&Workload<'a>> {
+    /// The first workload of `ns`, in the order of [`Context::workloads_in`],
+    /// one of whose pod templates is one of `templates` (templates this
+    /// index holds, by address).
+    pub fn workload_of_templates(&self, ns: &str, templates: &[&Value]) -> Option<&Workload<'a>> {
         let index = self.reverse.workload_by_template.get_or_init(|| {
             let mut index = HashMap::default();
             for (ns, list) in &self.workloads {
@@ -378,8 +378,8 @@ impl<'a> Context<'a> {
             }
             index
         });
-        let (ns, i) =
-            templates.iter().filter_map(|t| index.get(&(std::ptr::from_ref(*t) as usize))).min_by_key(|(_, i)| *i)?;
+        let at = |t: &&Value| index.get(&(std::ptr::from_ref(*t) as usize)).filter(|(n, _)| *n == ns);
+        let (_, i) = templates.iter().filter_map(at).min_by_key(|(_, i)| *i)?;
         self.workloads_in(ns).get(*i)
     }
 
@@ -564,9 +564,10 @@ mod tests {
         assert_eq!(workloads(json!({"matchLabels": {"app": "c"}})), Vec::<String>::new());
         assert_eq!(workloads(json!({"matchExpressions": []})), ["w1", "w2", "w3"]);
         let template = |name: &str| cx.object("Deployment", "ns", name).unwrap().value.at("/spec/template").unwrap();
-        let of = |ts: &[&Value]| cx.workload_of_templates(ts).map(|w| w.object.id.name.clone());
+        let of = |ts: &[&Value]| cx.workload_of_templates("ns", ts).map(|w| w.object.id.name.clone());
         assert_eq!(of(&[template("w3"), template("w2")]), Some("w2".to_string()));
         assert_eq!(of(&[&json!({})]), None);
+        assert!(cx.workload_of_templates("other", &[template("w1")]).is_none());
         let routes = |pool: &str| cx.routes_to_pool("ns", pool).iter().map(|r| r.id.name.clone()).collect::<Vec<_>>();
         assert_eq!(routes("p1"), ["r1"]);
         assert_eq!(routes("p2"), ["r1", "r2"]);
