@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{Compiled, Namespaces, Sources, compile_unshown, template_dir};
+use super::compile::{Compiled, InputFile, Namespaces, Sources, compile_unshown, template_dir};
 use crate::base::diagnostics::Diagnostics;
 use crate::base::paths::{relative_to, slash};
 use crate::check;
@@ -70,18 +70,6 @@ pub(super) fn run_settings_and_platform(inputs: &Sources, base: &Path) -> (Vec<S
         Err(_) => settings.push("disable unknown".to_string()),
     }
     (settings, platform)
-}
-
-/// An input file as a survey read it.
-pub(super) struct InputFile {
-    /// The path it is read by.
-    pub(super) path: PathBuf,
-    /// The label output headers name it by.
-    pub(super) label: String,
-    /// The digest of its bytes.
-    pub(super) digest: String,
-    /// Its size in bytes.
-    pub(super) bytes: u64,
 }
 
 /// The input files found, each with its status, and the directories their

@@ -6,8 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::survey::{InputFile, Reading, Survey, Surveyed, run_settings_and_platform};
-use super::{Namespaces, Progress, Remains, Sources, compile, compile_unshown, header_base, labeller, show_warnings};
+use super::compile::{
+    InputFile, Namespaces, Progress, Remains, Sources, compile, compile_unshown, header_base, labeller, show_warnings,
+};
+use super::survey::{Reading, Survey, Surveyed, run_settings_and_platform};
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::compiler::Compilation;
 use crate::compiler::admission::QuotaUsage;
