@@ -201,11 +201,12 @@ fn describe(u: &Usage) -> String {
 }
 
 fn quota_totals(cx: &Context<'_>, quota: &Object, out: &mut Vec<Finding>) {
-    let at_min: Vec<&Usage> = cx.quota_usage(quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
+    let at_min: Vec<&Usage> =
+        crate::k8s::admission::quota_usage(cx, quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
     for u in &at_min {
         out.push(Finding::new(QUOTA_EXCEEDED, quota, format!("at steady state, {}", describe(u))));
     }
-    let at_max = cx.quota_usage(quota, Bound::Max).iter().filter(|u| u.exceeded());
+    let at_max = crate::k8s::admission::quota_usage(cx, quota, Bound::Max).iter().filter(|u| u.exceeded());
     for e in at_max.filter(|e| at_min.iter().all(|m| m.resource != e.resource)) {
         out.push(Finding::new(
             QUOTA_BLOCKS_SCALE_UP,

@@ -62,8 +62,8 @@ pub(crate) fn quotas(
     let mut rows = Vec::new();
     for quota in objects.iter().filter(|o| o.id.kind == "ResourceQuota") {
         let ns = namespace(quota);
-        let steady = cx.quota_usage(quota, Bound::Min);
-        let peak = cx.quota_usage(quota, Bound::Max);
+        let steady = crate::k8s::admission::quota_usage(cx, quota, Bound::Min);
+        let peak = crate::k8s::admission::quota_usage(cx, quota, Bound::Max);
         let peak_of: BTreeMap<&str, &Usage> = peak.iter().map(|u| (u.resource.as_str(), u)).collect();
         for u in steady {
             let p = peak_of.get(u.resource.as_str()).copied();

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+pub(crate) use super::usage::{Bound, Usage};
 use crate::base::quantity::Quantity;
 use crate::k8s::index::{Context, Workload, containers, init_containers, namespace, quantity};
 use crate::model::objects::Object;
@@ -124,32 +125,6 @@ pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effec
         }
     }
     pod
-}
-
-/// Which replica count of each workload to count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Bound {
-    Min = 0,
-    Max = 1,
-}
-
-/// One hard limit of a quota and what the rendered objects count against it.
-#[derive(Debug)]
-pub(crate) struct Usage {
-    pub resource: String,
-    pub hard: Quantity,
-    /// The sum of `parts`, if anything counts.
-    pub used: Option<Quantity>,
-    /// What each workload (or kind of object) contributes.
-    pub parts: Vec<(String, Quantity)>,
-    /// Whether pods count here (so a rollout's surge pods do too).
-    pub per_pod: bool,
-}
-
-impl Usage {
-    pub fn exceeded(&self) -> bool {
-        self.used.as_ref().is_some_and(|u| *u > self.hard)
-    }
 }
 
 /// What a quota's hard key counts.
@@ -267,6 +242,15 @@ pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_
         })
 }
 
+/// What the workloads of its namespace count against `quota` at `bound`
+/// ([`usage`]), worked out once per quota and bound and kept in the index.
+pub(crate) fn quota_usage<'s>(cx: &'s Context<'_>, quota: &'s Object, bound: Bound) -> &'s [Usage] {
+    match cx.quota_cells(quota) {
+        Some(cells) => cells[bound as usize].get_or_init(|| usage(cx, quota, bound)),
+        None => &[],
+    }
+}
+
 /// What the rendered objects of its namespace count against each hard
 /// limit of `quota`, with every workload at `bound`. Empty for a quota
 /// whose scopes isvc cannot judge.
@@ -376,7 +360,7 @@ pub(crate) fn surge_excess(
     w: &Workload<'_>,
     extra: i64,
 ) -> Option<(String, Quantity, Quantity)> {
-    let usage = cx.quota_usage(quota, Bound::Min);
+    let usage = quota_usage(cx, quota, Bound::Min);
     if usage.iter().any(Usage::exceeded) {
         return None;
     }
@@ -530,7 +514,7 @@ mod tests {
         let cx = Context::new(&objects);
         let w = &cx.workloads_in("ns")[0];
         // Two groups of two 8-GPU pods: 32 of 40. One more group needs 16.
-        assert_eq!(cx.quota_usage(&objects[0], Bound::Min)[0].used.as_ref().unwrap().to_string(), "32");
+        assert_eq!(quota_usage(&cx, &objects[0], Bound::Min)[0].used.as_ref().unwrap().to_string(), "32");
         let (resource, needed, hard) = surge_excess(&cx, &objects[0], w, 1).unwrap();
         assert_eq!(
             (resource.as_str(), needed.to_string(), hard.to_string()),

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 use crate::base::quantity::Quantity;
-use crate::k8s::admission;
+use crate::k8s::usage::Usage;
 use crate::model::objects::Object;
 
 // The index's maps: keyed by names of the objects, hashed with foldhash
@@ -32,7 +32,7 @@ pub(crate) struct Context<'a> {
     workload_at: HashMap<(&'a str, &'a str, &'a str), usize>,
     /// What the workloads count against each ResourceQuota, by (namespace,
     /// name), at the low and the high end; worked out once, when needed.
-    quota_usage: HashMap<(&'a str, &'a str), [OnceLock<Vec<admission::Usage>>; 2]>,
+    quota_usage: HashMap<(&'a str, &'a str), [OnceLock<Vec<Usage>>; 2]>,
     /// Objects of each kind by namespace, for namespace-wide rules.
     by_kind: HashMap<(&'a str, &'a str), Vec<&'a Object>>,
     /// The PriorityClass pods without one get (`globalDefault: true`).
@@ -271,12 +271,11 @@ impl<'a> Context<'a> {
         self.workloads_in(namespace(o)).get(*i).filter(|w| std::ptr::eq(w.object, o))
     }
 
-    /// What the workloads of its namespace count against `quota` at `bound`.
-    pub fn quota_usage<'s>(&'s self, quota: &'s Object, bound: admission::Bound) -> &'s [admission::Usage] {
-        match self.quota_usage.get(&(namespace(quota), quota.id.name.as_str())) {
-            Some(cells) => cells[bound as usize].get_or_init(|| admission::usage(self, quota, bound)),
-            None => &[],
-        }
+    /// The cells that keep what the workloads of its namespace count
+    /// against `quota`, at the low and the high bound
+    /// (`admission::quota_usage` fills them).
+    pub(crate) fn quota_cells<'s>(&'s self, quota: &'s Object) -> Option<&'s [OnceLock<Vec<Usage>>; 2]> {
+        self.quota_usage.get(&(namespace(quota), quota.id.name.as_str()))
     }
 
     /// Every object of the namespace.

@@ -4,3 +4,4 @@
 pub mod admission;
 pub mod index;
 pub mod typecheck;
+pub mod usage;
