@@ -1018,6 +1018,10 @@ fn add_engine_objects<T: Held>(
     Ok(())
 }
 
+/// A name rendered more than once: what renders it (each object's owner,
+/// `None` for the platform's, in order), its namespace and its name.
+type Clash<'o> = (Vec<Option<&'o str>>, Option<&'o str>, &'o str);
+
 /// An error for each identity (API group, kind, namespace, name) two of a
 /// group's `objects` share, sorted (so objects of one kind, namespace and
 /// name follow each other): object names derive from service names, and a
@@ -1031,21 +1035,11 @@ fn add_engine_objects<T: Held>(
 /// `DeduplicateTargetObjects`). Located at the service whose own name the
 /// object bears, else at the last of them by name.
 fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix: Option<&str>) -> Vec<Diagnostic> {
-    let same = |a: &ObjectId, b: &ObjectId| a.kind == b.kind && a.name == b.name && a.namespace == b.namespace;
-    // The kinds of each name rendered more than once, by what renders them
-    // (their owners, in order) and how often.
-    let mut found: BTreeMap<(Vec<Option<&str>>, &ObjectId), Vec<&str>> = BTreeMap::new();
-    let mut start = 0;
-    while start < objects.len() {
-        let mut end = start + 1;
-        while end < objects.len() && same(&objects[start].id, &objects[end].id) {
-            end += 1;
-        }
-        let run = &objects[start..end];
-        start = end;
-        if run.len() < 2 {
-            continue;
-        }
+    // The kinds of each name rendered more than once.
+    let mut found: BTreeMap<Clash<'_>, Vec<&str>> = BTreeMap::new();
+    let same =
+        |a: &Object, b: &Object| a.id.kind == b.id.kind && a.id.name == b.id.name && a.id.namespace == b.id.namespace;
+    for run in objects.chunk_by(same).filter(|run| run.len() > 1) {
         // Of one kind, namespace and name: those of one API group as well.
         let mut groups: BTreeMap<&str, Vec<&Object>> = BTreeMap::new();
         for o in run {
@@ -1054,8 +1048,8 @@ fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix:
         for twins in groups.into_values().filter(|t| t.len() > 1) {
             let mut owners: Vec<Option<&str>> = twins.iter().map(|o| o.owner.as_deref()).collect();
             owners.sort();
-            let first = found.keys().find(|(o, id)| *o == owners && same_name(id, &twins[0].id)).map(|(_, id)| *id);
-            found.entry((owners, first.unwrap_or(&twins[0].id))).or_default().push(&twins[0].id.kind);
+            let id = &twins[0].id;
+            found.entry((owners, id.namespace.as_deref(), id.name.as_str())).or_default().push(&id.kind);
         }
     }
     if found.is_empty() {
@@ -1065,7 +1059,7 @@ fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix:
     let name_path = [PathSegment::Key("metadata".into()), PathSegment::Key("name".into())];
     found
         .into_iter()
-        .map(|((owners, id), kinds)| {
+        .map(|((owners, namespace, name), kinds)| {
             let makers: Vec<String> = owners
                 .iter()
                 .map(|o| match o {
@@ -1073,16 +1067,16 @@ fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix:
                     None => "the platform file".to_string(),
                 })
                 .collect();
-            let owner = owners.iter().flatten().find(|o| **o == id.name).or_else(|| owners.iter().flatten().last());
-            let namespace = id.namespace.as_deref().unwrap_or_default();
-            let location = owner.and_then(|o| by_name.get(&(namespace, *o))).map(|s| s.location(&name_path));
+            let owner = owners.iter().flatten().find(|o| **o == name).or_else(|| owners.iter().flatten().last());
+            let location =
+                owner.and_then(|o| by_name.get(&(namespace.unwrap_or_default(), *o))).map(|s| s.location(&name_path));
             let times = match owners.len() {
                 2 => "twice".to_string(),
                 n => format!("{n} times"),
             };
-            let named = match &id.namespace {
-                Some(ns) => format!("{ns}/{}", id.name),
-                None => id.name.clone(),
+            let named = match namespace {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.to_string(),
             };
             Diagnostic::error(format!(
                 "{} {named} {} rendered {times}, for {}: a cluster holds one object of a kind and name",
@@ -1101,11 +1095,6 @@ fn twice_rendered(objects: &[Object], services: &[LoadedService], picker_suffix:
             .help("rename one of the services")
         })
         .collect()
-}
-
-/// Whether `a` and `b` name the same object but for its kind.
-fn same_name(a: &ObjectId, b: &ObjectId) -> bool {
-    a.name == b.name && a.namespace == b.namespace
 }
 
 /// `items` as prose: "a", "a and b", "a, b and c".
