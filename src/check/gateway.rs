@@ -211,15 +211,6 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
     let ns = namespace(pool);
     let mut out: Vec<String> = Vec::new();
     for route in cx.routes_to_pool(ns, &pool.id.name) {
-        let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
-        let to_pool =
-            rules.flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten()).any(|b| {
-                b.field("kind").and_then(Value::as_str) == Some("InferencePool")
-                    && b.field("name").and_then(Value::as_str) == Some(pool.id.name.as_str())
-            });
-        if !to_pool {
-            continue;
-        }
         let parents = route.value.at("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten();
         for p in parents {
             let gns = p.field("namespace").and_then(Value::as_str).unwrap_or(ns).to_string();

@@ -46,8 +46,8 @@ pub(crate) struct Context<'a> {
 
 /// Lookups from an object to the objects that select or name it. Their
 /// maps are keyed by the hash of the names looked up ([`key`]): objects
-/// that share a hash are returned together, and every caller matches what
-/// it gets in full.
+/// that share a hash come out together, and are told apart by matching
+/// them in full (by the caller of a lookup that gives a superset).
 #[derive(Default)]
 struct Reverse<'a> {
     /// The objects of [`SELECTING`] kinds by (namespace, kind, label key,
@@ -382,19 +382,14 @@ impl<'a> Context<'a> {
         self.workloads_in(ns).get(*i)
     }
 
-    /// The HTTPRoutes of `ns` that may have a backend of the InferencePool
-    /// `pool`: a superset, for the caller to read the backends of; in the
-    /// order of [`Context::objects_of_kind`], each once.
-    pub fn routes_to_pool<'s>(&'s self, ns: &str, pool: &str) -> &'s [&'a Object] {
+    /// The HTTPRoutes of `ns` with a backend of the InferencePool `pool`, in
+    /// the order of [`Context::objects_of_kind`], each once.
+    pub fn routes_to_pool(&self, ns: &str, pool: &str) -> Vec<&'a Object> {
         let index = self.reverse.routes_to_pool.get_or_init(|| {
             let mut index: HashMap<u64, Vec<&Object>> = HashMap::default();
             for ((ns, _), routes) in self.by_kind.iter().filter(|((_, k), _)| *k == "HTTPRoute") {
                 for route in routes {
-                    let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
-                    let backends =
-                        rules.flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten());
-                    for b in backends.filter(|b| b.field("kind").and_then(Value::as_str) == Some("InferencePool")) {
-                        let Some(name) = b.field("name").and_then(Value::as_str) else { continue };
+                    for name in pool_backends(route) {
                         let list = index.entry(key(&[ns, name])).or_default();
                         if !list.last().is_some_and(|r| std::ptr::eq(*r, *route)) {
                             list.push(route);
@@ -404,7 +399,9 @@ impl<'a> Context<'a> {
             }
             index
         });
-        index.get(&key(&[ns, pool])).map_or(&[], Vec::as_slice)
+        // Routes to another pool of the same key are left out here.
+        let routes = index.get(&key(&[ns, pool])).into_iter().flatten();
+        routes.filter(|r| namespace(r) == ns && pool_backends(r).any(|n| n == pool)).copied().collect()
     }
 }
 
@@ -425,6 +422,16 @@ fn pods_by_label<'a>(
         }
     }
     pods
+}
+
+/// The names of the InferencePools the rules of the HTTPRoute `route` send
+/// requests to.
+pub(crate) fn pool_backends(route: &Object) -> impl Iterator<Item = &str> {
+    let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
+    rules
+        .flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten())
+        .filter(|b| b.field("kind").and_then(Value::as_str) == Some("InferencePool"))
+        .filter_map(|b| b.field("name").and_then(Value::as_str))
 }
 
 /// The namespace of an object; "" for cluster-scoped ones.
