@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::{Context, Finding, Rule, Severity, Workload, container_name, containers, init_containers, namespace};
 use crate::base::quantity::Quantity;
 use crate::k8s::admission::{
-    Bound, Effective, Usage, effective, in_scope, items, pod_resources, resource_list, scopes_known,
+    Bound, Effective, Usage, effective, in_scope, items, pod_resources, quota_usage, resource_list, scopes_known,
 };
 use crate::model::objects::Object;
 
@@ -201,12 +201,11 @@ fn describe(u: &Usage) -> String {
 }
 
 fn quota_totals(cx: &Context<'_>, quota: &Object, out: &mut Vec<Finding>) {
-    let at_min: Vec<&Usage> =
-        crate::k8s::admission::quota_usage(cx, quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
+    let at_min: Vec<&Usage> = quota_usage(cx, quota, Bound::Min).iter().filter(|u| u.exceeded()).collect();
     for u in &at_min {
         out.push(Finding::new(QUOTA_EXCEEDED, quota, format!("at steady state, {}", describe(u))));
     }
-    let at_max = crate::k8s::admission::quota_usage(cx, quota, Bound::Max).iter().filter(|u| u.exceeded());
+    let at_max = quota_usage(cx, quota, Bound::Max).iter().filter(|u| u.exceeded());
     for e in at_max.filter(|e| at_min.iter().all(|m| m.resource != e.resource)) {
         out.push(Finding::new(
             QUOTA_BLOCKS_SCALE_UP,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use crate::base::diagnostics::{Diagnostic, Location};
 use crate::base::quantity::Quantity;
 use crate::base::yaml::PathSegment;
-use crate::k8s::admission::{Bound, Usage};
+use crate::k8s::admission::{Bound, Usage, quota_usage};
 use crate::k8s::index::{Context, namespace};
 use crate::load::LoadedService;
 use crate::model::objects::Object;
@@ -62,8 +62,8 @@ pub(crate) fn quotas(
     let mut rows = Vec::new();
     for quota in objects.iter().filter(|o| o.id.kind == "ResourceQuota") {
         let ns = namespace(quota);
-        let steady = crate::k8s::admission::quota_usage(cx, quota, Bound::Min);
-        let peak = crate::k8s::admission::quota_usage(cx, quota, Bound::Max);
+        let steady = quota_usage(cx, quota, Bound::Min);
+        let peak = quota_usage(cx, quota, Bound::Max);
         let peak_of: BTreeMap<&str, &Usage> = peak.iter().map(|u| (u.resource.as_str(), u)).collect();
         for u in steady {
             let p = peak_of.get(u.resource.as_str()).copied();
