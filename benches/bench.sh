@@ -725,27 +725,24 @@ diff_row argocd_diffone "isvc diff (one changed), Argo CD" argocd_cold "$ARGOCD_
 timed clusters_cold "isvc render --out (cold), 2 clusters" "reference" "" ""
 one_row clusters_one "isvc render --out (one changed), 2 clusters" clusters_cold "$CLUSTERS_CHANGED" "$CLUSTERS_FILES"
 diff_row clusters_diffone "isvc diff (one changed), 2 clusters" clusters_cold "$CLUSTERS_CHANGED" "$CLUSTERS_DIFF_ONE"
-for pair in "stdout_small stdout --stdout" "cold_small cold cold render"; do
-    read -r small big label <<<"$pair"
+# scaling_row SMALL_KEY BIG_KEY LABEL SMALL_COUNT BIG_COUNT: microseconds
+# per service of the two runs and their quotient, against linear cost.
+scaling_row() {
+    local small=$1 big=$2 label=$3 n_small=$4 n_big=$5 a b r key
     if [[ -n ${SECS[$small]:-} && -n ${SECS[$big]:-} ]]; then
-        a=$(us_per "${SECS[$small]}" "$SMALL") b=$(us_per "${SECS[$big]}" "$N")
+        a=$(us_per "${SECS[$small]}" "$n_small") b=$(us_per "${SECS[$big]}" "$n_big")
         r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
-        timed "$small" "scaling $label: $SMALL vs $N services" "$a -> $b us/svc = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
+        timed "$small" "$label" "$a -> $b us/svc = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
     else
-        timed "$small" "scaling $label: $SMALL vs $N services" "" "<= 1.25x (linear)" "-"
+        # The failed run, if one failed.
+        key=$small
+        [[ -n ${FAILED[$big]:-} ]] && key=$big
+        timed "$key" "$label" "" "<= 1.25x (linear)" "-"
     fi
-done
-if [[ -n ${SECS[gateway_small]:-} && -n ${SECS[gateway_big]:-} ]]; then
-    a=$(us_per "${SECS[gateway_small]}" "$GW_SMALL") b=$(us_per "${SECS[gateway_big]}" "$GW_BIG")
-    r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b / a }')
-    timed gateway_small "scaling --stdout, routes, 1 ns: $GW_SMALL vs $GW_BIG" \
-        "$a -> $b us/svc = ${r}x" "<= 1.25x (linear)" "$(verdict "$r" '<=' 1.25)"
-else
-    key=gateway_small
-    [[ -n ${FAILED[gateway_big]:-} ]] && key=gateway_big
-    timed "$key" "scaling --stdout, routes, 1 ns: $GW_SMALL vs $GW_BIG" \
-        "" "<= 1.25x (linear)" "-"
-fi
+}
+scaling_row stdout_small stdout "scaling --stdout: $SMALL vs $N services" "$SMALL" "$N"
+scaling_row cold_small cold "scaling cold render: $SMALL vs $N services" "$SMALL" "$N"
+scaling_row gateway_small gateway_big "scaling --stdout, routes, 1 ns: $GW_SMALL vs $GW_BIG" "$GW_SMALL" "$GW_BIG"
 case $EQ_PY in match*) res=PASS ;; skipped*) res=${EQ_PY} ;; *) res="MISS: $EQ_PY" ;; esac
 row "same objects: python vs isvc ($SMALL services)" "" "${EQ_PY#match }" "identical parsed objects" "$res"
 case $EQ_HELM in match*) res=PASS ;; skipped*) res=${EQ_HELM} ;; *) res="MISS: $EQ_HELM" ;; esac
