@@ -266,9 +266,13 @@ impl<'a> Context<'a> {
         self.workloads.values().flatten()
     }
 
+    /// The workload of `o`'s identity: `o` itself, or, where a namespace is
+    /// checked in parts (`compiler::parts`), the small form of it the index
+    /// holds, which keeps every field a rule reads of a workload
+    /// ([`crate::k8s::skeleton`]).
     pub fn workload_of(&self, o: &Object) -> Option<&Workload<'a>> {
         let i = self.workload_at.get(&(o.id.kind.as_str(), namespace(o), o.id.name.as_str()))?;
-        self.workloads_in(namespace(o)).get(*i).filter(|w| std::ptr::eq(w.object, o))
+        self.workloads_in(namespace(o)).get(*i).filter(|w| w.object.id == o.id)
     }
 
     /// The cells that keep what the workloads of its namespace count

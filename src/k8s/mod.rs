@@ -3,5 +3,6 @@
 
 pub mod admission;
 pub mod index;
+pub mod skeleton;
 pub mod typecheck;
 pub mod usage;

@@ -1,0 +1,190 @@
+//! An object in the small form the index ([`super::index::Context`]) and
+//! the rules' lookups read of it: what a compile keeps of each object of
+//! a namespace it checks in parts (`compiler::parts`), where every rule
+//! runs on its own object whole and reads the others through the index.
+//!
+//! What is kept was read off every reader: the index as it builds itself
+//! (identity, `kind`, pod templates and their labels, replica counts and
+//! autoscaler bounds), every lookup of the rules, of admission (quota use
+//! with the LimitRange's defaults, priority classes, Kueue's queue labels)
+//! and of the compiler's namespace stage (33 call sites). A rule never
+//! reads a looked-up object's probes, environment, command, volumes or
+//! security context, nor an autoscaler's metrics and behaviour: those, the
+//! bulk of a serving Deployment, are left out. The integration tests
+//! compile every input of the harness both whole and in parts of one
+//! service, and hold the output and every finding equal
+//! (tests/it/harness.rs).
+
+use serde_json::{Map, Value};
+
+use crate::model::objects::Object;
+
+/// `o` in the form the index and lookups read: its identity, owner,
+/// source and place, and the fields of its value named below, moved out
+/// of it (the rest is freed).
+pub fn skeleton(o: Object) -> Object {
+    // A Service's labels are matched by monitors' selectors; of another
+    // object's, only Kueue's (its queue and priority) are read.
+    let service = o.id.kind == "Service";
+    let label = |k: &str, v: Value| (service || k.starts_with("kueue.x-k8s.io/")).then_some(v);
+    Object {
+        value: keep(o.value, |key, v| match key {
+            // The index finds pod templates by the value's own `kind`.
+            "apiVersion" | "kind" => Some(v),
+            "metadata" => Some(keep(v, |k, v| match k {
+                "name" | "namespace" => Some(v),
+                "labels" => Some(keep(v, label)),
+                _ => None,
+            })),
+            "spec" => Some(spec(v)),
+            // A PriorityClass's (the platform's, kept whole; a template may
+            // render one).
+            "value" | "globalDefault" => Some(v),
+            _ => None,
+        }),
+        file: None,
+        ..o
+    }
+}
+
+/// The fields of a map `v` that `pick` keeps, in their order, as it gives
+/// them; any other value as it is. The map is made at its size: one grown
+/// a field at a time takes up to twice its fields' room.
+fn keep(v: Value, pick: impl Fn(&str, Value) -> Option<Value>) -> Value {
+    match v {
+        Value::Object(map) => {
+            let kept: Vec<(String, Value)> = map.into_iter().filter_map(|(k, v)| pick(&k, v).map(|v| (k, v))).collect();
+            let mut out = Map::with_capacity(kept.len());
+            for (k, v) in kept {
+                out.insert(k, v);
+            }
+            Value::Object(out)
+        }
+        other => other,
+    }
+}
+
+/// An object's `spec`, of any kind.
+fn spec(v: Value) -> Value {
+    keep(v, |key, v| match key {
+        "template" => Some(template(v)),
+        "leaderWorkerTemplate" => Some(keep(v, |k, v| match k {
+            "size" => Some(v),
+            "leaderTemplate" | "workerTemplate" => Some(template(v)),
+            _ => None,
+        })),
+        // Workloads: replica counts, selector, rollout.
+        "replicas" | "parallelism" | "selector" | "strategy" | "rolloutStrategy"
+        // Services and InferencePools.
+        | "type" | "ports" | "endpointPickerRef"
+        // Autoscalers (HorizontalPodAutoscaler, ScaledObject).
+        | "scaleTargetRef" | "minReplicas" | "maxReplicas" | "minReplicaCount" | "maxReplicaCount"
+        // HTTPRoutes.
+        | "rules" | "parentRefs"
+        // NetworkPolicies.
+        | "podSelector" | "policyTypes" | "ingress"
+        // PersistentVolumeClaims, ResourceQuotas, LimitRanges.
+        | "resources" | "hard" | "scopes" | "scopeSelector" | "limits"
+        // Kueue's queues.
+        | "clusterQueue" | "cohortName" | "cohort" => Some(v),
+        _ => None,
+    })
+}
+
+/// A pod template: its labels, and what admission counts of its pods.
+fn template(v: Value) -> Value {
+    keep(v, |key, v| match key {
+        "metadata" => Some(keep(v, |k, v| (k == "labels").then_some(v))),
+        "spec" => Some(keep(v, |k, v| match k {
+            "priorityClassName" | "overhead" | "activeDeadlineSeconds" => Some(v),
+            "containers" | "initContainers" => Some(match v {
+                Value::Array(list) => Value::Array(list.into_iter().map(container).collect()),
+                other => other,
+            }),
+            _ => None,
+        })),
+        _ => None,
+    })
+}
+
+/// A container: its name, ports and resources (an init container's restart
+/// policy makes it a sidecar, counted beside the others).
+fn container(v: Value) -> Value {
+    keep(v, |k, v| matches!(k, "name" | "ports" | "resources" | "restartPolicy").then_some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::objects::ObjectId;
+    use serde_json::json;
+
+    #[test]
+    fn a_deployment_keeps_what_lookups_read_and_loses_the_rest() {
+        let value = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "m", "namespace": "ns", "labels": {"a": "b", "kueue.x-k8s.io/queue-name": "q"}, "annotations": {"x": "y"}},
+            "spec": {
+                "replicas": 2, "selector": {"matchLabels": {"a": "b"}},
+                "strategy": {"type": "RollingUpdate"},
+                "template": {
+                    "metadata": {"labels": {"a": "b"}, "annotations": {"x": "y"}},
+                    "spec": {
+                        "priorityClassName": "p",
+                        "containers": [{
+                            "name": "c", "image": "i", "args": ["--port", "8000"],
+                            "ports": [{"containerPort": 8000}],
+                            "resources": {"limits": {"nvidia.com/gpu": 1}},
+                            "readinessProbe": {"httpGet": {"path": "/health"}},
+                        }],
+                        "initContainers": [{"name": "s", "restartPolicy": "Always", "command": ["x"]}],
+                        "volumes": [{"name": "shm"}],
+                    },
+                },
+            },
+        });
+        let o = Object::new(ObjectId::new("apps/v1", "Deployment", Some("ns"), "m"), value).owned_by("m");
+        let s = skeleton(o.clone());
+        assert_eq!(
+            s.value,
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "m", "namespace": "ns", "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+                "spec": {
+                    "replicas": 2, "selector": {"matchLabels": {"a": "b"}},
+                    "strategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": {"a": "b"}},
+                        "spec": {
+                            "priorityClassName": "p",
+                            "containers": [{
+                                "name": "c", "ports": [{"containerPort": 8000}],
+                                "resources": {"limits": {"nvidia.com/gpu": 1}},
+                            }],
+                            "initContainers": [{"name": "s", "restartPolicy": "Always"}],
+                        },
+                    },
+                },
+            })
+        );
+        assert_eq!((s.id, s.owner), (o.id, o.owner));
+    }
+
+    #[test]
+    fn an_autoscaler_keeps_its_target_and_bounds_not_its_metrics() {
+        let value = json!({
+            "kind": "HorizontalPodAutoscaler",
+            "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "m"}, "minReplicas": 1, "maxReplicas": 3,
+                "metrics": [{"type": "Pods"}], "behavior": {"scaleUp": {}},
+            },
+        });
+        let o = Object::new(ObjectId::new("autoscaling/v2", "HorizontalPodAutoscaler", Some("ns"), "m"), value);
+        assert_eq!(
+            skeleton(o).value,
+            json!({"kind": "HorizontalPodAutoscaler", "spec": {
+                "scaleTargetRef": {"kind": "Deployment", "name": "m"}, "minReplicas": 1, "maxReplicas": 3,
+            }})
+        );
+    }
+}
