@@ -39,5 +39,5 @@ pub mod report;
 pub mod run;
 
 pub use compiler::admission::QuotaUsage;
-pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options, RecordedNamespace};
+pub use compiler::{Compilation, Compiler, Examination, Inputs, Label, Options, Parts, RecordedNamespace};
 pub use render::{BUILTIN as BUILTIN_TEMPLATES, Templates};

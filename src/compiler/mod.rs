@@ -8,6 +8,9 @@
 pub mod admission;
 pub mod clusters;
 pub mod kueue;
+mod parts;
+
+pub use parts::Parts;
 
 use crate::base::value::At;
 use crate::base::yaml::PathSegment;
@@ -88,6 +91,9 @@ pub struct Options {
     keep_files_of: BTreeSet<String>,
     /// What the earlier compile found in the namespaces of `reuse`.
     recorded: BTreeMap<String, RecordedNamespace>,
+    /// Which namespaces are checked in parts, and in parts of how many
+    /// services ([`Parts`]).
+    pub parts: Parts,
 }
 
 /// What an earlier compile found in one namespace, that the GitOps
@@ -121,6 +127,7 @@ impl Default for Options {
             reuse: BTreeSet::new(),
             keep_files_of: BTreeSet::new(),
             recorded: BTreeMap::new(),
+            parts: Parts::default(),
         }
     }
 }
@@ -180,6 +187,14 @@ impl Options {
     /// namespace is reused only where this says what it holds.
     pub fn recorded(mut self, namespaces: BTreeMap<String, RecordedNamespace>) -> Options {
         self.recorded = namespaces;
+        self
+    }
+
+    /// Which namespaces are checked in parts ([`Parts`]; by default, those of
+    /// more than 1,000 services): the output and every finding are the
+    /// same, the values of a large namespace are not all held at once.
+    pub fn parts(mut self, parts: Parts) -> Options {
+        self.parts = parts;
         self
     }
 
@@ -337,6 +352,7 @@ impl<'a> Compiler<'a> {
             platform_file: self.inputs.platform_file.as_deref(),
             platform_origin: self.inputs.platform_origin.as_ref(),
             config: &self.options.rules,
+            parts: self.options.parts,
         }
     }
 
@@ -460,6 +476,16 @@ struct Checked<T> {
 }
 
 impl<T: Held> Checked<T> {
+    /// Keeps the rules' `found` findings (those of error level alone, where
+    /// only they are read).
+    fn found(&mut self, found: Vec<check::Finding>) {
+        if self.errors_only {
+            self.findings.extend(found.into_iter().filter(|f| f.rule.severity == Severity::Error));
+        } else {
+            self.findings.extend(found);
+        }
+    }
+
     /// Keeps a group's `held` objects, compacted ([`Held::compact`]). Where
     /// the next group renders while this one is checked
     /// ([`Held::OVERLAP`]), this runs once that render is done: copies
@@ -486,6 +512,8 @@ struct Stage<'a> {
     /// Input files whose services' objects are checked but not held (see
     /// [`Options::keep_files_of`]).
     keep_files_of: &'a BTreeSet<String>,
+    /// Which groups are checked in parts ([`Options::parts`]).
+    parts: Parts,
 }
 
 /// Objects compiled, indexed and checked together: one namespace's
@@ -672,21 +700,34 @@ impl Stage<'_> {
         // desired states (a few kilobytes each) are alive with its objects.
         // The errors of a group's derive and render join `diags` before its
         // own check, as one group after another would have them.
+        // A large group checked in parts is derived as it is rendered, a
+        // service at a time ([`Stage::render_skeletons`]).
         let derive = |group: Group<'s>| {
             let mut diags = Diagnostics::new();
+            if T::PARTED && group.services.len() > self.parts.above {
+                return (Derived::Parted(group.services), group.objects, diags, BTreeMap::new());
+            }
             let desired = self.derive(&group.services, platform, &mut diags);
             let kept = self.kept_services(&desired);
-            (desired, group.objects, diags, kept)
+            (Derived::Whole(desired), group.objects, diags, kept)
         };
-        let render = |(desired, platform_objects, mut diags, kept): (Vec<_>, Vec<Object>, Diagnostics, _)| {
-            let write_ahead = T::write_ahead(desired.len()).then_some(&kept);
-            let mut objects = self.render(desired, write_ahead, &mut diags);
+        let render = |(derived, platform_objects, mut diags, mut kept): (Derived<'s>, Vec<Object>, Diagnostics, _)| {
+            let (mut objects, parted) = match derived {
+                Derived::Whole(desired) => {
+                    let write_ahead = T::write_ahead(desired.len()).then_some(&kept);
+                    (self.render(desired, write_ahead, &mut diags), None)
+                }
+                Derived::Parted(services) => {
+                    let (objects, again) = self.render_skeletons(&services, platform, &mut kept, &mut diags);
+                    (objects, Some(again))
+                }
+            };
             objects.extend(platform_objects);
-            (objects, diags, kept)
+            (objects, diags, kept, parted)
         };
         let mut todo = todo.into_iter();
         let mut next = todo.next().map(derive).map(render);
-        while let Some((mut objects, diags, kept)) = next.take() {
+        while let Some((mut objects, diags, kept, parted)) = next.take() {
             out.diags.extend(diags);
             if whole {
                 objects.append(&mut shared);
@@ -694,7 +735,7 @@ impl Stage<'_> {
             let following = todo.next();
             let (held, rendered) = {
                 let (out, shared) = (&mut out, &shared);
-                let check = || self.check_group(shared, objects, services, platform, &kept, out);
+                let check = || self.check_group(shared, objects, parted, services, platform, &kept, out);
                 if T::OVERLAP {
                     rayon::join(check, || following.map(derive).map(render))
                 } else {
@@ -716,8 +757,8 @@ impl Stage<'_> {
         if !shared.is_empty() {
             // Several groups: the cluster-scoped objects are checked among
             // themselves (no rule over one reads namespaced objects).
-            let held =
-                self.check_group(&[], std::mem::take(&mut shared), services, platform, &BTreeMap::new(), &mut out);
+            let shared = std::mem::take(&mut shared);
+            let held = self.check_group(&[], shared, None, services, platform, &BTreeMap::new(), &mut out);
             out.keep(held);
         }
         if out.diags.has_errors() {
@@ -740,11 +781,16 @@ impl Stage<'_> {
     /// unless an error was found and annotates them for the GitOps engine,
     /// its errors in `out.diags`: the group's objects as `T`, for
     /// [`Checked::keep`], but those of the services `kept` (by namespace),
-    /// whose files the caller holds.
+    /// whose files the caller holds. Where the group is checked in parts
+    /// (`parted`, its services' desired states), `objects` are in the small
+    /// form lookups read ([`Stage::render_skeletons`]) and the rules run a
+    /// part at a time ([`Stage::check_parts`]).
+    #[allow(clippy::too_many_arguments, reason = "the group, what it is checked against, and where the results go")]
     fn check_group<T: Held>(
         &self,
         shared: &[Object],
         mut objects: Vec<Object>,
+        parted: Option<Vec<Again<'_>>>,
         services: &[LoadedService],
         platform: &Platform,
         kept: &BTreeMap<String, BTreeSet<String>>,
@@ -754,25 +800,87 @@ impl Stage<'_> {
         objects::sort(&mut objects);
         let picker = platform.gateway.as_ref().filter(|g| g.inference_extension).map(|g| &g.endpoint_picker);
         diags.extend(twice_rendered(&objects, services, picker.map(|p| p.service_suffix.as_str())));
-        diags.extend(adapters::unmounted(&objects));
+        if parted.is_none() {
+            // In parts, each service's objects were read as rendered.
+            diags.extend(adapters::unmounted(&objects));
+        }
         let cx = crate::k8s::index::Context::new(shared.iter().chain(&objects));
         diags.extend(kueue::admit_workloads(&cx, services, platform, self.platform_file));
         let (quota_errors, quota) = admission::quotas(&cx, &objects, services, self.platform_file);
         diags.extend(quota_errors);
         out.quota.extend(quota);
-        if !diags.has_errors() {
-            let found = check::run_in(&cx, &objects, self.config);
-            if out.errors_only {
-                out.findings.extend(found.into_iter().filter(|f| f.rule.severity == Severity::Error));
-            } else {
-                out.findings.extend(found);
-            }
-        }
-        drop(cx);
         // Only the GitOps engine's objects read which workloads an
         // autoscaler scales (`add_engine_objects`).
-        if let Some(engine) = self.engine {
+        if self.engine.is_some() {
             out.autoscaled.extend(gitops::autoscaled(objects.iter()));
+        }
+        if let Some(again) = parted {
+            if out.diags.has_errors() {
+                return Vec::new();
+            }
+            return self.check_parts(&cx, &objects, &again, platform, kept, out);
+        }
+        if !out.diags.has_errors() {
+            let found = check::run_in(&cx, &objects, self.config);
+            out.found(found);
+        }
+        drop(cx);
+        self.hold(objects, kept, out)
+    }
+
+    /// The rules over a group checked in parts, whose objects `skeletons`
+    /// (sorted) the index `cx` holds in the small form lookups read: each
+    /// part's services (`again`) are derived and rendered again, checked
+    /// whole and held. The group's objects as `T`, in the order of the
+    /// parts.
+    fn check_parts<T: Held>(
+        &self,
+        cx: &crate::k8s::index::Context<'_>,
+        skeletons: &[Object],
+        again: &[Again<'_>],
+        platform: &Platform,
+        kept: &BTreeMap<String, BTreeSet<String>>,
+        out: &mut Checked<T>,
+    ) -> Vec<T> {
+        let names: Vec<(&str, &str)> = again.iter().map(|a| (a.namespace.as_str(), a.name.as_str())).collect();
+        let mut held = Vec::with_capacity(skeletons.len());
+        for part in parts::split(skeletons, &names, self.parts.size) {
+            // The derivation is pure: the objects rendered the first time.
+            let mut objects: Vec<Object> = part
+                .services
+                .par_iter()
+                .flat_map_iter(|&i| {
+                    let a = &again[i];
+                    let derived;
+                    let desired = match &a.desired {
+                        Some(d) => d,
+                        None => {
+                            derived = derive::derive(&a.service.service, platform).ok();
+                            derived.as_ref()?
+                        }
+                    };
+                    render::render_service(self.templates, desired, Some(&(self.label)(a.service))).ok()
+                })
+                .flatten()
+                .collect();
+            objects.extend(part.others.iter().map(|&i| skeletons[i].clone()));
+            objects::sort(&mut objects);
+            let found = check::run_in(cx, &objects, self.config);
+            out.found(found);
+            held.extend(self.hold(objects, kept, out));
+        }
+        held
+    }
+
+    /// A group's (or a part's) checked `objects` as `T`, annotated for the
+    /// GitOps engine, but those of the services `kept`, which are counted.
+    fn hold<T: Held>(
+        &self,
+        mut objects: Vec<Object>,
+        kept: &BTreeMap<String, BTreeSet<String>>,
+        out: &mut Checked<T>,
+    ) -> Vec<T> {
+        if let Some(engine) = self.engine {
             gitops::annotate(&mut objects, engine);
         }
         if !kept.is_empty() {
@@ -852,16 +960,7 @@ impl Stage<'_> {
         write_ahead: Option<&BTreeMap<String, BTreeSet<String>>>,
         diags: &mut Diagnostics,
     ) -> Vec<Object> {
-        let mut objects = Vec::new();
-        let cache_plans = desired
-            .iter()
-            .filter_map(|(s, d)| d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s)))));
-        for o in derive::cache::objects(cache_plans) {
-            for p in typecheck::typecheck(&o.value) {
-                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
-            }
-            objects.push(o);
-        }
+        let mut objects = self.cache_objects(&desired, diags);
         // Each desired state is freed once rendered, so the compile never
         // holds every service's desired state and objects at once.
         let rendered: Vec<Result<Vec<Object>, Vec<Diagnostic>>> = desired
@@ -883,6 +982,142 @@ impl Stage<'_> {
         }
         objects
     }
+
+    /// Derives and renders a group to check in parts, a service at a time:
+    /// each service's objects, once rendered and read by the checks of a
+    /// service's own objects (its adapters mounted), kept in the small form
+    /// lookups read ([`skeleton`](crate::k8s::skeleton::skeleton)), and its
+    /// desired state freed, but those of services that share a weighted
+    /// route, which are derived together ([`Stage::derive`]) and kept; the
+    /// model cache's objects, which several services make together, whole.
+    /// With the objects, what renders each service again; the services
+    /// whose files the caller holds go to `kept` ([`Stage::kept_services`]).
+    fn render_skeletons<'s>(
+        &self,
+        services: &[&'s LoadedService],
+        platform: &Platform,
+        kept: &mut BTreeMap<String, BTreeSet<String>>,
+        diags: &mut Diagnostics,
+    ) -> (Vec<Object>, Vec<Again<'s>>) {
+        let firsts: Vec<Result<First<'s>, Vec<Diagnostic>>> = services
+            .par_iter()
+            .map(|s| {
+                let d = derive::derive(&s.service, platform).map_err(|e| {
+                    vec![Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))]
+                })?;
+                let cache = d.cache.clone().map(|c| (Box::new(c), (self.label)(s)));
+                let mut again =
+                    Again { service: s, namespace: d.namespace.clone(), name: d.name.clone(), desired: None };
+                if d.gateway.as_ref().is_some_and(|g| g.backend.weight.is_some()) {
+                    again.desired = Some(Box::new(d));
+                    return Ok(First { again, cache, rendered: None });
+                }
+                Ok(First { again, cache, rendered: Some(self.skeletons_of(s, &d)) })
+            })
+            .collect();
+        let mut again = Vec::with_capacity(firsts.len());
+        let mut caches = Vec::new();
+        let mut objects = Vec::new();
+        for first in firsts {
+            match first {
+                Ok(First { again: a, cache, rendered }) => {
+                    if a.desired.is_none() && self.keep_files_of.contains(&(self.label)(a.service)) {
+                        kept.entry(a.namespace.clone()).or_default().insert(a.name.clone());
+                    }
+                    caches.extend(cache.map(|c| (c, a.namespace.clone())));
+                    match rendered {
+                        Some(Ok((own, problems))) => {
+                            objects.extend(own);
+                            diags.extend(problems);
+                        }
+                        Some(Err(problems)) => diags.extend(problems),
+                        None => {}
+                    }
+                    again.push(a);
+                }
+                Err(problems) => diags.extend(problems),
+            }
+        }
+        // The services of a shared route: each given the route's backends.
+        let mut sharing: Vec<&mut derive::DesiredService> =
+            again.iter_mut().filter_map(|a| a.desired.as_deref_mut()).collect();
+        derive::gateway::share_routes(&mut sharing);
+        for a in &again {
+            if let Some(d) = &a.desired {
+                match self.skeletons_of(a.service, d) {
+                    Ok((own, problems)) => {
+                        objects.extend(own);
+                        diags.extend(problems);
+                    }
+                    Err(problems) => diags.extend(problems),
+                }
+            }
+        }
+        let plans = caches.iter().map(|((plan, label), ns)| (&**plan, ns.as_str(), Some(label.clone())));
+        objects.extend(self.type_checked(derive::cache::objects(plans), diags));
+        (objects, again)
+    }
+
+    /// The objects of the service `s` of desired state `d` in the small form
+    /// lookups read, and the errors of its adapters not mounted.
+    fn skeletons_of(&self, s: &LoadedService, d: &derive::DesiredService) -> Rendered {
+        let mut own = render::render_service(self.templates, d, Some(&(self.label)(s)))?;
+        // In the group's order, as the group's check reads them.
+        objects::sort(&mut own);
+        let unmounted = adapters::unmounted(&own);
+        Ok((own.into_iter().map(crate::k8s::skeleton::skeleton).collect(), unmounted))
+    }
+
+    /// The model cache's objects of the `desired` services (claims and
+    /// download Jobs several services share), type checked.
+    fn cache_objects(&self, desired: &[Desired<'_>], diags: &mut Diagnostics) -> Vec<Object> {
+        let cache_plans = desired
+            .iter()
+            .filter_map(|(s, d)| d.cache.as_ref().map(|c| (c, d.namespace.as_str(), Some((self.label)(s)))));
+        self.type_checked(derive::cache::objects(cache_plans), diags)
+    }
+
+    /// `objects`, each type checked, its problems as errors in `diags`.
+    fn type_checked(&self, objects: Vec<Object>, diags: &mut Diagnostics) -> Vec<Object> {
+        for o in &objects {
+            for p in typecheck::typecheck(&o.value) {
+                diags.push(Diagnostic::error(format!("{}: {}", o.id, p.message)));
+            }
+        }
+        objects
+    }
+}
+
+/// A group's services, derived ([`Stage::derive`]), or to derive as they
+/// are rendered, where the group is checked in parts
+/// ([`Stage::render_skeletons`]).
+enum Derived<'s> {
+    Whole(Vec<Desired<'s>>),
+    Parted(Vec<&'s LoadedService>),
+}
+
+/// What renders a service of a group checked in parts again: the service,
+/// its namespace and name, and its desired state where it shares a weighted
+/// route (the others are derived again: the derivation is pure).
+struct Again<'s> {
+    service: &'s LoadedService,
+    namespace: String,
+    name: String,
+    desired: Option<Box<derive::DesiredService>>,
+}
+
+/// A service's objects in the small form lookups read, with the errors of
+/// the checks of its own objects; or the errors of its render.
+type Rendered = Result<(Vec<Object>, Vec<Diagnostic>), Vec<Diagnostic>>;
+
+/// A service of a group checked in parts, derived: what renders it again,
+/// its model cache's plan (with the label of its file), and its objects,
+/// unless it shares a weighted route (rendered once every sharer is
+/// derived).
+struct First<'s> {
+    again: Again<'s>,
+    cache: Option<(Box<derive::cache::CachePlan>, String)>,
+    rendered: Option<Rendered>,
 }
 
 /// Whether the service `name` of `namespace` is among the services `kept`

@@ -268,6 +268,14 @@ pub trait Held: Send + Sync + Sized {
     /// [`Streamed`]), which a compile may then write ahead.
     const HOLDS_FILES: bool = false;
 
+    /// Whether what is held frees the objects' values ([`Written`],
+    /// [`Streamed`], [`Examined`]): then a compile may check a large
+    /// namespace a part of its services at a time
+    /// (`compiler::Parts`), holding every object's value only in the
+    /// small form the rules' lookups read. Not for the objects themselves,
+    /// which a compile holds whole to the end.
+    const PARTED: bool = false;
+
     /// Whether a compile writes each object's file as it renders it
     /// ([`Object::write_ahead`]), in a group of `services` services: where
     /// what is held is the objects' files, in a group of at most
@@ -306,6 +314,8 @@ pub struct Examined {
 }
 
 impl Held for Examined {
+    const PARTED: bool = true;
+
     /// Frees the values on every core.
     fn hold(objects: Vec<Object>) -> Vec<Examined> {
         use rayon::prelude::*;
@@ -340,6 +350,7 @@ pub struct Written {
 
 impl Held for Written {
     const HOLDS_FILES: bool = true;
+    const PARTED: bool = true;
 
     fn hold(objects: Vec<Object>) -> Vec<Written> {
         use rayon::prelude::*;
@@ -411,13 +422,23 @@ impl Streamed {
     /// The place a run shares: objects of one namespace, of one rank in
     /// output order and one tree. A namespace's objects are all rendered
     /// and held together ([`Held::hold`] is called once per group of
-    /// namespaces), so no other group holds objects of a run's place, and
-    /// in output order the run's objects follow each other as they do in
-    /// the group.
+    /// namespaces, or once per part of a group checked in parts, whose
+    /// objects no other part's come between in any place: see
+    /// [`same_place`]), so no other group holds objects of a run's place,
+    /// and in output order the run's objects follow each other as they do
+    /// in the group.
     fn place(o: &Object) -> Option<(bool, &Option<String>, u8, &str)> {
         let namespace = o.id.namespace.as_deref()?;
         Some((o.bootstrap, &o.cluster, crate::model::kinds::rank(&o.id.kind), namespace))
     }
+}
+
+/// Whether `a` and `b` are of one place of the output order, in which
+/// [`Streamed`] packs the objects that follow each other into one run:
+/// namespaced, of one namespace, rank and tree. A compile that holds a
+/// group in parts keeps each part's objects of a place next to each other.
+pub fn same_place(a: &Object, b: &Object) -> bool {
+    Streamed::place(a).is_some() && Streamed::place(a) == Streamed::place(b)
 }
 
 impl Held for Streamed {
@@ -431,6 +452,7 @@ impl Held for Streamed {
     const OVERLAP: bool = false;
 
     const HOLDS_FILES: bool = true;
+    const PARTED: bool = true;
 
     /// Writes and packs `objects`, which are in output order (a compile
     /// sorts a group's objects before it holds them): each run of objects

@@ -11,8 +11,8 @@ use std::process::Output;
 
 use isvc::Templates;
 use isvc::base::diagnostics::{Diagnostics, Source};
-use isvc::model::objects::Object;
-use isvc::{Compilation, Compiler, Examination, Inputs, Options};
+use isvc::model::objects::{Examined, Object, Stream, Streamed};
+use isvc::{Compilation, Compiler, Examination, Inputs, Options, Parts};
 
 /// Inputs given as text.
 #[derive(Clone, Debug, Default)]
@@ -110,8 +110,13 @@ impl Test {
             .with_templates(templates))
     }
 
-    /// Compiles the inputs as `isvc render` does.
+    /// Compiles the inputs as `isvc render` does. Every compile of the
+    /// harness is also held to give the same in parts of one service
+    /// ([`same_in_parts`]).
     pub fn compile(&self) -> Result<Compilation, Diagnostics> {
+        if let Ok(inputs) = self.inputs() {
+            same_in_parts(&inputs);
+        }
         self.compile_with(Options::default())
     }
 
@@ -124,9 +129,12 @@ impl Test {
         self.compile().unwrap_or_else(|d| panic!("{}", d.render(false))).objects
     }
 
-    /// The objects and findings `isvc check` reports.
+    /// The objects and findings `isvc check` reports (held, as by
+    /// [`Test::compile`], to be the same in parts).
     pub fn examine(&self) -> Result<Examination, Diagnostics> {
-        Compiler::new(&self.inputs()?, Options::default()).examine()
+        let inputs = self.inputs()?;
+        same_in_parts(&inputs);
+        Compiler::new(&inputs, Options::default()).examine()
     }
 
     /// Writes the inputs into a temporary directory (`services/…`,
@@ -182,4 +190,37 @@ pub fn run(c: &mut assert_cmd::Command) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Holds a compile of `inputs` that checks every namespace in parts of one
+/// service (`compiler::parts`: the rules' lookups answered from the small
+/// form of each object, `k8s::skeleton`) equal to one that checks each
+/// namespace whole: the same `render --stdout` bytes, warnings, quota
+/// table and errors, and the same `check` findings. Every test that
+/// compiles through the harness runs it.
+pub fn same_in_parts(inputs: &Inputs) {
+    let options = |parts: Option<Parts>| match parts {
+        Some(parts) => Options::default().parts(parts),
+        None => Options::default().parts(Parts { above: usize::MAX, size: 1 }),
+    };
+    let stream = |parts| {
+        let c = Compiler::new(inputs, options(parts)).compile_held::<Streamed>();
+        c.map(|c| {
+            let mut bytes = Vec::new();
+            Stream::of(&c.objects).expect("the runs of the stream in place").write(&mut bytes).unwrap();
+            (String::from_utf8(bytes).unwrap(), c.warnings.render(false), format!("{:?}", c.quota))
+        })
+        .map_err(|d| d.render(false))
+    };
+    let examined = |parts| {
+        let e = Compiler::new(inputs, options(parts)).examine_held::<Examined>();
+        e.map(|e| (e.objects.iter().map(|o| o.object.id.to_string()).collect::<Vec<_>>(), format!("{:?}", e.findings)))
+            .map_err(|d| d.render(false))
+    };
+    let (whole, whole_examined) = (stream(None), examined(None));
+    for size in [1, 2] {
+        let parts = Some(Parts { above: 0, size });
+        assert_eq!(stream(parts), whole, "render --stdout in parts of {size} differs from a whole render");
+        assert_eq!(examined(parts), whole_examined, "check in parts of {size} differs from a whole check");
+    }
 }

@@ -22,6 +22,7 @@ mod hostile;
 mod kustomize;
 mod lora;
 mod manifest;
+mod parts;
 mod plan;
 mod properties;
 mod readme;
