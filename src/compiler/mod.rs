@@ -815,10 +815,16 @@ impl Stage<'_> {
             out.autoscaled.extend(gitops::autoscaled(objects.iter()));
         }
         if let Some(again) = parted {
-            if out.diags.has_errors() {
-                return Vec::new();
-            }
-            return self.check_parts(&cx, &objects, &again, platform, kept, out);
+            let held = if out.diags.has_errors() {
+                Vec::new()
+            } else {
+                self.check_parts(&cx, &objects, &again, platform, kept, out)
+            };
+            drop(cx);
+            // The skeletons freed on every core (24,000 at 2,000 services
+            // with gateway routes: 4% of a render's time on one).
+            objects.into_par_iter().for_each(drop);
+            return held;
         }
         if !out.diags.has_errors() {
             let found = check::run_in(&cx, &objects, self.config);
