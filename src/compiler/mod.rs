@@ -782,7 +782,7 @@ impl Stage<'_> {
     /// its errors in `out.diags`: the group's objects as `T`, for
     /// [`Checked::keep`], but those of the services `kept` (by namespace),
     /// whose files the caller holds. Where the group is checked in parts
-    /// (`parted`, its services' desired states), `objects` are in the small
+    /// (`parted`, what renders each of its services again), `objects` are in the small
     /// form lookups read ([`Stage::render_skeletons`]) and the rules run a
     /// part at a time ([`Stage::check_parts`]).
     #[allow(clippy::too_many_arguments, reason = "the group, what it is checked against, and where the results go")]
@@ -939,9 +939,7 @@ impl Stage<'_> {
         let derived: Vec<Result<Desired<'s>, Box<Diagnostic>>> = services
             .par_iter()
             .map(|s| {
-                derive::derive(&s.service, platform).map(|d| (*s, Box::new(d))).map_err(|e| {
-                    Box::new(Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[])))
-                })
+                derive::derive(&s.service, platform).map(|d| (*s, Box::new(d))).map_err(|e| Box::new(underived(s, &e)))
             })
             .collect();
         let mut desired = Vec::with_capacity(derived.len());
@@ -1008,9 +1006,7 @@ impl Stage<'_> {
         let firsts: Vec<Result<First<'s>, Vec<Diagnostic>>> = services
             .par_iter()
             .map(|s| {
-                let d = derive::derive(&s.service, platform).map_err(|e| {
-                    vec![Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))]
-                })?;
+                let d = derive::derive(&s.service, platform).map_err(|e| vec![underived(s, &e)])?;
                 let cache = d.cache.clone().map(|c| (Box::new(c), (self.label)(s)));
                 let mut again =
                     Again { service: s, namespace: d.namespace.clone(), name: d.name.clone(), desired: None };
@@ -1024,6 +1020,13 @@ impl Stage<'_> {
         let mut again = Vec::with_capacity(firsts.len());
         let mut caches = Vec::new();
         let mut objects = Vec::new();
+        let mut take = |rendered: Rendered, diags: &mut Diagnostics| match rendered {
+            Ok((own, problems)) => {
+                objects.extend(own);
+                diags.extend(problems);
+            }
+            Err(problems) => diags.extend(problems),
+        };
         for first in firsts {
             match first {
                 Ok(First { again: a, cache, rendered }) => {
@@ -1031,13 +1034,8 @@ impl Stage<'_> {
                         kept.entry(a.namespace.clone()).or_default().insert(a.name.clone());
                     }
                     caches.extend(cache.map(|c| (c, a.namespace.clone())));
-                    match rendered {
-                        Some(Ok((own, problems))) => {
-                            objects.extend(own);
-                            diags.extend(problems);
-                        }
-                        Some(Err(problems)) => diags.extend(problems),
-                        None => {}
+                    if let Some(rendered) = rendered {
+                        take(rendered, diags);
                     }
                     again.push(a);
                 }
@@ -1050,13 +1048,7 @@ impl Stage<'_> {
         derive::gateway::share_routes(&mut sharing);
         for a in &again {
             if let Some(d) = &a.desired {
-                match self.skeletons_of(a.service, d) {
-                    Ok((own, problems)) => {
-                        objects.extend(own);
-                        diags.extend(problems);
-                    }
-                    Err(problems) => diags.extend(problems),
-                }
+                take(self.skeletons_of(a.service, d), diags);
             }
         }
         let plans = caches.iter().map(|((plan, label), ns)| (&**plan, ns.as_str(), Some(label.clone())));
@@ -1124,6 +1116,12 @@ struct First<'s> {
     again: Again<'s>,
     cache: Option<(Box<derive::cache::CachePlan>, String)>,
     rendered: Option<Rendered>,
+}
+
+/// The error of a service `s` whose derivation failed with `e`, at the
+/// service.
+fn underived(s: &LoadedService, e: &str) -> Diagnostic {
+    Diagnostic::error(format!("cannot derive {}: {e}", s.service.name())).at(s.location(&[]))
 }
 
 /// Whether the service `name` of `namespace` is among the services `kept`
