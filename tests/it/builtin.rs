@@ -28,19 +28,12 @@ fn assert_same(code: &[Object], text: &[Object], what: &str) {
 
 #[test]
 fn every_example_renders_the_same_built_as_code_and_as_text() {
-    let mut seen = 0;
-    for entry in std::fs::read_dir("examples").unwrap() {
-        let example = entry.unwrap().path();
-        if !example.join("services").is_dir() {
-            continue;
-        }
+    for example in crate::common::examples() {
         let code = Compiler::new(&example_inputs(&example, Templates::builtin()), Options::default()).compile();
         let text = Compiler::new(&example_inputs(&example, Templates::builtin_as_text()), Options::default()).compile();
         let (code, text) = (code.unwrap().objects, text.unwrap().objects);
         assert_same(&code, &text, &example.display().to_string());
-        seen += 1;
     }
-    assert!(seen >= 10, "only {seen} examples");
 }
 
 /// An override replaces only its own template: the others are still built

@@ -28,6 +28,18 @@ pub fn example_trees() -> Vec<PathBuf> {
     out
 }
 
+/// The examples with services (`examples/*/services`), sorted.
+pub fn examples() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("examples")
+        .expect("examples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("services").is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "expected the shipped examples, found {dirs:?}");
+    dirs
+}
+
 /// Copies the directory `from` to `to`, files and directories.
 pub fn copy_dir(from: &Path, to: &Path) {
     for e in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {

@@ -6,16 +6,7 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 
-fn examples() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir("examples")
-        .expect("examples/ exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("services").is_dir())
-        .collect();
-    dirs.sort();
-    assert!(dirs.len() >= 3, "expected the shipped examples, found {dirs:?}");
-    dirs
-}
+use crate::common::examples;
 
 /// `words`, then `--platform platform.yaml` when the example has one.
 fn example_args(example: &Path, words: &[&str]) -> Vec<String> {

@@ -37,11 +37,7 @@ fn assert_grouped_equals_whole(inputs: &Inputs, what: &str) -> usize {
 #[test]
 fn every_example_checked_a_namespace_at_a_time_has_the_findings_of_one_index() {
     let mut seen = 0;
-    for entry in std::fs::read_dir("examples").unwrap() {
-        let example = entry.unwrap().path();
-        if !example.join("services").is_dir() {
-            continue;
-        }
+    for example in crate::common::examples() {
         let inputs = example_inputs(&example, isvc::Templates::builtin());
         if !inputs.platform.clusters.is_empty() {
             // Findings of several clusters are named after their cluster.
