@@ -21,7 +21,7 @@ use crate::k8s::typecheck;
 use crate::model::{crd, objects, platform};
 use crate::render;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics, Severity};
 use crate::load::LoadedService;
@@ -718,8 +718,8 @@ impl Stage<'_> {
                     (self.render(desired, write_ahead, &mut diags), None)
                 }
                 Derived::Parted(services) => {
-                    let (objects, again) = self.render_skeletons(&services, platform, &mut kept, &mut diags);
-                    (objects, Some(again))
+                    let (objects, parted) = self.render_skeletons(&services, platform, &mut kept, &mut diags);
+                    (objects, Some(parted))
                 }
             };
             objects.extend(platform_objects);
@@ -790,7 +790,7 @@ impl Stage<'_> {
         &self,
         shared: &[Object],
         mut objects: Vec<Object>,
-        parted: Option<Vec<Again<'_>>>,
+        parted: Option<Parted<'_>>,
         services: &[LoadedService],
         platform: &Platform,
         kept: &BTreeMap<String, BTreeSet<String>>,
@@ -814,11 +814,11 @@ impl Stage<'_> {
         if self.engine.is_some() {
             out.autoscaled.extend(gitops::autoscaled(objects.iter()));
         }
-        if let Some(again) = parted {
+        if let Some(parted) = parted {
             let held = if out.diags.has_errors() {
                 Vec::new()
             } else {
-                self.check_parts(&cx, &objects, &again, platform, kept, out)
+                self.check_parts(&cx, &objects, &parted, platform, kept, out)
             };
             drop(cx);
             // The skeletons freed on every core (24,000 at 2,000 services
@@ -836,44 +836,72 @@ impl Stage<'_> {
 
     /// The rules over a group checked in parts, whose objects `skeletons`
     /// (sorted) the index `cx` holds in the small form lookups read: each
-    /// part's services (`again`) are derived and rendered again, checked
+    /// part's services ([`Parted`]) are derived and rendered again, checked
     /// whole and held. The group's objects as `T`, in the order of the
     /// parts.
     fn check_parts<T: Held>(
         &self,
         cx: &crate::k8s::index::Context<'_>,
         skeletons: &[Object],
-        again: &[Again<'_>],
+        parted: &Parted<'_>,
         platform: &Platform,
         kept: &BTreeMap<String, BTreeSet<String>>,
         out: &mut Checked<T>,
     ) -> Vec<T> {
+        let again = &parted.again;
+        let derive = |i: usize| derive::derive(&again[i].service.service, platform).ok();
         let names: Vec<(&str, &str)> = again.iter().map(|a| (a.namespace.as_str(), a.name.as_str())).collect();
         let mut held = Vec::with_capacity(skeletons.len());
+        // The services' objects rendered again: as many as the first time.
+        let mut again_rendered = 0;
         for part in parts::split(skeletons, &names, self.parts.size) {
+            // The weighted routes the part's services share: each route's
+            // services derived again and given its backends, as the first
+            // time.
+            let routes: BTreeSet<usize> = part.services.iter().filter_map(|&i| again[i].route).collect();
+            let sharing: HashMap<usize, derive::DesiredService> = routes
+                .into_par_iter()
+                .flat_map_iter(|r| {
+                    let mut members: Vec<(usize, derive::DesiredService)> =
+                        parted.routes[r].iter().filter_map(|&i| derive(i).map(|d| (i, d))).collect();
+                    derive::gateway::share_routes(&mut members.iter_mut().map(|(_, d)| d).collect::<Vec<_>>());
+                    members
+                })
+                .collect();
             // The derivation is pure: the objects rendered the first time.
             let mut objects: Vec<Object> = part
                 .services
                 .par_iter()
                 .flat_map_iter(|&i| {
-                    let a = &again[i];
                     let derived;
-                    let desired = match &a.desired {
+                    let desired = match sharing.get(&i) {
                         Some(d) => d,
                         None => {
-                            derived = derive::derive(&a.service.service, platform).ok();
+                            derived = derive(i);
                             derived.as_ref()?
                         }
                     };
-                    render::render_service(self.templates, desired, Some(&(self.label)(a.service))).ok()
+                    render::render_service(self.templates, desired, Some(&(self.label)(again[i].service))).ok()
                 })
                 .flatten()
                 .collect();
+            drop(sharing);
+            again_rendered += objects.len();
             objects.extend(part.others.iter().map(|&i| skeletons[i].clone()));
             objects::sort(&mut objects);
             let found = check::run_in(cx, &objects, self.config);
             out.found(found);
             held.extend(self.hold(objects, kept, out));
+        }
+        let first_rendered = skeletons.iter().filter(|o| o.owner.is_some()).count();
+        if again_rendered != first_rendered {
+            out.diags.push(
+                Diagnostic::error(format!(
+                    "internal error: a namespace checked in parts rendered {again_rendered} objects of its services \
+                     the second time, {first_rendered} the first"
+                ))
+                .help("nothing was written; please report this"),
+            );
         }
         held
     }
@@ -991,33 +1019,34 @@ impl Stage<'_> {
     /// each service's objects, once rendered and read by the checks of a
     /// service's own objects (its adapters mounted), kept in the small form
     /// lookups read ([`skeleton`](crate::k8s::skeleton::skeleton)), and its
-    /// desired state freed, but those of services that share a weighted
-    /// route, which are derived together ([`Stage::derive`]) and kept; the
-    /// model cache's objects, which several services make together, whole.
-    /// With the objects, what renders each service again; the services
-    /// whose files the caller holds go to `kept` ([`Stage::kept_services`]).
+    /// desired state freed (those of services that share a weighted route
+    /// once every one is derived and given the route's backends, as
+    /// [`Stage::derive`] does); the model cache's objects, which several
+    /// services make together, whole. With the objects, what renders each
+    /// service again; the services whose files the caller holds go to
+    /// `kept` ([`Stage::kept_services`]).
     fn render_skeletons<'s>(
         &self,
         services: &[&'s LoadedService],
         platform: &Platform,
         kept: &mut BTreeMap<String, BTreeSet<String>>,
         diags: &mut Diagnostics,
-    ) -> (Vec<Object>, Vec<Again<'s>>) {
+    ) -> (Vec<Object>, Parted<'s>) {
         let firsts: Vec<Result<First<'s>, Vec<Diagnostic>>> = services
             .par_iter()
             .map(|s| {
                 let d = derive::derive(&s.service, platform).map_err(|e| vec![underived(s, &e)])?;
                 let cache = d.cache.clone().map(|c| (Box::new(c), (self.label)(s)));
-                let mut again =
-                    Again { service: s, namespace: d.namespace.clone(), name: d.name.clone(), desired: None };
+                let again = Again { service: s, namespace: d.namespace.clone(), name: d.name.clone(), route: None };
                 if d.gateway.as_ref().is_some_and(|g| g.backend.weight.is_some()) {
-                    again.desired = Some(Box::new(d));
-                    return Ok(First { again, cache, rendered: None });
+                    return Ok(First { again, cache, rendered: Err(Box::new(d)) });
                 }
-                Ok(First { again, cache, rendered: Some(self.skeletons_of(s, &d)) })
+                Ok(First { again, cache, rendered: Ok(self.skeletons_of(s, &d)) })
             })
             .collect();
         let mut again = Vec::with_capacity(firsts.len());
+        // The services that share a weighted route, by place in `again`.
+        let mut sharing: Vec<(usize, Box<derive::DesiredService>)> = Vec::new();
         let mut caches = Vec::new();
         let mut objects = Vec::new();
         let mut take = |rendered: Rendered, diags: &mut Diagnostics| match rendered {
@@ -1030,30 +1059,44 @@ impl Stage<'_> {
         for first in firsts {
             match first {
                 Ok(First { again: a, cache, rendered }) => {
-                    if a.desired.is_none() && self.keep_files_of.contains(&(self.label)(a.service)) {
-                        kept.entry(a.namespace.clone()).or_default().insert(a.name.clone());
-                    }
                     caches.extend(cache.map(|c| (c, a.namespace.clone())));
-                    if let Some(rendered) = rendered {
-                        take(rendered, diags);
+                    match rendered {
+                        Ok(rendered) => {
+                            let keeps = !self.keep_files_of.is_empty();
+                            if keeps && self.keep_files_of.contains(&(self.label)(a.service)) {
+                                kept.entry(a.namespace.clone()).or_default().insert(a.name.clone());
+                            }
+                            take(rendered, diags);
+                        }
+                        Err(desired) => sharing.push((again.len(), desired)),
                     }
                     again.push(a);
                 }
                 Err(problems) => diags.extend(problems),
             }
         }
-        // The services of a shared route: each given the route's backends.
-        let mut sharing: Vec<&mut derive::DesiredService> =
-            again.iter_mut().filter_map(|a| a.desired.as_deref_mut()).collect();
-        derive::gateway::share_routes(&mut sharing);
-        for a in &again {
-            if let Some(d) = &a.desired {
-                take(self.skeletons_of(a.service, d), diags);
+        // The services of a shared route: each given the route's backends,
+        // and its route's services noted, to share it again a part at a time.
+        derive::gateway::share_routes(&mut sharing.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
+        let shared: Vec<Rendered> = sharing.par_iter().map(|(i, d)| self.skeletons_of(again[*i].service, d)).collect();
+        for rendered in shared {
+            take(rendered, diags);
+        }
+        let mut routes: BTreeMap<(&str, &[String], &str), Vec<usize>> = BTreeMap::new();
+        for (i, d) in &sharing {
+            if let Some(g) = &d.gateway {
+                routes.entry((d.namespace.as_str(), g.hostnames.as_slice(), g.path.as_str())).or_default().push(*i);
+            }
+        }
+        let routes: Vec<Vec<usize>> = routes.into_values().collect();
+        for (r, members) in routes.iter().enumerate() {
+            for &i in members {
+                again[i].route = Some(r);
             }
         }
         let plans = caches.iter().map(|((plan, label), ns)| (&**plan, ns.as_str(), Some(label.clone())));
         objects.extend(self.type_checked(derive::cache::objects(plans), diags));
-        (objects, again)
+        (objects, Parted { again, routes })
     }
 
     /// The objects of the service `s` of desired state `d` in the small form
@@ -1094,14 +1137,24 @@ enum Derived<'s> {
     Parted(Vec<&'s LoadedService>),
 }
 
-/// What renders a service of a group checked in parts again: the service,
-/// its namespace and name, and its desired state where it shares a weighted
-/// route (the others are derived again: the derivation is pure).
+/// What renders the services of a group checked in parts again (the
+/// derivation is pure): each service, and the services of each weighted
+/// route several share, which are derived together
+/// ([`derive::gateway::share_routes`]).
+struct Parted<'s> {
+    again: Vec<Again<'s>>,
+    /// Each shared route's services, by place in `again`.
+    routes: Vec<Vec<usize>>,
+}
+
+/// A service of a group checked in parts: the service, its namespace and
+/// name, and the weighted route it shares, if any (a place in
+/// [`Parted::routes`]).
 struct Again<'s> {
     service: &'s LoadedService,
     namespace: String,
     name: String,
-    desired: Option<Box<derive::DesiredService>>,
+    route: Option<usize>,
 }
 
 /// A service's objects in the small form lookups read, with the errors of
@@ -1109,13 +1162,13 @@ struct Again<'s> {
 type Rendered = Result<(Vec<Object>, Vec<Diagnostic>), Vec<Diagnostic>>;
 
 /// A service of a group checked in parts, derived: what renders it again,
-/// its model cache's plan (with the label of its file), and its objects,
-/// unless it shares a weighted route (rendered once every sharer is
-/// derived).
+/// its model cache's plan (with the label of its file), and its objects;
+/// or, where it shares a weighted route, its desired state, rendered once
+/// every service of the route is derived.
 struct First<'s> {
     again: Again<'s>,
     cache: Option<(Box<derive::cache::CachePlan>, String)>,
-    rendered: Option<Rendered>,
+    rendered: Result<Rendered, Box<derive::DesiredService>>,
 }
 
 /// The error of a service `s` whose derivation failed with `e`, at the

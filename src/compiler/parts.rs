@@ -63,7 +63,9 @@ pub(super) struct Part {
 /// it; in the first part where its place has none). Services go into parts
 /// in the order of their namespace and name, a part closed once it has at
 /// least `size` and the next service's objects come after all of its own
-/// in every place.
+/// in every place. Names that sort between a service's and one of its
+/// objects' keep those services in one part, however many there are
+/// (services `a-0001` to `a-5000` beside `a`, whose picker is `a-epp`).
 pub(super) fn split(objects: &[Object], services: &[(&str, &str)], size: usize) -> Vec<Part> {
     let mut order: Vec<usize> = (0..services.len()).collect();
     order.sort_by_key(|&i| services[i]);
