@@ -782,9 +782,9 @@ impl Stage<'_> {
     /// its errors in `out.diags`: the group's objects as `T`, for
     /// [`Checked::keep`], but those of the services `kept` (by namespace),
     /// whose files the caller holds. Where the group is checked in parts
-    /// (`parted`, what renders each of its services again), `objects` are in the small
-    /// form lookups read ([`Stage::render_skeletons`]) and the rules run a
-    /// part at a time ([`Stage::check_parts`]).
+    /// (`parted`, what renders each of its services again), `objects` are
+    /// in the small form lookups read ([`Stage::render_skeletons`]) and the
+    /// rules run a part at a time ([`Stage::check_parts`]).
     #[allow(clippy::too_many_arguments, reason = "the group, what it is checked against, and where the results go")]
     fn check_group<T: Held>(
         &self,
@@ -1077,18 +1077,14 @@ impl Stage<'_> {
         }
         // The services of a shared route: each given the route's backends,
         // and its route's services noted, to share it again a part at a time.
-        derive::gateway::share_routes(&mut sharing.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
+        let routes = derive::gateway::share_routes(&mut sharing.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
         let shared: Vec<Rendered> = sharing.par_iter().map(|(i, d)| self.skeletons_of(again[*i].service, d)).collect();
         for rendered in shared {
             take(rendered, diags);
         }
-        let mut routes: BTreeMap<(&str, &[String], &str), Vec<usize>> = BTreeMap::new();
-        for (i, d) in &sharing {
-            if let Some(g) = &d.gateway {
-                routes.entry((d.namespace.as_str(), g.hostnames.as_slice(), g.path.as_str())).or_default().push(*i);
-            }
-        }
-        let routes: Vec<Vec<usize>> = routes.into_values().collect();
+        // From places in `sharing` to places in `again`.
+        let routes: Vec<Vec<usize>> =
+            routes.into_iter().map(|members| members.into_iter().map(|p| sharing[p].0).collect()).collect();
         for (r, members) in routes.iter().enumerate() {
             for &i in members {
                 again[i].route = Some(r);

@@ -348,15 +348,16 @@ pub fn picker_config(epp: &EndpointPicker, adapters: bool, flow_control: bool) -
 /// Gives every service of a shared route the route's backends, and leaves
 /// the HTTPRoute to the service whose name sorts first. Routes are shared
 /// only where every service gives a weight (the loader refuses the rest).
-pub fn share_routes(services: &mut [&mut crate::derive::DesiredService]) {
+/// Each route's services, by place in `services`.
+pub fn share_routes(services: &mut [&mut crate::derive::DesiredService]) -> Vec<Vec<usize>> {
     type Key = (String, Vec<String>, String);
     let mut groups: BTreeMap<Key, Vec<(String, BackendRef)>> = BTreeMap::new();
-    for d in services.iter() {
+    let mut places: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (i, d) in services.iter().enumerate() {
         let Some(g) = d.gateway.as_ref().filter(|g| g.backend.weight.is_some()) else { continue };
-        groups
-            .entry((d.namespace.clone(), g.hostnames.clone(), g.path.clone()))
-            .or_default()
-            .push((d.name.clone(), g.backend.clone()));
+        let key = (d.namespace.clone(), g.hostnames.clone(), g.path.clone());
+        places.entry(key.clone()).or_default().push(i);
+        groups.entry(key).or_default().push((d.name.clone(), g.backend.clone()));
     }
     for group in groups.values_mut() {
         group.sort_by(|a, b| a.0.cmp(&b.0));
@@ -370,6 +371,7 @@ pub fn share_routes(services: &mut [&mut crate::derive::DesiredService]) {
             d.objects.retain(|c| c.kind != "HTTPRoute");
         }
     }
+    places.into_values().collect()
 }
 
 /// Where clients reach a service: its route, or the Service's address.
