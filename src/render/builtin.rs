@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use k8s_openapi::api::core::v1::EnvVar;
 use serde_json::{Map, Value};
 
 use crate::derive::DesiredService;
@@ -88,6 +89,27 @@ impl IntoValue for &Vec<String> {
 impl IntoValue for &Vec<Value> {
     fn into_value(self) -> Value {
         Value::Array(self.clone())
+    }
+}
+
+/// A container's environment as `EnvVar` serializes it (k8s-openapi: `name`,
+/// then `value` and `valueFrom` where set), built directly: through serde
+/// it took 3% of `render --stdout`'s time at 10,000 services, eight
+/// variables a container.
+impl IntoValue for &Vec<EnvVar> {
+    fn into_value(self) -> Value {
+        let var = |e: &EnvVar| {
+            let mut map = Map::with_capacity(1 + usize::from(e.value.is_some()) + usize::from(e.value_from.is_some()));
+            map.insert("name".to_string(), Value::String(e.name.clone()));
+            if let Some(value) = &e.value {
+                map.insert("value".to_string(), Value::String(value.clone()));
+            }
+            if let Some(from) = &e.value_from {
+                map.insert("valueFrom".to_string(), ser(from));
+            }
+            Value::Object(map)
+        };
+        Value::Array(self.iter().map(var).collect())
     }
 }
 
@@ -231,7 +253,7 @@ fn serving_pod_spec(d: &DesiredService, command: Value) -> Value {
         "imagePullPolicy": &c.image_pull_policy,
         "command": command,
         "args": &c.args,
-        "env": ser(&c.env),
+        "env": &c.env,
         "ports": [{
             "name": &c.port_name,
             "containerPort": c.port,
@@ -305,7 +327,7 @@ fn leader_worker_set(d: &DesiredService) -> Value {
         "image": &c.image,
         "imagePullPolicy": &c.image_pull_policy,
         "command": m.map(|m| &m.worker_command),
-        "env": ser(&c.env),
+        "env": &c.env,
         "resources": {
             "requests": &c.requests,
             "limits": &c.limits,
@@ -708,6 +730,27 @@ fn picker_service_monitor(d: &DesiredService) -> Value {
 mod tests {
     use super::*;
     use crate::model::platform::Platform;
+
+    #[test]
+    fn an_environment_is_built_as_serde_serializes_it() {
+        use k8s_openapi::api::core::v1::{EnvVarSource, ObjectFieldSelector};
+        let from = EnvVarSource {
+            field_ref: Some(ObjectFieldSelector { field_path: "metadata.name".into(), ..Default::default() }),
+            ..Default::default()
+        };
+        for env in [
+            vec![],
+            vec![
+                EnvVar { name: "A".into(), value: Some("1".into()), ..Default::default() },
+                EnvVar { name: "B".into(), ..Default::default() },
+                EnvVar { name: "C".into(), value_from: Some(from.clone()), ..Default::default() },
+                EnvVar { name: "D".into(), value: Some(String::new()), value_from: Some(from), ..Default::default() },
+            ],
+        ] {
+            // As text: maps compare equal whatever their order.
+            assert_eq!(serde_json::to_string(&v!(&env)).unwrap(), serde_json::to_string(&env).unwrap());
+        }
+    }
 
     /// The desired state of a plain service (`gpus` GPUs, 3 replicas).
     fn desired() -> DesiredService {
