@@ -445,7 +445,7 @@ pub(crate) fn namespace(o: &Object) -> &str {
 
 /// The pod templates of a workload object (the kinds table says where).
 pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
-    crate::model::kinds::pod_templates_of(&o.id.kind, &o.value)
+    crate::model::kinds::pod_templates(&o.id.kind, &o.value)
 }
 
 pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {

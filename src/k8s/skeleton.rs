@@ -4,8 +4,8 @@
 //! runs on its own object whole and reads the others through the index.
 //!
 //! What is kept was read off every reader: the index as it builds itself
-//! (identity, `kind`, pod templates and their labels, replica counts and
-//! autoscaler bounds), every lookup of the rules, of admission (quota use
+//! (pod templates and their labels, replica counts and autoscaler bounds;
+//! identity and kind it reads off `Object::id`, as every reader does), every lookup of the rules, of admission (quota use
 //! with the LimitRange's defaults, priority classes, Kueue's queue labels)
 //! and of the compiler's namespace stage (33 call sites). A rule never
 //! reads a looked-up object's probes, environment, command, volumes or

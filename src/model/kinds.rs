@@ -142,14 +142,10 @@ pub fn runs_pods(kind: &str) -> bool {
     lookup(kind).is_some_and(Kind::runs_pods)
 }
 
-/// The pod templates of an object, by its kind's row.
-pub fn pod_templates(value: &Value) -> Vec<&Value> {
-    pod_templates_of(value.field("kind").and_then(Value::as_str).unwrap_or_default(), value)
-}
-
-/// The pod templates of `value`, an object of `kind` (an object's value
-/// need not hold its own `kind`: a skeleton's does not).
-pub fn pod_templates_of<'v>(kind: &str, value: &'v Value) -> Vec<&'v Value> {
+/// The pod templates of `value`, an object of `kind`, by the kind's row.
+/// The kind is the object's identity's: a value need not hold its own (an
+/// object's skeleton, `k8s::skeleton`, does not).
+pub fn pod_templates<'v>(kind: &str, value: &'v Value) -> Vec<&'v Value> {
     let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
     paths.iter().filter_map(|p| value.at(p)).collect()
 }

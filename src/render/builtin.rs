@@ -18,8 +18,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use k8s_openapi::api::core::v1::EnvVar;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::derive::DesiredService;
