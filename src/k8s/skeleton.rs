@@ -23,10 +23,12 @@ use crate::model::objects::Object;
 /// source and place, and the fields of its value named below, moved out
 /// of it (the rest is freed).
 pub fn skeleton(o: Object) -> Object {
-    // A Service's labels are matched by monitors' selectors; of another
-    // object's, only Kueue's (its queue and priority) are read.
-    let service = o.id.kind == "Service";
-    let label = |k: &str, v: Value| (service || k.starts_with("kueue.x-k8s.io/")).then_some(v);
+    // A Service's labels are matched by monitors' selectors, a
+    // Namespace's by a Gateway's `allowedRoutes` (the platform's, whole,
+    // unless a template renders one); of another object's, only Kueue's
+    // (its queue and priority) are read.
+    let all = matches!(o.id.kind.as_str(), "Service" | "Namespace");
+    let label = |k: &str, v: Value| (all || k.starts_with("kueue.x-k8s.io/")).then_some(v);
     Object {
         // Identity (`apiVersion`, `kind`, name and namespace) is read off
         // `o.id`, never off the value: at 10,000 services in one namespace
@@ -194,6 +196,14 @@ mod tests {
             skeleton(o).value,
             json!({"metadata": {"labels": {"app": "m"}}, "spec": {"selector": {"app": "m"}, "ports": [{"port": 8000}]}})
         );
+    }
+
+    #[test]
+    fn a_namespace_keeps_its_labels_for_gateways_selectors() {
+        let value =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"gateway": "yes"}}});
+        let o = Object::new(ObjectId::new("v1", "Namespace", None, "ns"), value).owned_by("m");
+        assert_eq!(skeleton(o).value, json!({"metadata": {"labels": {"gateway": "yes"}}}));
     }
 
     #[test]
