@@ -389,7 +389,28 @@ pub fn run(objects: &[Object]) -> Vec<Finding> {
 /// objects' own annotations disable. Findings come sorted. Linear in the
 /// number of objects: lookups are indexed once per run.
 pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
-    run_in(&Context::new(objects), objects, config)
+    let found = run_in(&Context::new(objects), objects, config);
+    // Every build with debug assertions (every test build) runs the rules
+    // a second time with each lookup answered as a namespace checked in
+    // parts answers it (`compiler::parts`): from the skeletons of the
+    // services' objects, the others (the platform's) whole. A rule that
+    // reads a field of a looked-up object its skeleton lacks fails each
+    // test that calls this, not only the harness's compiles.
+    #[cfg(debug_assertions)]
+    {
+        let skeleton = |o: &Object| match o.owner {
+            Some(_) => crate::k8s::skeleton::skeleton(o.clone()),
+            None => o.clone(),
+        };
+        let skeletons: Vec<Object> = objects.iter().map(skeleton).collect();
+        let parted = run_in(&Context::new(&skeletons), objects, config);
+        debug_assert!(
+            found == parted,
+            "the rules found other things with lookups answered from skeletons (k8s::skeleton lacks a field a \
+             rule reads of a looked-up object):\nwhole: {found:#?}\nskeletons: {parted:#?}"
+        );
+    }
+    found
 }
 
 /// [`run_with`] over an index of `objects` the caller has built already.
