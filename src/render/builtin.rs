@@ -744,7 +744,7 @@ mod tests {
                 EnvVar { name: "A".into(), value: Some("1".into()), ..Default::default() },
                 EnvVar { name: "B".into(), ..Default::default() },
                 EnvVar { name: "C".into(), value_from: Some(from.clone()), ..Default::default() },
-                EnvVar { name: "D".into(), value: Some(String::new()), value_from: Some(from), ..Default::default() },
+                EnvVar { name: "D".into(), value: Some(String::new()), value_from: Some(from) },
             ],
         ] {
             // As text: maps compare equal whatever their order.
