@@ -17,28 +17,20 @@
 
 use serde_json::{Map, Value};
 
+use crate::model::labels::PREEMPTIBLE_ANNOTATION;
 use crate::model::objects::Object;
 
 /// `o` in the form the index and lookups read: its identity, owner,
 /// source and place, and the fields of its value named below, moved out
 /// of it (the rest is freed).
 pub fn skeleton(o: Object) -> Object {
-    // A Service's labels are matched by monitors' selectors, a
-    // Namespace's by a Gateway's `allowedRoutes` (the platform's, whole,
-    // unless a template renders one); of another object's, only Kueue's
-    // (its queue and priority) are read.
-    let all = matches!(o.id.kind.as_str(), "Service" | "Namespace");
-    let label = |k: &str, v: Value| (all || k.starts_with("kueue.x-k8s.io/")).then_some(v);
+    let kind = o.id.kind.as_str();
     Object {
         // Identity (`apiVersion`, `kind`, name and namespace) is read off
         // `o.id`, never off the value: at 10,000 services in one namespace
         // the value's copy of it took about a fifth of the skeletons' room.
         value: keep(o.value, |key, v| match key {
-            "metadata" => {
-                let labels = keep_labels(v, label);
-                (!labels.is_empty())
-                    .then(|| Value::Object(Map::from_iter([("labels".to_string(), Value::Object(labels))])))
-            }
+            "metadata" => metadata(v, kind),
             "spec" => Some(spec(v)),
             // A PriorityClass's (the platform's, kept whole; a template may
             // render one).
@@ -48,6 +40,32 @@ pub fn skeleton(o: Object) -> Object {
         file: None,
         ..o
     }
+}
+
+/// The `metadata` of an object of `kind` that lookups read, if any of it.
+/// A Service's labels are matched by monitors' selectors, a Namespace's
+/// by a Gateway's `allowedRoutes`; of another object's labels, only
+/// Kueue's (its queue and priority) are read. A PriorityClass's
+/// preemptible annotation is read by admission. (The platform's
+/// Namespaces and PriorityClasses are kept whole; these are for a
+/// template that renders one.)
+fn metadata(v: Value, kind: &str) -> Option<Value> {
+    let Value::Object(mut m) = v else { return None };
+    let all = matches!(kind, "Service" | "Namespace");
+    let mut kept = Vec::with_capacity(2);
+    let labels =
+        m.swap_remove("labels").map(|l| keep(l, |k, v| (all || k.starts_with("kueue.x-k8s.io/")).then_some(v)));
+    kept.extend(labels.filter(|l| l.as_object().is_some_and(|l| !l.is_empty())).map(|l| ("labels".to_string(), l)));
+    if kind == "PriorityClass" {
+        let annotations =
+            m.swap_remove("annotations").map(|a| keep(a, |k, v| (k == PREEMPTIBLE_ANNOTATION).then_some(v)));
+        kept.extend(
+            annotations
+                .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()))
+                .map(|a| ("annotations".to_string(), a)),
+        );
+    }
+    (!kept.is_empty()).then(|| Value::Object(Map::from_iter(kept)))
 }
 
 /// The fields of a map `v` that `pick` keeps, in their order, as it gives
@@ -64,18 +82,6 @@ fn keep(v: Value, pick: impl Fn(&str, Value) -> Option<Value>) -> Value {
             Value::Object(out)
         }
         other => other,
-    }
-}
-
-/// The labels of `metadata` that `pick` keeps.
-fn keep_labels(metadata: Value, pick: impl Fn(&str, Value) -> Option<Value>) -> Map<String, Value> {
-    let labels = match metadata {
-        Value::Object(mut m) => m.swap_remove("labels"),
-        _ => None,
-    };
-    match labels.map(|l| keep(l, pick)) {
-        Some(Value::Object(kept)) => kept,
-        _ => Map::new(),
     }
 }
 
@@ -204,6 +210,20 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"gateway": "yes"}}});
         let o = Object::new(ObjectId::new("v1", "Namespace", None, "ns"), value).owned_by("m");
         assert_eq!(skeleton(o).value, json!({"metadata": {"labels": {"gateway": "yes"}}}));
+    }
+
+    #[test]
+    fn a_priority_class_keeps_its_value_and_whether_it_is_preemptible() {
+        let value = json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": "spot", "labels": {"tier": "spot"}, "annotations": {"ai.example.com/preemptible": "true", "x": "y"}},
+            "value": 100, "globalDefault": false, "description": "spot",
+        });
+        let o = Object::new(ObjectId::new("scheduling.k8s.io/v1", "PriorityClass", None, "spot"), value).owned_by("m");
+        assert_eq!(
+            skeleton(o).value,
+            json!({"metadata": {"annotations": {"ai.example.com/preemptible": "true"}}, "value": 100, "globalDefault": false})
+        );
     }
 
     #[test]
