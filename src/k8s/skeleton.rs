@@ -5,15 +5,17 @@
 //!
 //! What is kept was read off every reader: the index as it builds itself
 //! (pod templates and their labels, replica counts and autoscaler bounds;
-//! identity and kind it reads off `Object::id`, as every reader does), every lookup of the rules, of admission (quota use
-//! with the LimitRange's defaults, priority classes, Kueue's queue labels)
-//! and of the compiler's namespace stage (33 call sites). A rule never
+//! identity and kind it reads off `Object::id`, as every reader does),
+//! every lookup of the rules, of admission (quota use with the
+//! LimitRange's defaults, priority classes, Kueue's queue labels) and of
+//! the compiler's namespace stage (33 call sites). A rule never
 //! reads a looked-up object's probes, environment, command, volumes or
 //! security context, nor an autoscaler's metrics and behaviour: those, the
 //! bulk of a serving Deployment, are left out. The integration tests
 //! compile every input of the harness both whole and in parts of one
 //! service, and hold the output and every finding equal
-//! (tests/it/harness.rs).
+//! (tests/it/harness.rs); every test build of `check::run` runs the rules
+//! again with lookups answered from skeletons ([`crate::check::run_with`]).
 
 use serde_json::{Map, Value};
 
