@@ -351,27 +351,27 @@ pub fn picker_config(epp: &EndpointPicker, adapters: bool, flow_control: bool) -
 /// Each route's services, by place in `services`.
 pub fn share_routes(services: &mut [&mut crate::derive::DesiredService]) -> Vec<Vec<usize>> {
     type Key = (String, Vec<String>, String);
-    let mut groups: BTreeMap<Key, Vec<(String, BackendRef)>> = BTreeMap::new();
-    let mut places: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    let mut routes: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
     for (i, d) in services.iter().enumerate() {
         let Some(g) = d.gateway.as_ref().filter(|g| g.backend.weight.is_some()) else { continue };
-        let key = (d.namespace.clone(), g.hostnames.clone(), g.path.clone());
-        places.entry(key.clone()).or_default().push(i);
-        groups.entry(key).or_default().push((d.name.clone(), g.backend.clone()));
+        routes.entry((d.namespace.clone(), g.hostnames.clone(), g.path.clone())).or_default().push(i);
     }
-    for group in groups.values_mut() {
-        group.sort_by(|a, b| a.0.cmp(&b.0));
-    }
-    for d in services.iter_mut() {
-        let Some(g) = d.gateway.as_mut().filter(|g| g.backend.weight.is_some()) else { continue };
-        let Some(group) = groups.get(&(d.namespace.clone(), g.hostnames.clone(), g.path.clone())) else { continue };
-        g.backends = group.iter().map(|(_, b)| b.clone()).collect();
-        g.renders_route = group.first().is_some_and(|(n, _)| *n == d.name);
-        if !g.renders_route {
-            d.objects.retain(|c| c.kind != "HTTPRoute");
+    for places in routes.values_mut() {
+        // In the order of the services' names; the first renders the route.
+        places.sort_by(|&a, &b| services[a].name.cmp(&services[b].name));
+        let backends: Vec<BackendRef> =
+            places.iter().filter_map(|&p| services[p].gateway.as_ref()).map(|g| g.backend.clone()).collect();
+        for (n, &p) in places.iter().enumerate() {
+            let d = &mut *services[p];
+            let Some(g) = d.gateway.as_mut() else { continue };
+            g.backends = backends.clone();
+            g.renders_route = n == 0;
+            if n > 0 {
+                d.objects.retain(|c| c.kind != "HTTPRoute");
+            }
         }
     }
-    places.into_values().collect()
+    routes.into_values().collect()
 }
 
 /// Where clients reach a service: its route, or the Service's address.
