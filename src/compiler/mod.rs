@@ -935,17 +935,21 @@ impl Stage<'_> {
         T::hold(objects)
     }
 
+    /// Whether the caller holds the files of the service `s`
+    /// ([`Options::keep_files_of`]); its label is made only where it holds
+    /// some.
+    fn keeps_files_of(&self, s: &LoadedService) -> bool {
+        !self.keep_files_of.is_empty() && self.keep_files_of.contains(&(self.label)(s))
+    }
+
     /// The services among `desired` whose objects are checked but not held
     /// ([`Options::keep_files_of`]), by namespace: those of the files named
     /// there that share no weighted route.
     fn kept_services(&self, desired: &[Desired<'_>]) -> BTreeMap<String, BTreeSet<String>> {
         let mut kept: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        if self.keep_files_of.is_empty() {
-            return kept;
-        }
         for (s, d) in desired {
             let shares_route = d.gateway.as_ref().is_some_and(|g| g.backend.weight.is_some());
-            if !shares_route && self.keep_files_of.contains(&(self.label)(s)) {
+            if !shares_route && self.keeps_files_of(s) {
                 kept.entry(d.namespace.clone()).or_default().insert(d.name.clone());
             }
         }
@@ -1062,8 +1066,7 @@ impl Stage<'_> {
                     caches.extend(cache.map(|c| (c, a.namespace.clone())));
                     match rendered {
                         Ok(rendered) => {
-                            let keeps = !self.keep_files_of.is_empty();
-                            if keeps && self.keep_files_of.contains(&(self.label)(a.service)) {
+                            if self.keeps_files_of(a.service) {
                                 kept.entry(a.namespace.clone()).or_default().insert(a.name.clone());
                             }
                             take(rendered, diags);
