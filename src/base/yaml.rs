@@ -255,18 +255,44 @@ pub enum PathSegment {
     Index(usize),
 }
 
+/// One step of a path into a document, borrowing its key: what a walk
+/// over a tree keeps while it goes, naming the path only where it reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl PathSegment {
+    /// This step, borrowed.
+    pub fn step(&self) -> Step<'_> {
+        match self {
+            PathSegment::Key(k) => Step::Key(k),
+            PathSegment::Index(i) => Step::Index(*i),
+        }
+    }
+}
+
 /// Formats a path the way users write it: `spec.containers[0].image`.
 pub fn path_string(path: &[PathSegment]) -> String {
+    steps_string(path.iter().map(PathSegment::step))
+}
+
+/// [`path_string`] of borrowed steps.
+pub fn steps_string<'a>(path: impl IntoIterator<Item = Step<'a>>) -> String {
+    use std::fmt::Write;
     let mut s = String::new();
-    for seg in path {
-        match seg {
-            PathSegment::Key(k) => {
+    for step in path {
+        match step {
+            Step::Key(k) => {
                 if !s.is_empty() {
                     s.push('.');
                 }
                 s.push_str(k);
             }
-            PathSegment::Index(i) => s.push_str(&format!("[{i}]")),
+            Step::Index(i) => {
+                let _ = write!(s, "[{i}]");
+            }
         }
     }
     s

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::base::diagnostics::{Diagnostic, Location, Source, did_you_mean};
 use crate::base::value::At;
-use crate::base::yaml::{Node, NodeValue, PathSegment, path_string};
+use crate::base::yaml::{Node, NodeValue, Step, steps_string};
 
 /// Checks `node` against `schema` (whose `$defs` hold referenced types).
 pub fn validate(node: &Node, schema: &Value, source: &Arc<Source>) -> Vec<Diagnostic> {
@@ -54,7 +54,7 @@ impl<'a> Validator<'a> {
         self.diags.last_mut().expect("just pushed")
     }
 
-    fn validate(&mut self, node: &Node, schema: &'a Value, path: &mut Vec<PathSegment>) {
+    fn validate<'n>(&mut self, node: &'n Node, schema: &'a Value, path: &mut Vec<Step<'n>>) {
         let schema = self.resolve(schema);
         if let Some(all) = schema.field("allOf").and_then(Value::as_array) {
             for s in all {
@@ -71,7 +71,7 @@ impl<'a> Validator<'a> {
         {
             let expected = describe_types(types);
             let found = describe_node(node);
-            let field = path_string(path);
+            let field = field(path);
             let msg = if field.is_empty() {
                 format!("expected {expected}, found {found}")
             } else {
@@ -93,20 +93,21 @@ impl<'a> Validator<'a> {
         match &node.value {
             NodeValue::Map(entries) => self.validate_map(node, entries, schema, path),
             NodeValue::Seq(items) => {
-                let field = path_string(path);
                 if let Some(min) = schema.field("minItems").and_then(Value::as_u64)
                     && (items.len() as u64) < min
                 {
+                    let field = field(path);
                     self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
                 }
                 if let Some(max) = schema.field("maxItems").and_then(Value::as_u64)
                     && (items.len() as u64) > max
                 {
+                    let field = field(path);
                     self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
                 }
                 if let Some(item_schema) = schema.field("items") {
                     for (i, item) in items.iter().enumerate() {
-                        path.push(PathSegment::Index(i));
+                        path.push(Step::Index(i));
                         self.validate(item, item_schema, path);
                         path.pop();
                     }
@@ -118,7 +119,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn validate_branches(&mut self, node: &Node, branches: &'a [Value], path: &[PathSegment]) {
+    fn validate_branches<'n>(&mut self, node: &'n Node, branches: &'a [Value], path: &[Step<'n>]) {
         let mut best: Option<Vec<Diagnostic>> = None;
         for branch in branches {
             let mut sub = Validator { root: self.root, source: self.source, diags: Vec::new() };
@@ -147,14 +148,20 @@ impl<'a> Validator<'a> {
         }
     }
 
-    fn validate_enum(&mut self, node: &Node, allowed: &[Value], path: &[PathSegment]) {
-        let value = node.to_json();
-        if allowed.contains(&value) {
+    fn validate_enum(&mut self, node: &Node, allowed: &[Value], path: &[Step<'_>]) {
+        // A string (as enums mostly are) compared where it lies; any other
+        // value as JSON.
+        let found = match &node.value {
+            NodeValue::Str(s) => allowed.iter().any(|a| a.as_str() == Some(s)),
+            _ => allowed.contains(&node.to_json()),
+        };
+        if found {
             return;
         }
+        let value = node.to_json();
         let names: Vec<String> =
             allowed.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
-        let field = path_string(path);
+        let field = field(path);
         let list = names.join(", ");
         let msg = match names.len() {
             1 => format!("\"{field}\" must be {}, found {}", quote(&names[0]), describe_node(node)),
@@ -167,33 +174,34 @@ impl<'a> Validator<'a> {
         d.help = help;
     }
 
-    fn validate_range(&mut self, node: &Node, schema: &Value, path: &[PathSegment]) {
+    fn validate_range(&mut self, node: &Node, schema: &Value, path: &[Step<'_>]) {
         let v = match node.value {
             NodeValue::Int(i) => i as f64,
             NodeValue::Float(f) => f,
             _ => return,
         };
-        let field = path_string(path);
-        let shown = node.to_json().to_string();
+        let shown = || node.to_json().to_string();
         if let Some(min) = schema.field("minimum").and_then(Value::as_f64)
             && v < min
         {
+            let (field, shown) = (field(path), shown());
             self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
             return;
         }
         if let Some(max) = schema.field("maximum").and_then(Value::as_f64)
             && v > max
         {
+            let (field, shown) = (field(path), shown());
             self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
         }
     }
 
-    fn validate_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[PathSegment]) {
-        let field = path_string(path);
+    fn validate_length(&mut self, node: &Node, s: &str, schema: &Value, path: &[Step<'_>]) {
         let len = s.chars().count() as u64;
         if let Some(min) = schema.field("minLength").and_then(Value::as_u64)
             && len < min
         {
+            let field = field(path);
             let msg = if min == 1 {
                 format!("\"{field}\" must not be empty")
             } else {
@@ -204,29 +212,33 @@ impl<'a> Validator<'a> {
         if let Some(max) = schema.field("maxLength").and_then(Value::as_u64)
             && len > max
         {
+            let field = field(path);
             self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
         }
     }
 
-    fn validate_map(
+    fn validate_map<'n>(
         &mut self,
         node: &Node,
-        entries: &[(crate::base::yaml::Key, Node)],
+        entries: &'n [(crate::base::yaml::Key, Node)],
         schema: &'a Value,
-        path: &mut Vec<PathSegment>,
+        path: &mut Vec<Step<'n>>,
     ) {
         let properties = schema.field("properties").and_then(Value::as_object);
         let additional = schema.field("additionalProperties");
-        let field = path_string(path);
-        let place = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
+        // The map's own path, named where a problem is reported.
+        let depth = path.len();
+        let here = |path: &[Step<'_>]| field(&path[..depth]);
         for (key, value) in entries {
-            path.push(PathSegment::Key(key.name.clone()));
+            path.push(Step::Key(&key.name));
             match properties.and_then(|p| crate::base::value::field(p, &key.name)) {
                 Some(sub) => self.validate(value, sub, path),
                 None => match additional {
                     Some(Value::Bool(false)) => {
                         let names: Vec<&str> =
                             properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                        let field = here(path);
+                        let place = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
                         let elsewhere = ELSEWHERE.iter().find(|(f, k, _)| *f == field && *k == key.name);
                         let help = match did_you_mean(&key.name, names.iter().copied()) {
                             _ if elsewhere.is_some() => elsewhere.map(|(_, _, h)| h.to_string()).unwrap_or_default(),
@@ -260,6 +272,7 @@ impl<'a> Validator<'a> {
                             ) == Some(name)
                     });
                     if !misspelt {
+                        let field = here(path);
                         let what = if field.is_empty() { String::new() } else { format!(" in \"{field}\"") };
                         self.error(node, format!("missing required field \"{name}\"{what}"));
                     }
@@ -284,6 +297,12 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
     ),
     ("defaults", "accelerators", "accelerator profiles are a top-level list of the platform file, `accelerators:`"),
 ];
+
+/// A path as users write it (`spec.containers[0].image`), made only for a
+/// problem's message: a valid file's walk names none.
+fn field(path: &[Step<'_>]) -> String {
+    steps_string(path.iter().copied())
+}
 
 fn type_matches(node: &Node, types: &Value) -> bool {
     let one = |t: &str| {
