@@ -429,15 +429,11 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         .as_ref()
         .filter(|(_, tier)| tier.disruption_budget && spec_replicas > 0)
         .map(|_| DisruptionBudget { max_unavailable: 1, selector: all_pods.clone() });
-    let gateway = crate::derive::gateway::plan(
-        spec,
-        platform.gateway.as_ref(),
-        &name,
-        &namespace,
-        &labels,
-        port,
-        &security::settings_for(platform, &namespace, &name),
-    );
+    // The platform's security settings with the exceptions that cover the
+    // service: the picker's pods and the service's own.
+    let settings = security::settings_for(platform, &namespace, &name);
+    let gateway =
+        crate::derive::gateway::plan(spec, platform.gateway.as_ref(), &name, &namespace, &labels, port, &settings);
     let monitoring = crate::derive::monitoring::plan(platform.monitoring.as_ref(), &labels);
     let mut gateway = gateway;
     if let (Some(pool), Some(m)) = (gateway.as_mut().and_then(|g| g.pool.as_mut()), platform.monitoring.as_ref()) {
@@ -496,7 +492,7 @@ pub fn derive(service: &InferenceService, platform: &Platform) -> Result<Desired
         }
     }
 
-    let security = security::derive(&security::settings_for(platform, &namespace, &name));
+    let security = security::derive(&settings);
     // The writable volumes a read-only root filesystem needs come first,
     // then the adapter configuration.
     pod_annotations.extend(security.pod_annotations.clone());
