@@ -18,7 +18,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::EnvVar;
+use k8s_openapi::api::core::v1::{Capabilities, EnvVar, PodSecurityContext, SeccompProfile, SecurityContext};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -113,6 +113,102 @@ impl IntoValue for &Vec<EnvVar> {
     }
 }
 
+impl IntoValue for i64 {
+    fn into_value(self) -> Value {
+        Value::from(self)
+    }
+}
+
+/// A value of a type left to its own serialization (the rarely set fields
+/// of the security contexts below).
+struct Ser<'a, T>(&'a T);
+
+impl<T: Serialize> IntoValue for Ser<'_, T> {
+    fn into_value(self) -> Value {
+        ser(self.0)
+    }
+}
+
+/// A map made field by field in a type's order of serialization, each
+/// field left out where it is `None`, as k8s-openapi's `Serialize` does.
+struct Fields(Map<String, Value>);
+
+impl Fields {
+    fn with_capacity(n: usize) -> Fields {
+        Fields(Map::with_capacity(n))
+    }
+
+    fn opt<T: IntoValue>(mut self, key: &str, value: Option<T>) -> Fields {
+        if let Some(v) = value {
+            self.0.insert(key.to_string(), v.into_value());
+        }
+        self
+    }
+
+    fn done(self) -> Value {
+        Value::Object(self.0)
+    }
+}
+
+/// The security contexts of every pod and container (their order and
+/// fields as k8s-openapi serializes them: `SecurityContext`,
+/// `PodSecurityContext`, `Capabilities`, `SeccompProfile`), built directly:
+/// through serde they took 1.4% of `render --stdout`'s time at 10,000
+/// services. The fields a platform never sets go through serde.
+impl IntoValue for &SecurityContext {
+    fn into_value(self) -> Value {
+        Fields::with_capacity(6)
+            .opt("allowPrivilegeEscalation", self.allow_privilege_escalation)
+            .opt("appArmorProfile", self.app_armor_profile.as_ref().map(Ser))
+            .opt("capabilities", self.capabilities.as_ref())
+            .opt("privileged", self.privileged)
+            .opt("procMount", self.proc_mount.as_ref())
+            .opt("readOnlyRootFilesystem", self.read_only_root_filesystem)
+            .opt("runAsGroup", self.run_as_group)
+            .opt("runAsNonRoot", self.run_as_non_root)
+            .opt("runAsUser", self.run_as_user)
+            .opt("seLinuxOptions", self.se_linux_options.as_ref().map(Ser))
+            .opt("seccompProfile", self.seccomp_profile.as_ref())
+            .opt("windowsOptions", self.windows_options.as_ref().map(Ser))
+            .done()
+    }
+}
+
+impl IntoValue for &PodSecurityContext {
+    fn into_value(self) -> Value {
+        Fields::with_capacity(6)
+            .opt("appArmorProfile", self.app_armor_profile.as_ref().map(Ser))
+            .opt("fsGroup", self.fs_group)
+            .opt("fsGroupChangePolicy", self.fs_group_change_policy.as_ref())
+            .opt("runAsGroup", self.run_as_group)
+            .opt("runAsNonRoot", self.run_as_non_root)
+            .opt("runAsUser", self.run_as_user)
+            .opt("seLinuxChangePolicy", self.se_linux_change_policy.as_ref())
+            .opt("seLinuxOptions", self.se_linux_options.as_ref().map(Ser))
+            .opt("seccompProfile", self.seccomp_profile.as_ref())
+            .opt("supplementalGroups", self.supplemental_groups.as_ref().map(Ser))
+            .opt("supplementalGroupsPolicy", self.supplemental_groups_policy.as_ref())
+            .opt("sysctls", self.sysctls.as_ref().map(Ser))
+            .opt("windowsOptions", self.windows_options.as_ref().map(Ser))
+            .done()
+    }
+}
+
+impl IntoValue for &Capabilities {
+    fn into_value(self) -> Value {
+        Fields::with_capacity(2).opt("add", self.add.as_ref()).opt("drop", self.drop.as_ref()).done()
+    }
+}
+
+impl IntoValue for &SeccompProfile {
+    fn into_value(self) -> Value {
+        Fields::with_capacity(2)
+            .opt("localhostProfile", self.localhost_profile.as_ref())
+            .opt("type", Some(&self.type_))
+            .done()
+    }
+}
+
 /// `{{ a.b }}` where `a` may be absent: null then.
 impl<T: IntoValue> IntoValue for Option<T> {
     fn into_value(self) -> Value {
@@ -154,15 +250,22 @@ fn list(first: Vec<Value>, more: &[Value]) -> Value {
 }
 
 /// JSON-like literals, as `serde_json::json!` writes them, but with each
-/// value converted by [`IntoValue`] rather than serialized, and every map
-/// and list allocated at its final size.
+/// value converted by [`IntoValue`] rather than serialized, every map and
+/// list allocated at its final size, and no map entry whose value is null
+/// (which [`build`] would drop).
 macro_rules! v {
     ({ $($tt:tt)* }) => { v!(@object [] () $($tt)*) };
     ([ $($tt:tt)* ]) => { v!(@array [] () $($tt)*) };
     (@object [$(($k:literal, ($($val:tt)*)))*] ()) => {{
         #[allow(unused_mut)]
         let mut map = serde_json::Map::with_capacity(<[&str]>::len(&[$($k),*]));
-        $( map.insert($k.to_string(), v!($($val)*)); )*
+        // A null entry is never made: `build` would drop it again.
+        $( match v!($($val)*) {
+            Value::Null => {}
+            value => {
+                map.insert($k.to_string(), value);
+            }
+        } )*
         Value::Object(map)
     }};
     (@object [$($done:tt)*] () $k:literal : $($rest:tt)*) => { v!(@entry [$($done)*] $k () $($rest)*) };
@@ -263,7 +366,7 @@ fn serving_pod_spec(d: &DesiredService, command: Value) -> Value {
             "requests": &c.requests,
             "limits": &c.limits,
         },
-        "securityContext": ser(&d.security.container),
+        "securityContext": &d.security.container,
         "lifecycle": {"preStop": {"exec": {"command": &d.drain.pre_stop}}},
         "startupProbe": http_probe(d, c.probes.startup_failure_threshold),
         "livenessProbe": http_probe(d, c.probes.liveness_failure_threshold),
@@ -282,7 +385,7 @@ fn pod_spec(d: &DesiredService, container: Value, volumes: &[Value]) -> Value {
         "tolerations": or_none(ser(&d.container.tolerations)),
         "automountServiceAccountToken": d.security.automount_service_account_token,
         "terminationGracePeriodSeconds": d.drain.termination_grace_period_seconds,
-        "securityContext": ser(&d.security.pod),
+        "securityContext": &d.security.pod,
         "initContainers": or_none(v!(&d.init_containers)),
         "containers": [container],
         "volumes": list(vec![shm_volume(d)], volumes),
@@ -332,7 +435,7 @@ fn leader_worker_set(d: &DesiredService) -> Value {
             "requests": &c.requests,
             "limits": &c.limits,
         },
-        "securityContext": ser(&d.security.container),
+        "securityContext": &d.security.container,
         "lifecycle": {"preStop": {"exec": {"command": &d.drain.worker_pre_stop}}},
         "startupProbe": {
             "exec": {"command": m.map(|m| &m.worker_probe)},
@@ -662,7 +765,7 @@ fn picker_deployment(d: &DesiredService) -> Value {
                     "automountServiceAccountToken": p.map(|p| p.security.automount_service_account_token),
                     "priorityClassName": d.priority_class.as_ref(),
                     "terminationGracePeriodSeconds": p.map(|p| p.termination_grace_period_seconds),
-                    "securityContext": p.map(|p| ser(&p.security.pod)),
+                    "securityContext": p.map(|p| &p.security.pod),
                     "containers": [{
                         "name": "epp",
                         "image": p.map(|p| &p.image),
@@ -678,7 +781,7 @@ fn picker_deployment(d: &DesiredService) -> Value {
                             "requests": p.map(|p| &p.requests),
                             "limits": p.map(|p| &p.limits),
                         },
-                        "securityContext": p.map(|p| ser(&p.security.container)),
+                        "securityContext": p.map(|p| &p.security.container),
                         "livenessProbe": {
                             "grpc": grpc(p.map(|p| &p.liveness_service)),
                             "initialDelaySeconds": 5,
@@ -749,6 +852,47 @@ mod tests {
         ] {
             // As text: maps compare equal whatever their order.
             assert_eq!(serde_json::to_string(&v!(&env)).unwrap(), serde_json::to_string(&env).unwrap());
+        }
+    }
+
+    #[test]
+    fn security_contexts_are_built_as_serde_serializes_them() {
+        use k8s_openapi::api::core::v1::{SELinuxOptions, Sysctl};
+        let derived = crate::derive::security::derive(&Default::default());
+        let full_pod = PodSecurityContext {
+            fs_group: Some(1),
+            fs_group_change_policy: Some("Always".into()),
+            run_as_group: Some(2),
+            run_as_non_root: Some(false),
+            run_as_user: Some(-3),
+            se_linux_change_policy: Some("MountOption".into()),
+            se_linux_options: Some(SELinuxOptions { level: Some("s0".into()), ..Default::default() }),
+            seccomp_profile: Some(SeccompProfile { type_: "Localhost".into(), localhost_profile: Some("p".into()) }),
+            supplemental_groups: Some(vec![4, 5]),
+            supplemental_groups_policy: Some("Strict".into()),
+            sysctls: Some(vec![Sysctl { name: "a".into(), value: "1".into() }]),
+            ..Default::default()
+        };
+        let full = SecurityContext {
+            allow_privilege_escalation: Some(true),
+            capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into()]), drop: Some(vec![]) }),
+            privileged: Some(true),
+            proc_mount: Some("Unmasked".into()),
+            read_only_root_filesystem: Some(false),
+            run_as_group: Some(1),
+            run_as_non_root: Some(true),
+            run_as_user: Some(2),
+            se_linux_options: Some(SELinuxOptions::default()),
+            seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), localhost_profile: None }),
+            ..Default::default()
+        };
+        // As text: maps compare equal whatever their order.
+        let text = |v: Value| serde_json::to_string(&v).unwrap();
+        for pod in [&derived.pod, &full_pod, &PodSecurityContext::default()] {
+            assert_eq!(text(v!(pod)), serde_json::to_string(pod).unwrap());
+        }
+        for container in [&derived.container, &full, &SecurityContext::default()] {
+            assert_eq!(text(v!(container)), serde_json::to_string(container).unwrap());
         }
     }
 
