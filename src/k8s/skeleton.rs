@@ -33,7 +33,7 @@ pub fn skeleton(o: Object) -> Object {
         // the value's copy of it took about a fifth of the skeletons' room.
         value: keep(o.value, |key, v| match key {
             "metadata" => metadata(v, kind),
-            "spec" => Some(spec(v)),
+            "spec" => Some(spec(v, kind)),
             // A PriorityClass's (the platform's, kept whole; a template may
             // render one).
             "value" | "globalDefault" => Some(v),
@@ -87,19 +87,25 @@ fn keep(v: Value, pick: impl Fn(&str, Value) -> Option<Value>) -> Value {
     }
 }
 
-/// An object's `spec`, of any kind.
-fn spec(v: Value) -> Value {
+/// An object's `spec`, of any kind: a workload's own `selector` is read
+/// by no lookup (a workload is found by its pod templates' labels), a
+/// Service's ports for their numbers alone.
+fn spec(v: Value, kind: &str) -> Value {
+    let workload = crate::model::kinds::runs_pods(kind);
     keep(v, |key, v| match key {
         "template" => Some(template(v)),
+        "selector" if workload => None,
+        "ports" => Some(each(v, |p| keep(p, |k, v| matches!(k, "port" | "targetPort").then_some(v)))),
         "leaderWorkerTemplate" => Some(keep(v, |k, v| match k {
             "size" => Some(v),
             "leaderTemplate" | "workerTemplate" => Some(template(v)),
             _ => None,
         })),
-        // Workloads: replica counts, selector, rollout.
+        // Workloads: replica counts and rollout; the selector of a Service,
+        // an InferencePool, a PodDisruptionBudget, a monitor.
         "replicas" | "parallelism" | "selector" | "strategy" | "rolloutStrategy"
         // Services and InferencePools.
-        | "type" | "ports" | "endpointPickerRef"
+        | "type" | "endpointPickerRef"
         // Autoscalers (HorizontalPodAutoscaler, ScaledObject).
         | "scaleTargetRef" | "minReplicas" | "maxReplicas" | "minReplicaCount" | "maxReplicaCount"
         // HTTPRoutes.
@@ -120,20 +126,30 @@ fn template(v: Value) -> Value {
         "metadata" => Some(keep(v, |k, v| (k == "labels").then_some(v))),
         "spec" => Some(keep(v, |k, v| match k {
             "priorityClassName" | "overhead" | "activeDeadlineSeconds" => Some(v),
-            "containers" | "initContainers" => Some(match v {
-                Value::Array(list) => Value::Array(list.into_iter().map(container).collect()),
-                other => other,
-            }),
+            "containers" | "initContainers" => Some(each(v, container)),
             _ => None,
         })),
         _ => None,
     })
 }
 
-/// A container: its name, ports and resources (an init container's restart
+/// A container: its name, ports (each its name and number, which a
+/// Service's `targetPort` names) and resources (an init container's restart
 /// policy makes it a sidecar, counted beside the others).
 fn container(v: Value) -> Value {
-    keep(v, |k, v| matches!(k, "name" | "ports" | "resources" | "restartPolicy").then_some(v))
+    keep(v, |k, v| match k {
+        "ports" => Some(each(v, |p| keep(p, |k, v| matches!(k, "name" | "containerPort").then_some(v)))),
+        "name" | "resources" | "restartPolicy" => Some(v),
+        _ => None,
+    })
+}
+
+/// Each item of a list `v` as `f` makes it; any other value as it is.
+fn each(v: Value, f: impl Fn(Value) -> Value) -> Value {
+    match v {
+        Value::Array(list) => Value::Array(list.into_iter().map(f).collect()),
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -143,7 +159,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_deployment_keeps_what_lookups_read_and_loses_the_rest() {
+    fn a_deployment_keeps_what_lookups_read_and_loses_the_rest_its_selector_too() {
         let value = json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "m", "namespace": "ns", "labels": {"a": "b", "kueue.x-k8s.io/queue-name": "q"}, "annotations": {"x": "y"}},
@@ -156,7 +172,7 @@ mod tests {
                         "priorityClassName": "p",
                         "containers": [{
                             "name": "c", "image": "i", "args": ["--port", "8000"],
-                            "ports": [{"containerPort": 8000}],
+                            "ports": [{"name": "http", "containerPort": 8000, "protocol": "TCP", "hostPort": 80}],
                             "resources": {"limits": {"nvidia.com/gpu": 1}},
                             "readinessProbe": {"httpGet": {"path": "/health"}},
                         }],
@@ -173,14 +189,14 @@ mod tests {
             json!({
                 "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}},
                 "spec": {
-                    "replicas": 2, "selector": {"matchLabels": {"a": "b"}},
+                    "replicas": 2,
                     "strategy": {"type": "RollingUpdate"},
                     "template": {
                         "metadata": {"labels": {"a": "b"}},
                         "spec": {
                             "priorityClassName": "p",
                             "containers": [{
-                                "name": "c", "ports": [{"containerPort": 8000}],
+                                "name": "c", "ports": [{"name": "http", "containerPort": 8000}],
                                 "resources": {"limits": {"nvidia.com/gpu": 1}},
                             }],
                             "initContainers": [{"name": "s", "restartPolicy": "Always"}],
@@ -193,16 +209,16 @@ mod tests {
     }
 
     #[test]
-    fn a_service_keeps_its_labels_for_monitors_selectors() {
+    fn a_service_keeps_its_labels_for_monitors_selectors_and_its_ports_numbers() {
         let value = json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "m", "namespace": "ns", "labels": {"app": "m"}, "annotations": {"x": "y"}},
-            "spec": {"selector": {"app": "m"}, "ports": [{"port": 8000}]},
+            "spec": {"selector": {"app": "m"}, "ports": [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]},
         });
         let o = Object::new(ObjectId::new("v1", "Service", Some("ns"), "m"), value);
         assert_eq!(
             skeleton(o).value,
-            json!({"metadata": {"labels": {"app": "m"}}, "spec": {"selector": {"app": "m"}, "ports": [{"port": 8000}]}})
+            json!({"metadata": {"labels": {"app": "m"}}, "spec": {"selector": {"app": "m"}, "ports": [{"port": 8000, "targetPort": "http"}]}})
         );
     }
 
