@@ -130,7 +130,7 @@ pub fn check(objects: &[Object]) -> Vec<Finding> {
         .par_iter()
         .flat_map_iter(|o| {
             let mut findings = Vec::new();
-            for template in crate::model::kinds::pod_templates(&o.id.kind, &o.value) {
+            for template in super::pod_templates(o) {
                 check_pod(o, template, &mut findings);
             }
             findings

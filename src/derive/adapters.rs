@@ -98,14 +98,14 @@ pub fn unmounted(objects: &[Object]) -> Vec<Diagnostic> {
     // pass, where a scan for each ConfigMap would grow with the square of
     // a namespace of services with adapters.
     let mut workloads: BTreeMap<(&Option<String>, &Option<String>), &Object> = BTreeMap::new();
-    for o in objects.iter().filter(|o| !crate::model::kinds::pod_templates(&o.id.kind, &o.value).is_empty()) {
+    for o in objects.iter().filter(|o| !crate::k8s::index::pod_templates(o).is_empty()) {
         workloads.entry((&o.id.namespace, &o.owner)).or_insert(o);
     }
     for cm in objects.iter().filter(lora) {
         let Some(workload) = workloads.get(&(&cm.id.namespace, &cm.owner)) else {
             continue;
         };
-        let reads = crate::model::kinds::pod_templates(&workload.id.kind, &workload.value).into_iter().any(|t| {
+        let reads = crate::k8s::index::pod_templates(workload).into_iter().any(|t| {
             let volume = t
                 .at("/spec/volumes")
                 .and_then(Value::as_array)
