@@ -55,17 +55,17 @@ fn metadata(v: Value, kind: &str) -> Option<Value> {
     let Value::Object(mut m) = v else { return None };
     let all = matches!(kind, "Service" | "Namespace");
     let mut kept = Vec::with_capacity(2);
-    let labels =
-        m.swap_remove("labels").map(|l| keep(l, |k, v| (all || k.starts_with("kueue.x-k8s.io/")).then_some(v)));
-    kept.extend(labels.filter(|l| l.as_object().is_some_and(|l| !l.is_empty())).map(|l| ("labels".to_string(), l)));
+    // The map `name` of `m` with the keys `pick` keeps, where any is kept.
+    let mut keep_in = |name: &str, pick: &dyn Fn(&str) -> bool| {
+        if let Some(map) = m.swap_remove(name).map(|v| keep(v, |k, v| pick(k).then_some(v)))
+            && map.as_object().is_some_and(|o| !o.is_empty())
+        {
+            kept.push((name.to_string(), map));
+        }
+    };
+    keep_in("labels", &|k| all || k.starts_with("kueue.x-k8s.io/"));
     if kind == "PriorityClass" {
-        let annotations =
-            m.swap_remove("annotations").map(|a| keep(a, |k, v| (k == PREEMPTIBLE_ANNOTATION).then_some(v)));
-        kept.extend(
-            annotations
-                .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()))
-                .map(|a| ("annotations".to_string(), a)),
-        );
+        keep_in("annotations", &|k| k == PREEMPTIBLE_ANNOTATION);
     }
     (!kept.is_empty()).then(|| Value::Object(Map::from_iter(kept)))
 }
@@ -89,7 +89,7 @@ fn keep(v: Value, pick: impl Fn(&str, Value) -> Option<Value>) -> Value {
 
 /// An object's `spec`, of any kind: a workload's own `selector` is read
 /// by no lookup (a workload is found by its pod templates' labels), a
-/// Service's ports for their numbers alone.
+/// Service's ports for their numbers and targets alone.
 fn spec(v: Value, kind: &str) -> Value {
     let workload = crate::model::kinds::runs_pods(kind);
     keep(v, |key, v| match key {

@@ -71,7 +71,7 @@ impl<'a> Validator<'a> {
         {
             let expected = describe_types(types);
             let found = describe_node(node);
-            let field = field(path);
+            let field = path_text(path);
             let msg = if field.is_empty() {
                 format!("expected {expected}, found {found}")
             } else {
@@ -96,13 +96,13 @@ impl<'a> Validator<'a> {
                 if let Some(min) = schema.field("minItems").and_then(Value::as_u64)
                     && (items.len() as u64) < min
                 {
-                    let field = field(path);
+                    let field = path_text(path);
                     self.error(node, format!("\"{field}\" needs at least {min} items, found {}", items.len()));
                 }
                 if let Some(max) = schema.field("maxItems").and_then(Value::as_u64)
                     && (items.len() as u64) > max
                 {
-                    let field = field(path);
+                    let field = path_text(path);
                     self.error(node, format!("\"{field}\" takes at most {max} items, found {}", items.len()));
                 }
                 if let Some(item_schema) = schema.field("items") {
@@ -161,7 +161,7 @@ impl<'a> Validator<'a> {
         let value = node.to_json();
         let names: Vec<String> =
             allowed.iter().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).collect();
-        let field = field(path);
+        let field = path_text(path);
         let list = names.join(", ");
         let msg = match names.len() {
             1 => format!("\"{field}\" must be {}, found {}", quote(&names[0]), describe_node(node)),
@@ -184,14 +184,14 @@ impl<'a> Validator<'a> {
         if let Some(min) = schema.field("minimum").and_then(Value::as_f64)
             && v < min
         {
-            let (field, shown) = (field(path), shown());
+            let (field, shown) = (path_text(path), shown());
             self.error(node, format!("\"{field}\" must be at least {}, found {shown}", num(min)));
             return;
         }
         if let Some(max) = schema.field("maximum").and_then(Value::as_f64)
             && v > max
         {
-            let (field, shown) = (field(path), shown());
+            let (field, shown) = (path_text(path), shown());
             self.error(node, format!("\"{field}\" must be at most {}, found {shown}", num(max)));
         }
     }
@@ -201,7 +201,7 @@ impl<'a> Validator<'a> {
         if let Some(min) = schema.field("minLength").and_then(Value::as_u64)
             && len < min
         {
-            let field = field(path);
+            let field = path_text(path);
             let msg = if min == 1 {
                 format!("\"{field}\" must not be empty")
             } else {
@@ -212,7 +212,7 @@ impl<'a> Validator<'a> {
         if let Some(max) = schema.field("maxLength").and_then(Value::as_u64)
             && len > max
         {
-            let field = field(path);
+            let field = path_text(path);
             self.error(node, format!("\"{field}\" must be at most {max} characters long, found {len}"));
         }
     }
@@ -228,7 +228,7 @@ impl<'a> Validator<'a> {
         let additional = schema.field("additionalProperties");
         // The map's own path, named where a problem is reported.
         let depth = path.len();
-        let here = |path: &[Step<'_>]| field(&path[..depth]);
+        let here = |path: &[Step<'_>]| path_text(&path[..depth]);
         for (key, value) in entries {
             path.push(Step::Key(&key.name));
             match properties.and_then(|p| crate::base::value::field(p, &key.name)) {
@@ -300,7 +300,7 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
 
 /// A path as users write it (`spec.containers[0].image`), made only for a
 /// problem's message: a valid file's walk names none.
-fn field(path: &[Step<'_>]) -> String {
+fn path_text(path: &[Step<'_>]) -> String {
     steps_string(path.iter().copied())
 }
 

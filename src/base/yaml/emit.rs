@@ -294,7 +294,7 @@ fn plain_value(s: &str) -> bool {
             // A control character, `: ` or ` #` (the only ASCII white
             // space before a `#` that is not itself a control is the
             // space); past ASCII, the text is read by characters.
-            if class & CONTROL != 0 || (c == b' ' && prev == b':') || (class & HASH != 0 && prev == b' ') {
+            if class & CONTROL != 0 || (class & SPACE != 0 && prev == b':') || (class & HASH != 0 && prev == b' ') {
                 return false;
             }
             if class & NON_ASCII != 0 {
