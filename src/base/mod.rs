@@ -3,6 +3,7 @@
 
 pub mod diagnostics;
 pub mod digest;
+pub mod free;
 pub mod names;
 pub mod paths;
 pub mod problem;

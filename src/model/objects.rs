@@ -15,6 +15,7 @@
 //! With clusters, each cluster's tree is under `<cluster>/`. `_` cannot
 //! start a namespace or service name, so these never collide.
 
+use crate::base::free::{MadeOn, free_where_made};
 use crate::base::value::At;
 use std::cmp::Ordering;
 use std::fmt;
@@ -97,6 +98,9 @@ pub struct Object {
     /// [`Object::to_file`] gives, until anything changes the value, which
     /// then sets it back to `None`.
     pub file: Option<Box<str>>,
+    /// The worker that made its value: where a compile frees it
+    /// ([`crate::base::free`]).
+    pub made_on: MadeOn,
 }
 
 /// An object of `value` alone, without owner, source or cluster: what
@@ -111,7 +115,8 @@ impl Object {
     /// The object `id` of `value`, of no service, input file or cluster,
     /// not the GitOps engine's, its file not written yet.
     pub fn new(id: ObjectId, value: Value) -> Object {
-        Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None }
+        let made_on = MadeOn::here();
+        Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None, made_on }
     }
 
     /// The object, of the service `owner`.
@@ -203,6 +208,12 @@ impl Object {
             }
             None => self.to_file(),
         }
+    }
+
+    /// Takes the object's value out (leaving `null`), with the worker that
+    /// made it, to be freed there ([`free_where_made`]).
+    pub fn take_value(&mut self) -> (MadeOn, Value) {
+        (self.made_on, std::mem::take(&mut self.value))
     }
 }
 
@@ -316,16 +327,18 @@ pub struct Examined {
 impl Held for Examined {
     const PARTED: bool = true;
 
-    /// Frees the values on every core.
+    /// Frees the values, each on the worker that made it.
     fn hold(objects: Vec<Object>) -> Vec<Examined> {
         use rayon::prelude::*;
-        objects
+        let (held, values): (Vec<Examined>, Vec<(MadeOn, Value)>) = objects
             .into_par_iter()
             .map(|mut object| {
-                object.value = Value::Null;
-                Examined { object }
+                let value = object.take_value();
+                (Examined { object }, value)
             })
-            .collect()
+            .unzip();
+        free_where_made(values);
+        held
     }
 
     fn object(&self) -> &Object {
@@ -354,17 +367,19 @@ impl Held for Written {
 
     fn hold(objects: Vec<Object>) -> Vec<Written> {
         use rayon::prelude::*;
-        objects
+        let (held, values): (Vec<Written>, Vec<(MadeOn, Value)>) = objects
             .into_par_iter()
             .map(|mut object| {
                 let mut text = object.take_file();
                 // The estimate the text was sized by runs over by about a
                 // tenth; a fleet's texts are held to the end of the run.
                 text.shrink_to_fit();
-                object.value = Value::Null;
-                Written { object, text }
+                let value = object.take_value();
+                (Written { object, text }, value)
             })
-            .collect()
+            .unzip();
+        free_where_made(values);
+        held
     }
 
     /// The texts were written while the group's object values were alive,
@@ -505,19 +520,21 @@ fn hold_in_pieces(objects: Vec<Object>, piece: usize) -> Vec<Streamed> {
         pieces.push(first);
         rest = tail;
     }
-    pieces.into_par_iter().for_each(write_piece);
+    let values: Vec<Vec<(MadeOn, Value)>> = pieces.into_par_iter().map(write_piece).collect();
+    free_where_made(values.into_iter().flatten());
     held
 }
 
 /// Writes each object of `piece` (one object, or a run's objects in output
-/// order) and frees its value: a lone object keeps its text, a run becomes
-/// one compressed part of the stream on its first object.
-fn write_piece(piece: &mut [Streamed]) {
+/// order) and takes its value, to be freed where it was made: a lone
+/// object keeps its text, a run becomes one compressed part of the stream
+/// on its first object.
+fn write_piece(piece: &mut [Streamed]) -> Vec<(MadeOn, Value)> {
     if let [single] = piece {
         single.part = Part::Text(single.object.take_file());
-        single.object.value = Value::Null;
-        return;
+        return vec![single.object.take_value()];
     }
+    let mut values = Vec::with_capacity(piece.len());
     // Written into the thread's buffer for texts, which keeps no piece of
     // large objects.
     let packed = crate::base::yaml::with_scratch(|stream| {
@@ -529,11 +546,12 @@ fn write_piece(piece: &mut [Streamed]) {
                 stream.push_str(&s.object.header());
                 crate::base::yaml::write(&s.object.value, stream);
             }
-            s.object.value = Value::Null;
+            values.push(s.object.take_value());
         }
         lz4_flex::compress_prepend_size(stream.as_bytes())
     });
     piece[0].part = Part::Run { objects: piece.len(), packed };
+    values
 }
 
 /// Objects held for a stream, in output order, whose runs are in place:
