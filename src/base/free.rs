@@ -15,9 +15,17 @@
 
 /// The rayon worker a value was made on, if one made it: where to free it.
 /// Any two compare equal, so an object that records it compares by what
-/// it holds alone.
-#[derive(Clone, Copy, Debug, Default)]
+/// it holds alone. A clone is made where it is cloned, so a clone of a
+/// `MadeOn` is of the worker that clones it (as is a cloned object's
+/// value).
+#[derive(Debug, Default)]
 pub struct MadeOn(Option<u16>);
+
+impl Clone for MadeOn {
+    fn clone(&self) -> MadeOn {
+        MadeOn::here()
+    }
+}
 
 impl MadeOn {
     /// The worker of rayon's current pool this runs on, if any.
@@ -88,7 +96,7 @@ mod tests {
                 .into_par_iter()
                 .map(|_| {
                     let made = MadeOn::here();
-                    (made, Noted { dropped: &dropped, on_maker: &on_maker, made })
+                    (MadeOn(made.0), Noted { dropped: &dropped, on_maker: &on_maker, made })
                 })
                 .collect();
             assert!(items.iter().all(|(m, _)| m.0.is_some()));
@@ -101,18 +109,27 @@ mod tests {
     #[test]
     fn items_made_off_the_pool_are_dropped_too() {
         let (dropped, on_maker) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let made = MadeOn::here();
-        assert!(made.0.is_none(), "a test's own thread is no worker");
-        let items = (0..5).map(|_| (made, Noted { dropped: &dropped, on_maker: &on_maker, made }));
-        free_where_made(items.collect::<Vec<_>>());
+        assert!(MadeOn::here().0.is_none(), "a test's own thread is no worker");
+        let noted = || Noted { dropped: &dropped, on_maker: &on_maker, made: MadeOn::here() };
+        free_where_made((0..5).map(|_| (MadeOn::here(), noted())).collect::<Vec<_>>());
         assert_eq!(dropped.load(Ordering::SeqCst), 5);
         // A worker index of a larger pool than this one's.
-        free_where_made([(MadeOn(Some(u16::MAX)), Noted { dropped: &dropped, on_maker: &on_maker, made })]);
+        free_where_made([(MadeOn(Some(u16::MAX)), noted())]);
         assert_eq!(dropped.load(Ordering::SeqCst), 6);
     }
 
     #[test]
     fn any_two_compare_equal() {
         assert_eq!(MadeOn(Some(1)), MadeOn(None));
+    }
+
+    #[test]
+    fn a_clone_is_of_the_thread_that_clones_it() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let made = pool.install(MadeOn::here);
+        assert!(made.0.is_some(), "made on a worker");
+        assert_eq!(made.clone().0, None, "cloned off the pool");
+        let (cloned, worker) = pool.install(|| (made.clone().0, rayon::current_thread_index()));
+        assert_eq!(cloned.map(usize::from), worker);
     }
 }

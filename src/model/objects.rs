@@ -213,7 +213,7 @@ impl Object {
     /// Takes the object's value out (leaving `null`), with the worker that
     /// made it, to be freed there ([`free_where_made`]).
     pub fn take_value(&mut self) -> (MadeOn, Value) {
-        (self.made_on, std::mem::take(&mut self.value))
+        (std::mem::take(&mut self.made_on), std::mem::take(&mut self.value))
     }
 }
 
