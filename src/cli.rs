@@ -728,7 +728,7 @@ fn plan_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
 fn status_cmd(args: LiveArgs) -> Result<ExitCode, Diagnostics> {
     let run::Reconciled { compiled, services: loaded, live, plan } =
         run::reconcile(&args.inputs.sources(), &args.live, &Terminal)?;
-    let services: Vec<&crate::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&crate::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &*s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     match args.format {
         LiveFormat::Text => print_plain(&crate::report::plan::status_to_text(&statuses)),

@@ -577,27 +577,80 @@ impl<'a> Stream<'a> {
     }
 
     /// Writes the objects as one multi-document YAML stream: the bytes of
-    /// [`to_stream`].
+    /// [`to_stream`]. The stream is unpacked a batch of about [`BATCH`]
+    /// bytes at a time, each batch's runs on every core at once, and
+    /// written whole: a write that large goes past a writer's buffer
+    /// (`BufWriter` copies only what fits in it), where each run unpacked
+    /// and written on its own went through the buffer, on one core.
     pub fn write(&self, out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
-        // One buffer for every run unpacked.
-        let mut stream = Vec::new();
+        self.write_in_batches(out, BATCH)
+    }
+
+    /// [`Stream::write`], in batches of about `batch` bytes (at least one
+    /// text or run each).
+    fn write_in_batches(&self, out: &mut (impl std::io::Write + ?Sized), batch: usize) -> std::io::Result<()> {
+        use rayon::prelude::*;
+        // Each text or run with the bytes it unpacks to.
+        let mut parts = Vec::new();
         for s in self.0 {
-            match &s.part {
-                Part::InRun => {}
-                Part::Text(text) => {
-                    out.write_all(b"---\n")?;
-                    out.write_all(text.as_bytes())?;
-                }
+            let len = match &s.part {
+                Part::InRun => continue,
+                Part::Text(text) => 4 + text.len(),
                 Part::Run { packed, .. } => {
-                    let (len, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
-                    stream.resize(len, 0);
-                    let n = lz4_flex::decompress_into(body, &mut stream).map_err(std::io::Error::other)?;
-                    out.write_all(&stream[..n])?;
+                    lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?.0
                 }
+            };
+            parts.push((&s.part, len));
+        }
+        // One buffer for every batch.
+        let mut stream = Vec::new();
+        let mut rest = parts.as_slice();
+        while !rest.is_empty() {
+            let (mut end, mut len) = (0, 0);
+            while end < rest.len() && (end == 0 || len < batch) {
+                len += rest[end].1;
+                end += 1;
             }
+            let (batch, tail) = rest.split_at(end);
+            rest = tail;
+            stream.resize(len, 0);
+            let mut places = Vec::with_capacity(batch.len());
+            let mut free = stream.as_mut_slice();
+            for (part, len) in batch {
+                let (place, after) = free.split_at_mut(*len);
+                places.push((*part, place));
+                free = after;
+            }
+            places.into_par_iter().try_for_each(|(part, place)| unpack(part, place))?;
+            out.write_all(&stream)?;
         }
         Ok(())
     }
+}
+
+/// About how many bytes of the stream [`Stream::write`] unpacks at once:
+/// above the 1 MiB buffer `render --stdout` writes through, so that a
+/// batch goes past it.
+const BATCH: usize = 2 << 20;
+
+/// Unpacks a text or a run of the stream into `place`, which is exactly
+/// its size.
+fn unpack(part: &Part, place: &mut [u8]) -> std::io::Result<()> {
+    match part {
+        Part::InRun => {}
+        Part::Text(text) => {
+            place[..4].copy_from_slice(b"---\n");
+            place[4..].copy_from_slice(text.as_bytes());
+        }
+        Part::Run { packed, .. } => {
+            let (_, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
+            let n = lz4_flex::decompress_into(body, place).map_err(std::io::Error::other)?;
+            if n != place.len() {
+                return Err(std::io::Error::other(format!("a packed run unpacked to {n} bytes of {}", place.len())));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {
@@ -825,6 +878,24 @@ mod tests {
         );
         // Every value is freed once written.
         assert!(pieces.iter().all(|s| s.object.value.is_null()));
+    }
+
+    #[test]
+    fn the_stream_is_the_same_in_batches_of_any_size() {
+        let mut whole: Vec<Object> = groups().into_iter().flatten().collect();
+        sort(&mut whole);
+        let expected = to_stream(&whole);
+        assert!(expected.len() > 4_000, "a stream of several batches");
+        for piece in [1, 4, PIECE] {
+            let held = streamed(groups(), piece);
+            let stream = Stream::of(&held).expect("runs in place");
+            // One part a batch, a few parts, all in one.
+            for batch in [1, 500, 2_000, usize::MAX] {
+                let mut out = Vec::new();
+                stream.write_in_batches(&mut out, batch).unwrap();
+                assert_eq!(String::from_utf8(out).unwrap(), expected, "pieces of {piece}, batches of {batch} bytes");
+            }
+        }
     }
 
     #[test]

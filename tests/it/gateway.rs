@@ -240,7 +240,7 @@ fn services_scale_on_the_pickers_queue_and_from_zero_where_it_holds_requests() {
     assert!(plan.is_converged(), "{plan:#?}");
     let text = service("a", "{route: a.example.com}", scaling);
     let (loaded, _) = isvc::load::parse_services(&isvc::base::diagnostics::Source::new("services.yaml", text));
-    let services: Vec<_> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<_> = loaded.iter().map(|s| &*s.service).collect();
     let status = &isvc::emit::plan::status(&services, &objects, &live, &plan)[0];
     assert_eq!((status.phase, status.wanted), (isvc::model::v1alpha2::Phase::Ready, 0));
     assert_eq!(status.message, "scaled to zero by its autoscaler, between 0 and 2 pods");

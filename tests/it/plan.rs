@@ -38,7 +38,7 @@ fn reconcile(services: &str, live: &[Value]) -> (Plan, Vec<ServiceStatus>) {
     let compiled =
         Test::new().file("services/qwen3.yaml", services).compile().unwrap_or_else(|d| panic!("{}", d.render(false)));
     let plan = plan::plan(&compiled.objects, live);
-    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &*s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, live, &plan);
     (plan, statuses)
 }
@@ -460,7 +460,7 @@ fn a_count_keda_chose_is_left_alone_and_one_below_its_minimum_raised() {
     let plan = plan::plan(&compiled.objects, &live);
     assert!(plan.is_converged(), "{plan:#?}");
     let (loaded, _) = isvc::load::parse_services(&Source::new("services/qwen3.yaml", services));
-    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &*s.service).collect();
     let deploy = live_object(&mut live, "Deployment");
     deploy["status"] = json!({"readyReplicas": 5, "updatedReplicas": 5});
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
@@ -497,7 +497,7 @@ fn a_leader_worker_set_is_planned_and_reported_as_its_autoscaler_scales_it() {
     let plan = plan::plan(&compiled.objects, &live);
     assert!(plan.is_converged(), "{plan:#?}");
     let (loaded, _) = isvc::load::parse_services(&Source::new("services/big.yaml", services));
-    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &*s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     assert_eq!((statuses[0].phase, statuses[0].ready_replicas, statuses[0].wanted), (Phase::Ready, 4, 4));
     assert_eq!(statuses[0].message, "autoscaled between 1 and 6 groups");
@@ -554,7 +554,7 @@ fn status_finds_each_services_own_objects_and_a_shared_route() {
     v2["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = json!(1);
     let plan = plan::plan(&compiled.objects, &live);
     assert_eq!(actions(&plan), ["create service team-a/chat", "update deployment team-a/v2"]);
-    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &s.service).collect();
+    let services: Vec<&isvc::model::v1alpha2::InferenceService> = loaded.iter().map(|s| &*s.service).collect();
     let statuses = plan::status(&services, &compiled.objects, &live, &plan);
     let seen: Vec<(&str, Option<&str>, &str, i64)> =
         statuses.iter().map(|s| (s.name.as_str(), s.endpoint.as_deref(), s.message.as_str(), s.wanted)).collect();
