@@ -45,6 +45,11 @@ pub fn unknown_services(
     platform: &Platform,
     origin: Option<&PlatformOrigin>,
 ) -> Vec<Diagnostic> {
+    // Without clusters that name services, the names are not gathered (a
+    // fleet's, on one core before its compile starts).
+    if platform.clusters.iter().all(|c| c.services.is_empty()) {
+        return Vec::new();
+    }
     let names: BTreeSet<&str> = services.iter().map(|s| s.service.name()).collect();
     let qualified: BTreeSet<String> =
         services.iter().map(|s| format!("{}/{}", s.service.namespace_or_default(), s.service.name())).collect();
