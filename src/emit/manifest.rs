@@ -348,27 +348,32 @@ impl Manifest {
     /// ones this manifest lists, with the same bytes: none missing, none
     /// extra, none edited.
     pub fn matches_tree(&self, existing: &Existing) -> bool {
+        use rayon::prelude::*;
         // Each of isvc's files found is looked up among those listed (in
         // the order of their text, which is not the order of paths the tree
-        // holds them in), by its bytes where they are its text already: as
-        // many files, each listed once with its digest, are the same files.
+        // holds them in), by its bytes where they are its text already, on
+        // every core: 29,000 searches at 10,000 services, the last step of
+        // an up-to-date `render --check` (about 6 ms on one core in a
+        // profile).
+        let places: Option<Vec<usize>> = existing
+            .ours
+            .par_iter()
+            .filter(|(path, _)| path.as_os_str() != MANIFEST)
+            .map(|(path, contents)| {
+                let text = match path.plain_bytes() {
+                    Some(bytes) => Cow::Borrowed(bytes),
+                    None => Cow::Owned(crate::base::paths::slash_text(path).into_owned().into_bytes()),
+                };
+                let i = self.outputs.binary_search_by(|(listed, _)| listed.as_bytes().cmp(&text)).ok()?;
+                (self.outputs[i].1 == contents.digest).then_some(i)
+            })
+            .collect();
+        // As many files, each matching a listed file no other matches,
+        // are the same files (a path whose text is made, not borrowed,
+        // may share its text with another).
+        let Some(places) = places.filter(|p| p.len() == self.outputs.len()) else { return false };
         let mut matched = vec![false; self.outputs.len()];
-        let mut found = 0;
-        for (path, contents) in &existing.ours {
-            if path.as_os_str() == MANIFEST {
-                continue;
-            }
-            let text = match path.plain_bytes() {
-                Some(bytes) => Cow::Borrowed(bytes),
-                None => Cow::Owned(crate::base::paths::slash_text(path).into_owned().into_bytes()),
-            };
-            match self.outputs.binary_search_by(|(listed, _)| listed.as_bytes().cmp(&text)) {
-                Ok(i) if !matched[i] && self.outputs[i].1 == contents.digest => matched[i] = true,
-                _ => return false,
-            }
-            found += 1;
-        }
-        found == self.outputs.len()
+        places.into_iter().all(|i| !std::mem::replace(&mut matched[i], true))
     }
 }
 
@@ -1004,5 +1009,27 @@ mod tests {
         assert!(!m.matches_tree(&existing(&[a.clone(), b.clone(), extra])), "an extra file");
         let edited = ("b/x.yaml", format!("{HEADER_PREFIX}\nB"));
         assert!(!m.matches_tree(&existing(&[a, edited])), "a hand edit");
+    }
+
+    /// A name that is no UTF-8 is compared by its bytes, which no listed
+    /// text has: such a tree never matches, and is compiled (isvc names
+    /// its files after DNS names; a file so named was put there by hand).
+    #[cfg(unix)]
+    #[test]
+    fn a_name_that_is_no_utf8_matches_no_listed_file() {
+        use std::os::unix::ffi::OsStrExt;
+        let text = format!("{HEADER_PREFIX}\nt");
+        let path = |bytes: &[u8]| TreePath::from(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes)));
+        let odd = path(b"a/\xff.yaml");
+        let mut tree = Tree::new();
+        tree.insert(odd.clone(), Contents::text(text.clone()));
+        tree.insert(TreePath::from("b/x.yaml"), Contents::text(text.clone()));
+        let m = Manifest::new(Vec::new(), Vec::new(), 2, Vec::new(), Vec::new(), &tree);
+        let existing = |paths: Vec<TreePath>| Existing {
+            ours: paths.into_iter().map(|p| (p, Contents::text(text.clone()))).collect(),
+            ..Existing::default()
+        };
+        assert!(!m.matches_tree(&existing(vec![odd, TreePath::from("b/x.yaml")])));
+        assert!(!m.matches_tree(&existing(vec![TreePath::from("b/x.yaml")])), "a listed file is missing");
     }
 }
