@@ -577,8 +577,8 @@ impl<'a> Stream<'a> {
     }
 
     /// Writes the objects as one multi-document YAML stream: the bytes of
-    /// [`to_stream`]. The stream is unpacked a batch of about [`BATCH`]
-    /// bytes at a time, each batch's runs on every core at once, and
+    /// [`to_stream`]. The stream is unpacked a batch of about 2 MiB at a
+    /// time, each batch's runs on every core at once, and
     /// written whole: a write that large goes past a writer's buffer
     /// (`BufWriter` copies only what fits in it), where each run unpacked
     /// and written on its own went through the buffer, on one core.
