@@ -1431,7 +1431,7 @@ pub fn placements(services: &[LoadedService], platform: &Platform) -> Vec<Diagno
             ];
             let refused =
                 refusals.into_iter().flatten().map(move |r| Diagnostic::error(r.message).at(at(&r.path)).help(r.help));
-            placed.into_iter().chain(refused.collect::<Vec<_>>())
+            placed.into_iter().chain(refused)
         })
         .collect();
     let mut homeless: BTreeMap<&str, &LoadedService> = BTreeMap::new();

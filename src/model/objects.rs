@@ -578,10 +578,10 @@ impl<'a> Stream<'a> {
 
     /// Writes the objects as one multi-document YAML stream: the bytes of
     /// [`to_stream`]. The stream is unpacked a batch of about 2 MiB at a
-    /// time, each batch's runs on every core at once, and
-    /// written whole: a write that large goes past a writer's buffer
-    /// (`BufWriter` copies only what fits in it), where each run unpacked
-    /// and written on its own went through the buffer, on one core.
+    /// time, each batch's runs on every core at once, and written whole: a
+    /// write that large goes past a writer's buffer (`BufWriter` copies
+    /// only what fits in it), where each run unpacked and written on its
+    /// own went through the buffer, on one core.
     pub fn write(&self, out: &mut (impl std::io::Write + ?Sized)) -> std::io::Result<()> {
         self.write_in_batches(out, BATCH)
     }
@@ -611,12 +611,12 @@ impl<'a> Stream<'a> {
                 len += rest[end].1;
                 end += 1;
             }
-            let (batch, tail) = rest.split_at(end);
+            let (these, tail) = rest.split_at(end);
             rest = tail;
             stream.resize(len, 0);
-            let mut places = Vec::with_capacity(batch.len());
+            let mut places = Vec::with_capacity(these.len());
             let mut free = stream.as_mut_slice();
-            for (part, len) in batch {
+            for (part, len) in these {
                 let (place, after) = free.split_at_mut(*len);
                 places.push((*part, place));
                 free = after;
