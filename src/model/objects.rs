@@ -590,17 +590,17 @@ impl<'a> Stream<'a> {
     /// text or run each).
     fn write_in_batches(&self, out: &mut (impl std::io::Write + ?Sized), batch: usize) -> std::io::Result<()> {
         use rayon::prelude::*;
-        // Each text or run with the bytes it unpacks to.
+        // Each text or packed run with the bytes it unpacks to.
         let mut parts = Vec::new();
         for s in self.0 {
-            let len = match &s.part {
+            parts.push(match &s.part {
                 Part::InRun => continue,
-                Part::Text(text) => 4 + text.len(),
+                Part::Text(text) => (Chunk::Text(text), 4 + text.len()),
                 Part::Run { packed, .. } => {
-                    lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?.0
+                    let (len, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
+                    (Chunk::Packed(body), len)
                 }
-            };
-            parts.push((&s.part, len));
+            });
         }
         // One buffer for every batch.
         let mut stream = Vec::new();
@@ -616,12 +616,12 @@ impl<'a> Stream<'a> {
             stream.resize(len, 0);
             let mut places = Vec::with_capacity(these.len());
             let mut free = stream.as_mut_slice();
-            for (part, len) in these {
+            for (chunk, len) in these {
                 let (place, after) = free.split_at_mut(*len);
-                places.push((*part, place));
+                places.push((chunk, place));
                 free = after;
             }
-            places.into_par_iter().try_for_each(|(part, place)| unpack(part, place))?;
+            places.into_par_iter().try_for_each(|(chunk, place)| chunk.unpack(place))?;
             out.write_all(&stream)?;
         }
         Ok(())
@@ -633,24 +633,34 @@ impl<'a> Stream<'a> {
 /// batch goes past it.
 const BATCH: usize = 2 << 20;
 
-/// Unpacks a text or a run of the stream into `place`, which is exactly
-/// its size.
-fn unpack(part: &Part, place: &mut [u8]) -> std::io::Result<()> {
-    match part {
-        Part::InRun => {}
-        Part::Text(text) => {
-            place[..4].copy_from_slice(b"---\n");
-            place[4..].copy_from_slice(text.as_bytes());
-        }
-        Part::Run { packed, .. } => {
-            let (_, body) = lz4_flex::block::uncompressed_size(packed).map_err(std::io::Error::other)?;
-            let n = lz4_flex::decompress_into(body, place).map_err(std::io::Error::other)?;
-            if n != place.len() {
-                return Err(std::io::Error::other(format!("a packed run unpacked to {n} bytes of {}", place.len())));
+/// A part of the stream as [`Stream::write`] unpacks it: a lone object's
+/// text, or a run's compressed bytes (past the size they are prefixed
+/// with).
+enum Chunk<'a> {
+    Text(&'a str),
+    Packed(&'a [u8]),
+}
+
+impl Chunk<'_> {
+    /// Unpacks the chunk into `place`, which is exactly its size.
+    fn unpack(&self, place: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            Chunk::Text(text) => {
+                place[..4].copy_from_slice(b"---\n");
+                place[4..].copy_from_slice(text.as_bytes());
+            }
+            Chunk::Packed(body) => {
+                let n = lz4_flex::decompress_into(body, place).map_err(std::io::Error::other)?;
+                if n != place.len() {
+                    return Err(std::io::Error::other(format!(
+                        "a packed run unpacked to {n} bytes of {}",
+                        place.len()
+                    )));
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn cmp_ids(a: &ObjectId, b: &ObjectId) -> Ordering {
