@@ -11,12 +11,26 @@ pub fn digest(bytes: &[u8]) -> String {
 /// A digest of several byte strings, each length-prefixed so that no two
 /// lists of parts share one.
 pub fn digest_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut hash = Sha256::new();
-    for p in parts {
-        hash.update((p.len() as u64).to_le_bytes());
-        hash.update(p);
+    let mut hash = Parts::default();
+    parts.into_iter().for_each(|p| hash.push(p));
+    hash.finish()
+}
+
+/// [`digest_parts`] of parts given one at a time.
+#[derive(Default)]
+pub struct Parts(Sha256);
+
+impl Parts {
+    /// Adds the next part.
+    pub fn push(&mut self, part: &[u8]) {
+        self.0.update((part.len() as u64).to_le_bytes());
+        self.0.update(part);
     }
-    hex128(&hash.finalize())
+
+    /// The digest of the parts added, as [`digest`] writes one.
+    pub fn finish(self) -> String {
+        hex128(&self.0.finalize())
+    }
 }
 
 /// Whether `text` is a digest as [`digest`] writes it: 32 lower-case hex

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::base::digest::digest;
 use crate::base::paths::TreePath;
-use crate::emit::stat::{Kind, Stat, StatCache};
+use crate::emit::stat::{Fingerprint, Kind, Stat, StatCache};
 use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
 /// Prefix of temporary files; leftovers of a killed run are removed.
@@ -365,13 +365,13 @@ impl Existing {
 /// isvc's files: a file `cache` knows unchanged is not read again, and
 /// what is read goes into `cache`.
 pub fn scan(out: &Path, cache: &StatCache) -> Result<Existing, Diagnostic> {
-    walk_tree(out, false, cache)?.read(cache)
+    walk_tree(out, false, cache.knows_outputs())?.read(cache)
 }
 
 /// [`scan`] with the texts of isvc's files, every file read.
 pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
     let cache = StatCache::off();
-    walk_tree(out, true, &cache)?.read(&cache)
+    walk_tree(out, true, false)?.read(&cache)
 }
 
 /// An output directory walked, its files not read yet: [`Walked::read`]
@@ -387,11 +387,12 @@ pub struct Walked {
 }
 
 /// Walks the output directory `out` (which may not exist yet) for
-/// [`scan`], or [`scan_texts`] if `texts`, to be read with `cache`: each
-/// file's status is taken only where the cache may know the file (not
-/// when it knows none of a tree's files, as on a fresh checkout, where
-/// every file is read, and its status taken as it is opened).
-pub fn walk_tree(out: &Path, texts: bool, cache: &StatCache) -> Result<Walked, Diagnostic> {
+/// [`scan`], or [`scan_texts`] if `texts`: with `status`, each regular
+/// file's status is taken, for a cache of file status that may know the
+/// file (not where it knows none of a tree's files, as on a fresh
+/// checkout, where every file is read, and its status taken as it is
+/// opened).
+pub fn walk_tree(out: &Path, texts: bool, status: bool) -> Result<Walked, Diagnostic> {
     let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts, keep_status: false };
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
@@ -413,14 +414,28 @@ pub fn walk_tree(out: &Path, texts: bool, cache: &StatCache) -> Result<Walked, D
     // Sorted once, in parallel, so the sets below are built from sorted
     // lists (a path compares component by component, which adds up over
     // tens of thousands of inserts).
-    let status = !texts && cache.knows_outputs();
-    let mut found = walk(out, status).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let mut found =
+        walk(out, status && !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     crate::base::paths::sort_by_path(&mut found, |f| &f.rel);
     walked.found = found;
     Ok(walked)
 }
 
 impl Walked {
+    /// Feeds `fingerprint` every entry found, in order: its path, what it
+    /// is and a regular file's status.
+    pub fn fingerprint(&self, fingerprint: &mut Fingerprint) {
+        fingerprint.text(b"tree");
+        fingerprint.entries(&self.found, |Found { rel, kind, stat }| {
+            let path = rel.as_os_str().as_encoded_bytes();
+            match kind {
+                EntryKind::File => (path, b'f', Some(*stat)),
+                EntryKind::Link => (path, b'l', None),
+                EntryKind::Other => (path, b'o', None),
+            }
+        });
+    }
+
     /// The tree's contents: isvc's files read for their digests (their
     /// texts too if walked for [`scan_texts`]), but those `cache` knows
     /// unchanged; what is read goes into `cache`.
@@ -947,18 +962,30 @@ impl Opening {
         writer.existing = walked.read(cache)?;
         Ok(writer)
     }
+
+    /// The tree as walked.
+    pub fn walked(&self) -> &Walked {
+        &self.walked
+    }
+
+    /// The writer, holding the lock, for a tree that is not written: its
+    /// files are not read, and [`Writer::existing`] is empty.
+    pub fn unread(self) -> Writer {
+        self.writer
+    }
 }
 
 impl Writer {
     /// Locks `out`'s parent, removes a killed run's leftovers and reads the
     /// tree.
     pub fn open(out: &Path, cache: &StatCache) -> Result<Writer, Diagnostics> {
-        Writer::lock_and_walk(out, cache)?.read(cache)
+        Writer::lock_and_walk(out, cache.knows_outputs())?.read(cache)
     }
 
     /// [`Writer::open`] but for reading the tree's files: what
-    /// [`Opening::read`] does.
-    pub fn lock_and_walk(out: &Path, cache: &StatCache) -> Result<Opening, Diagnostics> {
+    /// [`Opening::read`] does. With `status`, the walk takes each file's
+    /// status ([`walk_tree`]).
+    pub fn lock_and_walk(out: &Path, status: bool) -> Result<Opening, Diagnostics> {
         let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) if !parent.is_dir() => {
                 return Err(Diagnostic::error(format!(
@@ -974,7 +1001,7 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let mut walked = walk_tree(out, false, cache)?;
+        let mut walked = walk_tree(out, false, status)?;
         walked.keep_status = true;
         Ok(Opening {
             writer: Writer { out: out.to_path_buf(), parent, _lock: lock, existing: Existing::default() },

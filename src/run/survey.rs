@@ -147,9 +147,44 @@ fn stat_cache_dir() -> Option<PathBuf> {
     }
 }
 
-/// The cache of file status of the output tree `out`.
-fn stat_cache(out: &Path) -> StatCache {
-    StatCache::open(stat_cache_dir().as_deref(), out)
+/// Where the cache of file status of the output tree `out` is kept.
+fn stat_place(out: &Path) -> stat::Place {
+    stat::Place::of(stat_cache_dir().as_deref(), out)
+}
+
+/// The fingerprint of a tree as walked and its input files as found, under
+/// the run's `settings` (those the manifest records: which platform file
+/// and templates, by digest) and arguments: `None` where the tree was not
+/// walked or the cache is off. What the tree and the labels of the inputs
+/// depend on besides is in it: the working directory, the directory the
+/// labels are relative to, the tree's path and the input paths given.
+fn fingerprint(
+    place: &stat::Place,
+    settings: &[String],
+    paths: &[PathBuf],
+    out: &Path,
+    walk: &Walk,
+    found: &InputStatus,
+) -> Option<stat::Verified> {
+    let walked = match walk {
+        Walk::Skipped => return None,
+        Walk::Scanned(walked) => walked,
+        Walk::Opened(opening) => opening.walked(),
+    };
+    let mut f = place.fingerprint()?;
+    let text = |f: &mut stat::Fingerprint, p: &Path| f.text(p.as_os_str().as_encoded_bytes());
+    f.text(b"settings");
+    settings.iter().for_each(|s| f.text(s.as_bytes()));
+    f.text(b"places");
+    [found.cwd.as_path(), found.base.as_path(), out].into_iter().for_each(|p| text(&mut f, p));
+    f.text(b"paths");
+    paths.iter().for_each(|p| text(&mut f, p));
+    f.text(b"inputs");
+    f.entries(&found.files, |(path, meta)| {
+        (path.as_os_str().as_encoded_bytes(), b'f', Some(meta.as_ref().and_then(stat::Stat::of)))
+    });
+    walked.fingerprint(&mut f);
+    Some(f.finish())
 }
 
 /// What a run reads of an output tree and its inputs before it compiles:
@@ -185,6 +220,15 @@ pub(super) enum Walk {
 }
 
 impl Walk {
+    /// The tree as walked, its files not read: a tree found up to date by
+    /// its fingerprint (for writing, still under the lock).
+    fn unread(self) -> TreeRead {
+        match self {
+            Walk::Skipped | Walk::Scanned(_) => TreeRead { writer: None, scanned: None },
+            Walk::Opened(opening) => TreeRead { writer: Some(opening.unread()), scanned: None },
+        }
+    }
+
     /// The tree's files read, but those `cache` knows unchanged.
     pub(super) fn read(self, cache: &StatCache) -> Result<TreeRead, Diagnostics> {
         Ok(match self {
@@ -255,16 +299,23 @@ impl Survey {
     /// tree, and then the compile (its warnings not shown yet), with the
     /// selection it read by.
     ///
-    /// The cache of file status and the manifest are read first, side by
+    /// First the tree is walked (for a render, under the lock it writes
+    /// under) and the input files found, side by side, each with the
+    /// status of every file where the cache may know it. Where their
+    /// fingerprint is the one a run recorded as it found the tree up to
+    /// date, the tree still is ([`stat::Fingerprint`]), and the survey ends
+    /// with the manifest's summary: nothing else is read.
+    ///
+    /// Else the cache of file status and the manifest are read side by
     /// side: the tree's files and the input files are looked up in the
     /// one, the tree and the selection are judged by the other. Then the
     /// rest runs in two parts side by side, each on every core the other
-    /// leaves idle: the tree walked (for a render, under the lock it writes
-    /// under) and its files read, but those the cache knows unchanged; and
-    /// the input files found and their digests taken, and what changed
-    /// compiled. (Where the compile waited for the walk, at 10,000
+    /// leaves idle: the tree's files read, but those the cache knows
+    /// unchanged; and the input files' digests taken, and what changed
+    /// compiled. (Where the compile waited for the tree, at 10,000
     /// services in 20 namespaces `diff` after one change took 1.06x the
-    /// time; benches/README.md.)
+    /// time; benches/README.md.) A tree found up to date so has its
+    /// fingerprint recorded.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn read_while_compiling<'s, T: Held>(
         &'s self,
@@ -281,18 +332,42 @@ impl Survey {
         // whether the tree is walked.
         let recorded = text.as_deref().and_then(Manifest::settings_in);
         let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
+        let place = stat_place(out);
+        let status = place.exists();
+        let (walk, found) = rayon::join(
+            || {
+                Ok::<_, Diagnostics>(match reading {
+                    Reading::Skip => Walk::Skipped,
+                    Reading::Scan => output::walk_tree(out, false, status).map_or(Walk::Skipped, Walk::Scanned),
+                    Reading::Open => output::Writer::lock_and_walk(out, status).map(Walk::Opened)?,
+                })
+            },
+            || input_status(paths, base),
+        );
+        let walk = walk?;
+        let verified = found.as_ref().and_then(|found| fingerprint(&place, settings, paths, out, &walk, found));
+        if let Some(v) = &verified
+            && place.verified().as_ref() == Some(&v.digest)
+            && let Some((summary, listed)) = text.as_deref().and_then(Manifest::summary)
+        {
+            let _ = self.manifest.set(Some(summary));
+            let described = self.manifest();
+            return Ok(Surveyed {
+                tree: walk.unread(),
+                described,
+                same: true,
+                compiled: None,
+                selection: None,
+                listed,
+            });
+        }
         // (The text goes once parsed.)
         let parse = move || text.as_deref().and_then(Manifest::parse);
-        let (cache, manifest) = rayon::join(|| stat_cache(out), parse);
+        let (cache, manifest) = rayon::join(|| place.read(), parse);
         let _ = self.cache.set(cache);
         let _ = self.manifest.set(manifest);
         let (tree, produced) = rayon::join(
             || {
-                let walk = match reading {
-                    Reading::Skip => Walk::Skipped,
-                    Reading::Scan => output::walk_tree(out, false, self.cache()).map_or(Walk::Skipped, Walk::Scanned),
-                    Reading::Open => output::Writer::lock_and_walk(out, self.cache()).map(Walk::Opened)?,
-                };
                 let tree = walk.read(self.cache())?;
                 // (Of a manifest of this run's settings: whether the input
                 // files were all found is for the other part to tell.)
@@ -300,7 +375,6 @@ impl Survey {
                 Ok::<_, Diagnostics>((tree, described))
             },
             || {
-                let found = input_status(paths, base);
                 let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
                 let recorded = self.recorded(settings, reading);
                 let same = recorded.is_some_and(|m| self.same_inputs(m));
@@ -323,7 +397,11 @@ impl Survey {
             _ => None,
         };
         let selection = selection.filter(|_| described.is_some());
-        Ok(Surveyed { tree, described, same, compiled, selection })
+        if let (Some(_), true, Some(v)) = (described, same, &verified) {
+            place.record_verified(v);
+        }
+        let listed = described.map_or(0, |m| m.outputs.len());
+        Ok(Surveyed { tree, described, same, compiled, selection, listed })
     }
 }
 
@@ -339,6 +417,9 @@ pub(super) struct Surveyed<'s, T> {
     /// tree and the inputs changed.
     pub(super) compiled: Option<Compiled<T>>,
     pub(super) selection: Option<Selection<'s>>,
+    /// The number of output files the manifest lists, if it describes the
+    /// tree (`described` may leave them unread).
+    pub(super) listed: usize,
 }
 
 /// The namespaces a render compiles whatever changed (those of the tenants

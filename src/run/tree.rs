@@ -98,11 +98,11 @@ pub fn render_tree(
         sources,
         platform.as_ref(),
     )?;
-    let Surveyed { tree: read, described, same, compiled, selection } = surveyed;
+    let Surveyed { tree: read, described, same, compiled, selection, listed } = surveyed;
     if let Some(recorded) = described.filter(|_| same) {
         survey.cache().save();
         // The manifest and every file it lists.
-        let files = recorded.outputs.len() + 1;
+        let files = listed + 1;
         let (objects, quota) = (recorded.objects, recorded.quota.clone());
         // The tree's listing, the manifest and the cache, and the lock
         // (which the system releases when a process exits), for the caller

@@ -480,6 +480,8 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
     // Files are recorded once they have settled (two seconds).
     std::thread::sleep(std::time::Duration::from_millis(2200));
+    // The run records the tree's files; the next, which finds the cache and
+    // takes the status of every file of the tree, the tree's fingerprint.
     assert_eq!(with_cache(&check).0, 0);
     let caches: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(caches.len(), 1, "one cache for the tree: {caches:?}");
@@ -489,6 +491,7 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     assert_eq!(text.lines().filter(|l| l.starts_with("i ")).count(), 1, "{text}");
     assert_eq!(with_cache(&check).0, 0, "answered from the cache");
     assert_eq!(std::fs::read_to_string(&caches[0]).unwrap(), text, "an unchanged cache stays as it was");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2, "and a fingerprint beside it");
 
     // An output edited to other bytes of the same size, its modification
     // time set back: the change time gives it away.
@@ -513,6 +516,114 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     std::fs::write(&caches[0], "isvc stat cache 1\no not-a-digest\n").unwrap();
     assert_eq!(with_cache(&["render", "services", "--out", "rendered"]).0, 0);
     assert_eq!(with_cache(&check).0, 0);
+}
+
+/// The ways a tree found up to date may change, each in a copy of its own
+/// ([`a_recorded_fingerprint_answers_only_for_the_same_files`]).
+const CHANGES: [&str; 10] = [
+    "nothing",
+    "an output edited, its size and modification time kept",
+    "an input edited, its size and modification time kept",
+    "an output removed",
+    "a file added to the tree",
+    "an input added",
+    "the manifest edited",
+    "the platform file changed",
+    "a setting changed",
+    "the input named another way",
+];
+
+/// The arguments of a check after `change`, and what it does to the copy
+/// `dir` first.
+fn change(dir: &Path, change: &str) -> Vec<&'static str> {
+    let mut args = vec!["services", "--out", "rendered", "--platform", "platform.yaml"];
+    let path = |p: &str| dir.join(p);
+    match change {
+        "nothing" => {}
+        "an output edited, its size and modification time kept" => {
+            edit_keeping_size_and_mtime(&path("rendered/default/qwen3/deployment.yaml"), "replicas: 3", "replicas: 5")
+        }
+        "an input edited, its size and modification time kept" => {
+            edit_keeping_size_and_mtime(&path("services/qwen3.yaml"), "replicas: 3", "replicas: 4")
+        }
+        "an output removed" => std::fs::remove_file(path("rendered/default/qwen3/service.yaml")).unwrap(),
+        "a file added to the tree" => std::fs::write(path("rendered/default/notes.txt"), "mine\n").unwrap(),
+        "an input added" => {
+            std::fs::write(path("services/b.yaml"), QWEN3.replace("name: qwen3", "name: b")).unwrap();
+        }
+        "the manifest edited" => {
+            let text = std::fs::read_to_string(path(MANIFEST)).unwrap();
+            std::fs::write(path(MANIFEST), text.replacen("\noutput ", "\noutput 0", 1)).unwrap();
+        }
+        "the platform file changed" => {
+            std::fs::write(path("platform.yaml"), format!("{PLATFORM}defaults: {{image: vllm/vllm-openai:v1}}\n"))
+                .unwrap();
+        }
+        "a setting changed" => args.extend(["--disable", "ISVC009"]),
+        "the input named another way" => args[0] = "./services",
+        other => panic!("no change {other}"),
+    }
+    args
+}
+
+#[test]
+fn a_recorded_fingerprint_answers_only_for_the_same_files() {
+    // A tree found up to date by a run whose files had all settled records
+    // the fingerprint of their status; a later run that finds the same
+    // answers from it alone. After any change it answers as a run without
+    // the cache does. One copy of the tree for each change, so that one
+    // wait lets them all settle.
+    let dirs: Vec<_> = CHANGES.iter().map(|_| setup(QWEN3)).collect();
+    let cached = |dir: &Path, command: &str, args: &[&str]| {
+        run(isvc(dir).arg(command).args(args).env("ISVC_CACHE_DIR", dir.join("cache")))
+    };
+    let check = ["services", "--out", "rendered", "--platform", "platform.yaml", "--check"];
+    for dir in &dirs {
+        std::fs::write(dir.path().join("platform.yaml"), PLATFORM).unwrap();
+        assert_eq!(cached(dir.path(), "render", &check[..5]).0, 0);
+        let (code, out, err) = cached(dir.path(), "render", &check);
+        assert_eq!(code, 0, "{out}{err}");
+        // Nothing has settled: no fingerprint (and no file) recorded.
+        assert!(!dir.path().join("cache").exists());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    // The first run records the files, the second the fingerprint.
+    for dir in &dirs {
+        assert_eq!(cached(dir.path(), "render", &check).0, 0);
+        assert_eq!(cached(dir.path(), "render", &check).0, 0);
+    }
+    for (dir, what) in dirs.iter().zip(CHANGES) {
+        let dir = dir.path();
+        let mut caches: Vec<_> = std::fs::read_dir(dir.join("cache")).unwrap().map(|e| e.unwrap().path()).collect();
+        caches.sort();
+        assert!(caches.len() == 2 && caches[1].to_string_lossy().ends_with(".verified"), "{caches:?}");
+        // A damaged cache: a run that reads it replaces it, a run that
+        // answers from the fingerprint leaves it.
+        std::fs::write(&caches[0], "damaged\n").unwrap();
+        let args = change(dir, what);
+        for command in ["render", "diff"] {
+            let mut args = args.clone();
+            if command == "render" {
+                args.push("--check");
+            }
+            let (code, out, err) = cached(dir, command, &args);
+            let full = run(isvc(dir).arg(command).args(&args).env("ISVC_CACHE_DIR", ""));
+            assert_eq!((code, &out, &err), (full.0, &full.1, &full.2), "{what}: {command}");
+            // (`diff` compares objects: the manifest, which records the
+            // settings, is none.)
+            let same = ["nothing", "a file added to the tree", "the input named another way"].contains(&what)
+                || (command == "diff" && ["the manifest edited", "a setting changed"].contains(&what));
+            assert_eq!(code == 0, same, "{what}: {command}: {out}{err}");
+        }
+        if what == "nothing" {
+            // A render answers so too, under its lock, and writes nothing.
+            let (code, _, err) = cached(dir, "render", &args);
+            assert_eq!(code, 0, "{err}");
+            assert!(err.contains(": 0 created, 0 updated, 0 deleted, 8 unchanged"), "{err}");
+        }
+        let cache = std::fs::read_to_string(&caches[0]).unwrap();
+        assert_eq!(cache == "damaged\n", what == "nothing", "{what}: the cache read only after a change");
+    }
 }
 
 #[test]
