@@ -81,9 +81,9 @@ const FIRST_LINE: &str = "isvc stat cache 1";
 /// cache file ([`Place::verified`]).
 const VERIFIED_SUFFIX: &str = ".verified";
 
-/// The first line of a verified fingerprint's file; the second is the
-/// fingerprint.
-const VERIFIED_LINE: &str = "isvc verified tree 1";
+/// The first line of a verified fingerprint's file; the next two are the
+/// fingerprints of the inputs and of the tree.
+const VERIFIED_LINE: &str = "isvc verified tree 2";
 
 /// Which reading of a file an entry records: an input file's bytes, or one
 /// of isvc's own files in an output tree (a file found foreign is never
@@ -571,24 +571,28 @@ impl Place {
         Some(PathBuf::from(name))
     }
 
-    /// The fingerprint of the state a run last found the tree up to date
-    /// in ([`Place::record_verified`]), if any.
-    pub fn verified(&self) -> Option<String> {
+    /// The fingerprints of the state a run last found the tree up to date
+    /// in ([`Place::record_verified`]), if any: of the input files (with
+    /// the run's settings), and of the tree.
+    pub fn verified(&self) -> Option<(String, String)> {
         let bytes = crate::load::files::read_regular(&self.verified_file()?, 1024, false).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
-        let digest = text.strip_prefix(VERIFIED_LINE)?.strip_prefix('\n')?.strip_suffix('\n')?;
-        crate::base::digest::is_digest(digest).then(|| digest.to_string())
+        let rest = text.strip_prefix(VERIFIED_LINE)?.strip_prefix('\n')?.strip_suffix('\n')?;
+        let (inputs, tree) = rest.split_once('\n')?;
+        let digest = |d: &str| crate::base::digest::is_digest(d).then(|| d.to_string());
+        Some((digest(inputs)?, digest(tree)?))
     }
 
-    /// Records that the tree is up to date in the state `fingerprint`
-    /// describes, if every status it holds has settled
-    /// ([`Fingerprint::finish`]) and it is not the one recorded already.
-    /// A fingerprint that cannot be written is no error: the next run
-    /// reads the cache and the manifest.
-    pub fn record_verified(&self, fingerprint: &Verified) {
-        let (Some(file), Verified { digest, settled: true }) = (self.verified_file(), fingerprint) else { return };
-        if self.verified().as_ref() != Some(digest) {
-            let _ = write_replacing(&file, format!("{VERIFIED_LINE}\n{digest}\n").as_bytes());
+    /// Records that the tree is up to date in the state the fingerprints
+    /// of its `inputs` and of the `tree` describe, if every status they
+    /// hold has settled ([`Fingerprint::finish`]) and they are not the ones
+    /// recorded already. Fingerprints that cannot be written are no
+    /// error: the next run reads the cache and the manifest.
+    pub fn record_verified(&self, inputs: &Verified, tree: &Verified) {
+        let Some(file) = self.verified_file().filter(|_| inputs.settled && tree.settled) else { return };
+        if self.verified() != Some((inputs.digest.clone(), tree.digest.clone())) {
+            let text = format!("{VERIFIED_LINE}\n{}\n{}\n", inputs.digest, tree.digest);
+            let _ = write_replacing(&file, text.as_bytes());
         }
     }
 }
@@ -921,7 +925,7 @@ mod tests {
         let fresh = place_after(dir.path(), 0);
         let v = fingerprint(&fresh, Some(now));
         assert!(!v.settled);
-        fresh.record_verified(&v);
+        fresh.record_verified(&v, &v);
         assert_eq!(fresh.verified(), None);
         // A status not taken is never settled; a link or other entry has
         // none to settle.
@@ -931,9 +935,14 @@ mod tests {
         let v = fingerprint(&later, Some(now));
         assert!(v.settled);
         assert_eq!(v.digest, fingerprint(&fresh, Some(now)).digest, "the same files, the same fingerprint");
-        later.record_verified(&v);
-        assert_eq!(later.verified().as_ref(), Some(&v.digest));
-        assert_eq!(place_after(dir.path(), 20).verified().as_ref(), Some(&v.digest), "read by a later run");
+        // Both fingerprints must have settled.
+        let link = fingerprint(&later, None);
+        later.record_verified(&v, &fingerprint(&fresh, Some(now)));
+        assert_eq!(later.verified(), None);
+        later.record_verified(&v, &link);
+        let both = Some((v.digest.clone(), link.digest.clone()));
+        assert_eq!(later.verified(), both);
+        assert_eq!(place_after(dir.path(), 20).verified(), both, "read by a later run");
         // Any other status, path or kind is another fingerprint.
         let mut other = now.unwrap();
         other.ctime_ns += 1;
@@ -952,17 +961,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let place = place_after(dir.path(), 10);
         let file = place.verified_file().unwrap();
+        let d = "0123456789abcdef0123456789abcdef";
         for text in [
-            "",
-            "isvc verified tree 1\n",
-            "isvc verified tree 1\nabc\n",
-            "isvc verified tree 2\n0123456789abcdef0123456789abcdef\n",
+            String::new(),
+            "isvc verified tree 2\n".to_string(),
+            format!("isvc verified tree 2\n{d}\n"),
+            format!("isvc verified tree 2\n{d}\nabc\n"),
+            format!("isvc verified tree 2\n{d}\n{d}"),
+            format!("isvc verified tree 1\n{d}\n{d}\n"),
+            format!("isvc verified tree 2\n{d}\n{d}\n{d}\n"),
         ] {
-            std::fs::write(&file, text).unwrap();
+            std::fs::write(&file, &text).unwrap();
             assert_eq!(place.verified(), None, "{text:?}");
         }
-        std::fs::write(&file, "isvc verified tree 1\n0123456789abcdef0123456789abcdef\n").unwrap();
-        assert_eq!(place.verified().as_deref(), Some("0123456789abcdef0123456789abcdef"));
+        std::fs::write(&file, format!("isvc verified tree 2\n{d}\n{}\n", "f".repeat(32))).unwrap();
+        assert_eq!(place.verified(), Some((d.to_string(), "f".repeat(32))));
     }
 
     #[test]

@@ -152,25 +152,19 @@ fn stat_place(out: &Path) -> stat::Place {
     stat::Place::of(stat_cache_dir().as_deref(), out)
 }
 
-/// The fingerprint of a tree as walked and its input files as found, under
-/// the run's `settings` (those the manifest records: which platform file
-/// and templates, by digest) and arguments: `None` where the tree was not
-/// walked or the cache is off. What the tree and the labels of the inputs
-/// depend on besides is in it: the working directory, the directory the
-/// labels are relative to, the tree's path and the input paths given.
-fn fingerprint(
+/// The fingerprint of the input files as found, under the run's `settings`
+/// (those the manifest records: which platform file and templates, by
+/// digest) and arguments; `None` with the cache off. What the tree and the
+/// labels of the inputs depend on besides is in it: the working directory,
+/// the directory the labels are relative to, the tree's path and the input
+/// paths given.
+fn inputs_fingerprint(
     place: &stat::Place,
     settings: &[String],
     paths: &[PathBuf],
     out: &Path,
-    walk: &Walk,
     found: &InputStatus,
 ) -> Option<stat::Verified> {
-    let walked = match walk {
-        Walk::Skipped => return None,
-        Walk::Scanned(walked) => walked,
-        Walk::Opened(opening) => opening.walked(),
-    };
     let mut f = place.fingerprint()?;
     let text = |f: &mut stat::Fingerprint, p: &Path| f.text(p.as_os_str().as_encoded_bytes());
     f.text(b"settings");
@@ -183,6 +177,18 @@ fn fingerprint(
     f.entries(&found.files, |(path, meta)| {
         (path.as_os_str().as_encoded_bytes(), b'f', Some(meta.as_ref().and_then(stat::Stat::of)))
     });
+    Some(f.finish())
+}
+
+/// The fingerprint of the tree as walked; `None` where it was not walked,
+/// or with the cache off.
+fn tree_fingerprint(place: &stat::Place, walk: &Walk) -> Option<stat::Verified> {
+    let walked = match walk {
+        Walk::Skipped => return None,
+        Walk::Scanned(walked) => walked,
+        Walk::Opened(opening) => opening.walked(),
+    };
+    let mut f = place.fingerprint()?;
     walked.fingerprint(&mut f);
     Some(f.finish())
 }
@@ -237,6 +243,12 @@ impl Walk {
             Walk::Opened(opening) => TreeRead { writer: Some(opening.read(cache)?), scanned: None },
         })
     }
+}
+
+/// The tree as walked, and read if the cache was loaded by then.
+enum Walking {
+    Unread(Walk),
+    Read(Result<(TreeRead, bool), Diagnostics>),
 }
 
 /// The tree as read: under the lock, for writing, or not.
@@ -299,23 +311,24 @@ impl Survey {
     /// tree, and then the compile (its warnings not shown yet), with the
     /// selection it read by.
     ///
-    /// First the tree is walked (for a render, under the lock it writes
-    /// under) and the input files found, side by side, each with the
-    /// status of every file where the cache may know it. Where their
-    /// fingerprint is the one a run recorded as it found the tree up to
-    /// date, the tree still is ([`stat::Fingerprint`]), and the survey ends
-    /// with the manifest's summary: nothing else is read.
+    /// The tree is walked (for a render, under the lock it writes under)
+    /// and the input files found, side by side, each with the status of
+    /// every file where the cache may know it, and each part takes its
+    /// fingerprint ([`stat::Fingerprint`]). Where both are those a run
+    /// recorded as it found the tree up to date, the tree still is, and
+    /// the survey ends with the manifest's summary: nothing else is read.
     ///
     /// Else the cache of file status and the manifest are read side by
     /// side: the tree's files and the input files are looked up in the
-    /// one, the tree and the selection are judged by the other. Then the
-    /// rest runs in two parts side by side, each on every core the other
-    /// leaves idle: the tree's files read, but those the cache knows
-    /// unchanged; and the input files' digests taken, and what changed
-    /// compiled. (Where the compile waited for the tree, at 10,000
-    /// services in 20 namespaces `diff` after one change took 1.06x the
-    /// time; benches/README.md.) A tree found up to date so has its
-    /// fingerprint recorded.
+    /// one, the tree and the selection are judged by the other. The tree's
+    /// files are read, but those the cache knows unchanged; the input
+    /// files' digests are taken, and what changed compiled. Where the
+    /// inputs' fingerprint is not the one recorded (a service changed),
+    /// the inputs' part goes on to that while the tree is walked: at
+    /// 10,000 services in 20 namespaces, a re-render after one change
+    /// waited for the walk and then took 1.06x the time (benches/README.md;
+    /// so did `diff` when the compile waited for the tree to be read). A
+    /// tree found up to date so has its fingerprints recorded.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn read_while_compiling<'s, T: Held>(
         &'s self,
@@ -334,59 +347,86 @@ impl Survey {
         let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
         let place = stat_place(out);
         let status = place.exists();
-        let (walk, found) = rayon::join(
+        let verified = if reading == Reading::Skip { None } else { place.verified() };
+        let text = text.as_deref();
+        // The cache of file status and the manifest, read side by side.
+        // (The manifest is set first: with the cache set, both are.)
+        let load = || {
+            let (cache, manifest) = rayon::join(|| place.read(), || text.and_then(Manifest::parse));
+            let _ = self.manifest.set(manifest);
+            let _ = self.cache.set(cache);
+        };
+        // The tree's files read, and whether the manifest describes them.
+        let read = |walk: Walk| {
+            let tree = walk.read(self.cache())?;
+            // (Of a manifest of this run's settings: whether the input
+            // files were all found is for the other part to tell.)
+            let described = self.manifest().is_some_and(|m| m.settings == settings && tree.described_by(m));
+            Ok::<_, Diagnostics>((tree, described))
+        };
+        // The input files' digests taken, and what changed compiled.
+        let produce = |found: Option<InputStatus>| {
+            let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
+            let recorded = self.recorded(settings, reading);
+            let same = recorded.is_some_and(|m| self.same_inputs(m));
+            // The manifest, if there is something to compile by it.
+            let changed = recorded.filter(|_| !same);
+            let files = self.inputs().unwrap_or_default();
+            let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
+            let compiled = changed
+                .map(|m| compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m))));
+            (same, compiled, selection)
+        };
+        // The tree walked and its fingerprint taken; read too if the other
+        // part has loaded the cache by then (it does so only once the tree
+        // cannot be found up to date by its fingerprint).
+        let ((walk, tree_fp), (inputs_fp, early)) = rayon::join(
             || {
-                Ok::<_, Diagnostics>(match reading {
+                let walk = match reading {
                     Reading::Skip => Walk::Skipped,
                     Reading::Scan => output::walk_tree(out, false, status).map_or(Walk::Skipped, Walk::Scanned),
-                    Reading::Open => output::Writer::lock_and_walk(out, status).map(Walk::Opened)?,
-                })
-            },
-            || input_status(paths, base),
-        );
-        let walk = walk?;
-        let verified = found.as_ref().and_then(|found| fingerprint(&place, settings, paths, out, &walk, found));
-        if let Some(v) = &verified
-            && place.verified().as_ref() == Some(&v.digest)
-            && let Some((summary, listed)) = text.as_deref().and_then(Manifest::summary)
-        {
-            let _ = self.manifest.set(Some(summary));
-            let described = self.manifest();
-            return Ok(Surveyed {
-                tree: walk.unread(),
-                described,
-                same: true,
-                compiled: None,
-                selection: None,
-                listed,
-            });
-        }
-        // (The text goes once parsed.)
-        let parse = move || text.as_deref().and_then(Manifest::parse);
-        let (cache, manifest) = rayon::join(|| place.read(), parse);
-        let _ = self.cache.set(cache);
-        let _ = self.manifest.set(manifest);
-        let (tree, produced) = rayon::join(
-            || {
-                let tree = walk.read(self.cache())?;
-                // (Of a manifest of this run's settings: whether the input
-                // files were all found is for the other part to tell.)
-                let described = self.manifest().is_some_and(|m| m.settings == settings && tree.described_by(m));
-                Ok::<_, Diagnostics>((tree, described))
+                    Reading::Open => match output::Writer::lock_and_walk(out, status) {
+                        Ok(opening) => Walk::Opened(opening),
+                        Err(e) => return (Err(e), None),
+                    },
+                };
+                let tree_fp = tree_fingerprint(&place, &walk);
+                let walk = if self.cache.get().is_some() { Walking::Read(read(walk)) } else { Walking::Unread(walk) };
+                (Ok(walk), tree_fp)
             },
             || {
-                let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
-                let recorded = self.recorded(settings, reading);
-                let same = recorded.is_some_and(|m| self.same_inputs(m));
-                // The manifest, if there is something to compile by it.
-                let changed = recorded.filter(|_| !same);
-                let files = self.inputs().unwrap_or_default();
-                let mut selection = changed.and_then(|m| select(inputs, platform, m, files));
-                let compiled = changed
-                    .map(|m| compile_unshown::<T>(inputs, base, None, Namespaces::of(&mut selection, files, Some(m))));
-                (same, compiled, selection)
+                let found = input_status(paths, base);
+                let inputs_fp =
+                    found.as_ref().and_then(|found| inputs_fingerprint(&place, settings, paths, out, found));
+                // Inputs other than those of the state recorded: the tree
+                // cannot be found up to date by its fingerprint, and the
+                // compile starts while the tree is walked.
+                let may_be_verified = matches!((&verified, &inputs_fp), (Some((v, _)), Some(f)) if *v == f.digest);
+                if may_be_verified {
+                    return (inputs_fp, Err(found));
+                }
+                load();
+                (inputs_fp, Ok(produce(found)))
             },
         );
+        let (tree, produced) = match (walk?, early) {
+            (Walking::Read(tree), Ok(produced)) => (tree, produced),
+            (Walking::Unread(walk), Ok(produced)) => (read(walk), produced),
+            // (The cache is loaded only once the inputs' part found no
+            // fingerprint to match.)
+            (Walking::Read(tree), Err(found)) => (tree, produce(found)),
+            (Walking::Unread(walk), Err(found)) => {
+                let tree_verified = matches!((&verified, &tree_fp), (Some((_, v)), Some(f)) if *v == f.digest);
+                if tree_verified && let Some((summary, listed)) = text.and_then(Manifest::summary) {
+                    let _ = self.manifest.set(Some(summary));
+                    let described = self.manifest();
+                    let tree = walk.unread();
+                    return Ok(Surveyed { tree, described, same: true, compiled: None, selection: None, listed });
+                }
+                load();
+                rayon::join(|| read(walk), || produce(found))
+            }
+        };
         let (tree, described) = tree?;
         let (same, compiled, selection) = produced;
         let described = self.recorded(settings, reading).filter(|_| described);
@@ -397,8 +437,8 @@ impl Survey {
             _ => None,
         };
         let selection = selection.filter(|_| described.is_some());
-        if let (Some(_), true, Some(v)) = (described, same, &verified) {
-            place.record_verified(v);
+        if let (Some(_), true, Some(inputs), Some(tree)) = (described, same, &inputs_fp, &tree_fp) {
+            place.record_verified(inputs, tree);
         }
         let listed = described.map_or(0, |m| m.outputs.len());
         Ok(Surveyed { tree, described, same, compiled, selection, listed })
