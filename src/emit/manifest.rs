@@ -779,6 +779,18 @@ mod tests {
     }
 
     #[test]
+    fn a_summary_is_the_manifest_but_its_files_and_counts_the_outputs() {
+        let m = sample();
+        let text = m.to_text();
+        let (summary, outputs) = Manifest::summary(&text).unwrap();
+        assert_eq!(outputs, m.outputs.len());
+        assert_eq!(summary, Manifest { inputs: Vec::new(), outputs: Vec::new(), ..m });
+        // Of another version's text, or a damaged record it reads, none.
+        assert_eq!(Manifest::summary(&text.replacen("\nisvc ", "\nisvc 9", 1)), None);
+        assert_eq!(Manifest::summary(&text.replacen("\nobjects ", "\nobjects x", 1)), None);
+    }
+
+    #[test]
     fn the_text_reads_back_to_the_same_manifest() {
         let m = sample();
         let text = m.to_text();
