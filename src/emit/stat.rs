@@ -34,9 +34,10 @@
 //! path and status of every input file and of every entry of the tree.
 //! By the rule above, a later run that finds the same fingerprint finds
 //! the same bytes everywhere, so the tree is still up to date: it answers
-//! from the walks alone, without reading the cache, the manifest's
-//! listings or any file. Every status a fingerprint records has settled,
-//! as every entry of the cache has.
+//! from the walks and the manifest's summary, without reading the cache or
+//! any other file, and without parsing the manifest's listings. Every
+//! status a fingerprint records has settled, as every entry of the cache
+//! has.
 //!
 //! Network file systems stamp files with the server's clock; a server more
 //! than [`SETTLED_NS`] behind this machine's can defeat the first rule. (Git
@@ -154,6 +155,21 @@ impl Stat {
             mtime_ns: nanos(st.st_mtime as i64, st.st_mtime_nsec as i64),
             ctime_ns: nanos(st.st_ctime as i64, st.st_ctime_nsec as i64),
         })
+    }
+}
+
+/// Whether a time (in nanoseconds since the epoch) lies [`SETTLED_NS`]
+/// before `start_ns`, when a run began: any later write stamps a later
+/// tick.
+fn settled(time_ns: i64, start_ns: i64) -> bool {
+    time_ns.saturating_add(SETTLED_NS) < start_ns
+}
+
+impl Stat {
+    /// Whether both its times had settled when the run that began at
+    /// `start_ns` began.
+    fn has_settled(&self, start_ns: i64) -> bool {
+        settled(self.mtime_ns, start_ns) && settled(self.ctime_ns, start_ns)
     }
 }
 
@@ -392,8 +408,7 @@ impl StatCache {
     /// all at once: the files of a tree are read on every core, and
     /// recorded together after.
     pub fn record_all<'a>(&self, kind: Kind, read: impl IntoIterator<Item = (&'a Path, Stat, &'a str)>) {
-        let settled = |stat: &Stat| stat.ctime_ns.saturating_add(SETTLED_NS) < self.start_ns;
-        self.learn(kind, read.into_iter().filter(|(_, stat, _)| settled(stat)));
+        self.learn(kind, read.into_iter().filter(|(_, stat, _)| settled(stat.ctime_ns, self.start_ns)));
     }
 
     /// Records the digests of files a swap of the tree hard-linked, each
@@ -435,8 +450,7 @@ impl StatCache {
     /// ([`StatCache::record_relinked`] asks it; nothing is recorded with
     /// the cache off).
     pub fn is_settled(&self, stat: Stat) -> bool {
-        let settled = |t: i64| t.saturating_add(SETTLED_NS) < self.start_ns;
-        self.file.is_some() && settled(stat.mtime_ns) && settled(stat.ctime_ns)
+        self.file.is_some() && stat.has_settled(self.start_ns)
     }
 
     /// Keeps what this run saw (and nothing else) for the next run, when
@@ -681,8 +695,7 @@ fn push_entry(bytes: &mut Vec<u8>, (path, kind, stat): FingerprintEntry<'_>, sta
             for n in [s.dev, s.ino, s.size, s.mtime_ns as u64, s.ctime_ns as u64] {
                 bytes.extend_from_slice(&n.to_le_bytes());
             }
-            let settled = |t: i64| t.saturating_add(SETTLED_NS) < start_ns;
-            settled(s.mtime_ns) && settled(s.ctime_ns)
+            s.has_settled(start_ns)
         }
     }
 }

@@ -183,11 +183,7 @@ fn inputs_fingerprint(
 /// The fingerprint of the tree as walked; `None` where it was not walked,
 /// or with the cache off.
 fn tree_fingerprint(place: &stat::Place, walk: &Walk) -> Option<stat::Verified> {
-    let walked = match walk {
-        Walk::Skipped => return None,
-        Walk::Scanned(walked) => walked,
-        Walk::Opened(opening) => opening.walked(),
-    };
+    let walked = walk.walked()?;
     let mut f = place.fingerprint()?;
     walked.fingerprint(&mut f);
     Some(f.finish())
@@ -226,6 +222,15 @@ pub(super) enum Walk {
 }
 
 impl Walk {
+    /// What the walk found, if the tree was walked.
+    fn walked(&self) -> Option<&output::Walked> {
+        match self {
+            Walk::Skipped => None,
+            Walk::Scanned(walked) => Some(walked),
+            Walk::Opened(opening) => Some(opening.walked()),
+        }
+    }
+
     /// The tree as walked, its files not read: a tree found up to date by
     /// its fingerprint (for writing, still under the lock).
     fn unread(self) -> TreeRead {
