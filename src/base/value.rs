@@ -69,7 +69,7 @@ const SEARCHED: usize = 16;
 
 /// A list index as a JSON pointer spells it: decimal digits, no sign, no
 /// leading zero (serde_json's `parse_index`).
-fn index(token: &str) -> Option<usize> {
+pub(crate) fn index(token: &str) -> Option<usize> {
     if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
         return None;
     }

@@ -150,6 +150,20 @@ pub fn pod_templates<'v>(kind: &str, value: &'v Value) -> Vec<&'v Value> {
     paths.iter().filter_map(|p| value.at(p)).collect()
 }
 
+/// Where the pod templates of an object of `kind` are (JSON pointers).
+pub fn pod_template_paths(kind: &str) -> &'static [&'static str] {
+    lookup(kind).map_or(NO_PODS, |k| k.pod_templates)
+}
+
+/// [`pod_templates`], of a value read in either form.
+pub fn pod_template_views<'v>(
+    kind: &str,
+    value: crate::model::compact::View<'v>,
+) -> Vec<crate::model::compact::View<'v>> {
+    let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
+    paths.iter().filter_map(|p| value.at(p)).collect()
+}
+
 /// The kinds `plan` creates, updates and prunes for a service.
 pub fn service_kinds() -> impl Iterator<Item = &'static Kind> {
     KINDS.iter().filter(|k| k.owner == Owner::Service)

@@ -2,6 +2,7 @@
 //! platform file, rendered objects and their identities, and the one table
 //! of every kind isvc renders. Pure data; no I/O.
 
+pub mod compact;
 pub mod conversion;
 pub mod crd;
 pub mod engine;

@@ -17,6 +17,7 @@
 
 use crate::base::free::{MadeOn, free_where_made};
 use crate::base::value::At;
+use crate::model::compact::{Compact, View};
 use std::cmp::Ordering;
 use std::fmt;
 use std::path::PathBuf;
@@ -101,6 +102,10 @@ pub struct Object {
     /// The worker that made its value: where a compile frees it
     /// ([`crate::base::free`]).
     pub made_on: MadeOn,
+    /// The object in the small form a compile keeps of a large
+    /// namespace's objects (`k8s::skeleton`), its `value` then `null`:
+    /// what [`Object::view`] reads.
+    pub summary: Option<Compact>,
 }
 
 /// An object of `value` alone, without owner, source or cluster: what
@@ -116,7 +121,26 @@ impl Object {
     /// not the GitOps engine's, its file not written yet.
     pub fn new(id: ObjectId, value: Value) -> Object {
         let made_on = MadeOn::here();
-        Object { id, value, owner: None, source: None, cluster: None, bootstrap: false, file: None, made_on }
+        Object {
+            id,
+            value,
+            owner: None,
+            source: None,
+            cluster: None,
+            bootstrap: false,
+            file: None,
+            made_on,
+            summary: None,
+        }
+    }
+
+    /// The object's value as the index and the rules read it: whole, or
+    /// in the small form of a skeleton ([`Object::summary`]).
+    pub fn view(&self) -> View<'_> {
+        match &self.summary {
+            Some(c) => View::Compact(c),
+            None => View::Json(&self.value),
+        }
     }
 
     /// The object, of the service `owner`.
