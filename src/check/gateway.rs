@@ -12,7 +12,7 @@
 use crate::base::value::At;
 use serde_json::{Map, Value};
 
-use super::{Context, Finding, Rule, Severity, containers, labels, namespace, selector_matches};
+use super::{Context, Finding, Rule, Severity, View, containers_in, labels, namespace, selector_matches};
 use crate::model::objects::Object;
 
 pub const PICKER_ABSENT: Rule = Rule::new(
@@ -86,7 +86,7 @@ pub(crate) fn check(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
 
 /// The picker's pod templates and the container port the ref reaches, or
 /// why there are none.
-fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a Object, Port), String> {
+fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<View<'a>>, &'a Object, Port), String> {
     let ns = namespace(o);
     let Some(r) = o.value.at("/spec/endpointPickerRef") else {
         return Err("has no endpointPickerRef".to_string());
@@ -100,17 +100,17 @@ fn picker_pods<'a>(cx: &Context<'a>, o: &Object) -> Result<(Vec<&'a Value>, &'a 
     let Some(svc) = cx.object("Service", ns, name) else {
         return Err(format!("names Service {ns}/{name}, which is not rendered"));
     };
-    let ports = svc.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten();
-    let Some(sp) = ports.into_iter().find(|p| p.field("port").and_then(Value::as_i64) == port) else {
+    let ports = svc.view().at("/spec/ports").into_iter().flat_map(View::items);
+    let Some(sp) = ports.into_iter().find(|p| p.field("port").and_then(View::as_i64) == port) else {
         return Err(format!("names port {} of Service {ns}/{name}, which has no such port", port.unwrap_or_default()));
     };
-    let selector = svc.value.at("/spec/selector").and_then(Value::as_object);
+    let selector = svc.view().at("/spec/selector").and_then(View::as_object);
     let pods = selector.filter(|s| !s.is_empty()).map(|s| cx.selected(ns, s)).unwrap_or_default();
     if pods.is_empty() {
         return Err(format!("names Service {ns}/{name}, which selects no pods"));
     }
-    let target = sp.field("targetPort").or_else(|| sp.field("port")).cloned().unwrap_or(Value::Null);
-    let resolved = pods.iter().find_map(|t| container_port(t, &target));
+    let target = sp.field("targetPort").or_else(|| sp.field("port")).map_or(Value::Null, View::to_json);
+    let resolved = pods.iter().find_map(|t| container_port(*t, &target));
     let Some(port) = resolved else {
         return Err(format!(
             "names Service {ns}/{name}, whose port {} targets {}, which no picker container declares",
@@ -128,10 +128,10 @@ struct Port {
     name: Option<String>,
 }
 
-fn container_port(template: &Value, target: &Value) -> Option<Port> {
-    containers(template).flat_map(|c| c.field("ports").and_then(Value::as_array).into_iter().flatten()).find_map(|p| {
-        let number = p.field("containerPort").and_then(Value::as_i64)?;
-        let name = p.field("name").and_then(Value::as_str).map(str::to_string);
+fn container_port(template: View<'_>, target: &Value) -> Option<Port> {
+    containers_in(template).flat_map(|c| c.field("ports").into_iter().flat_map(View::items)).find_map(|p| {
+        let number = p.field("containerPort").and_then(View::as_i64)?;
+        let name = p.field("name").and_then(View::as_str).map(str::to_string);
         let hit = match target {
             Value::String(s) => name.as_deref() == Some(s.as_str()),
             Value::Number(n) => n.as_i64() == Some(number),
@@ -156,7 +156,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         }
     };
     // Reachability from every Gateway a route to this pool attaches to.
-    let pool_pods: Vec<&Value> = o
+    let pool_pods: Vec<View<'_>> = o
         .value
         .at("/spec/selector/matchLabels")
         .and_then(Value::as_object)
@@ -171,7 +171,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         .filter_map(|p| p.field("number").and_then(Value::as_i64))
         .collect();
     for gateway_ns in gateway_namespaces(cx, o) {
-        if pods.iter().any(|t| !admitted(cx, ns, t, &gateway_ns, &port)) {
+        if pods.iter().any(|t| !admitted(cx, ns, *t, &gateway_ns, &port)) {
             out.push(Finding::new(
                 PICKER_UNREACHABLE,
                 o,
@@ -184,7 +184,7 @@ fn pool(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
         }
         for number in &target_ports {
             let serving = Port { number: *number, name: None };
-            if pool_pods.iter().any(|t| !admitted(cx, ns, t, &gateway_ns, &serving)) {
+            if pool_pods.iter().any(|t| !admitted(cx, ns, *t, &gateway_ns, &serving)) {
                 out.push(Finding::new(
                     PICKER_UNREACHABLE,
                     o,
@@ -211,9 +211,9 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
     let ns = namespace(pool);
     let mut out: Vec<String> = Vec::new();
     for route in cx.routes_to_pool(ns, &pool.id.name) {
-        let parents = route.value.at("/spec/parentRefs").and_then(Value::as_array).into_iter().flatten();
+        let parents = route.view().at("/spec/parentRefs").into_iter().flat_map(View::items);
         for p in parents {
-            let gns = p.field("namespace").and_then(Value::as_str).unwrap_or(ns).to_string();
+            let gns = p.field("namespace").and_then(View::as_str).unwrap_or(ns).to_string();
             if !out.contains(&gns) {
                 out.push(gns);
             }
@@ -226,14 +226,14 @@ fn gateway_namespaces(cx: &Context<'_>, pool: &Object) -> Vec<String> {
 /// `from` reach `port` of the pods of `template` (kubernetes/api
 /// `networking/v1/types.go`: a pod no Ingress policy selects takes
 /// everything; otherwise what one rule of a selecting policy allows).
-fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Port) -> bool {
+fn admitted(cx: &Context<'_>, ns: &str, template: View<'_>, from: &str, port: &Port) -> bool {
     let pod_labels = labels(template, "/metadata/labels");
     let selecting: Vec<&Object> = cx
         .objects_of_kind(ns, "NetworkPolicy")
         .iter()
         .filter(|p| {
-            let selects = p.value.at("/spec/podSelector").is_none_or(|s| selector_matches(s, pod_labels));
-            let types = p.value.at("/spec/policyTypes").and_then(Value::as_array);
+            let selects = p.view().at("/spec/podSelector").is_none_or(|s| selector_matches(s, pod_labels));
+            let types = p.view().at("/spec/policyTypes").and_then(View::as_array);
             let ingress = types.is_none_or(|t| t.iter().any(|v| v.as_str() == Some("Ingress")));
             selects && ingress
         })
@@ -244,9 +244,9 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
     }
     let ns_labels = namespace_labels(cx, from);
     selecting.iter().any(|p| {
-        let rules = p.value.at("/spec/ingress").and_then(Value::as_array).into_iter().flatten();
+        let rules = p.view().at("/spec/ingress").into_iter().flat_map(View::items);
         rules.into_iter().any(|r| {
-            let peers = r.field("from").and_then(Value::as_array);
+            let peers = r.field("from").and_then(View::as_array);
             let peer_ok = peers.is_none_or(|peers| {
                 peers.is_empty()
                     || peers.iter().any(|peer| match peer.field("namespaceSelector") {
@@ -255,18 +255,17 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
                         None => peer.field("podSelector").is_some() && from == ns,
                     })
             });
-            let ports = r.field("ports").and_then(Value::as_array);
+            let ports = r.field("ports").and_then(View::as_array);
             let port_ok = ports.is_none_or(|ports| {
                 ports.is_empty()
                     || ports.iter().any(|p| match p.field("port") {
                         None => true,
-                        Some(Value::Number(n)) => {
-                            let lo = n.as_i64().unwrap_or_default();
-                            let hi = p.field("endPort").and_then(Value::as_i64).unwrap_or(lo);
+                        Some(v) if v.as_number().is_some() => {
+                            let lo = v.as_i64().unwrap_or_default();
+                            let hi = p.field("endPort").and_then(View::as_i64).unwrap_or(lo);
                             (lo..=hi).contains(&port.number)
                         }
-                        Some(Value::String(s)) => port.name.as_deref() == Some(s.as_str()),
-                        Some(_) => false,
+                        Some(v) => v.as_str().is_some_and(|s| port.name.as_deref() == Some(s)),
                     })
             });
             peer_ok && port_ok
@@ -277,8 +276,11 @@ fn admitted(cx: &Context<'_>, ns: &str, template: &Value, from: &str, port: &Por
 /// The labels of namespace `ns`: those of its rendered Namespace, and the
 /// `kubernetes.io/metadata.name` label the API server gives every namespace.
 fn namespace_labels(cx: &Context<'_>, ns: &str) -> Map<String, Value> {
-    let mut out =
-        cx.object("Namespace", "", ns).and_then(|n| labels(&n.value, "/metadata/labels")).cloned().unwrap_or_default();
+    let mut out: Map<String, Value> = cx
+        .object("Namespace", "", ns)
+        .and_then(|n| labels(n.view(), "/metadata/labels"))
+        .map(|l| l.iter().map(|(k, v)| (k.to_string(), v.to_json())).collect())
+        .unwrap_or_default();
     out.insert("kubernetes.io/metadata.name".to_string(), Value::String(ns.to_string()));
     out
 }

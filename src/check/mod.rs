@@ -44,9 +44,10 @@ mod probes;
 mod resources;
 mod scaling;
 pub(crate) use crate::k8s::index::{
-    Context, Workload, container_name, containers, init_containers, labels, namespace, pod_templates, quantity,
-    selector_matches,
+    Context, Workload, container_name, containers, containers_in, init_containers, init_containers_in, labels,
+    namespace, pod_templates, quantity, selector_matches,
 };
+pub(crate) use crate::model::compact::View;
 mod security;
 mod tenancy;
 
@@ -398,8 +399,9 @@ pub fn run_with(objects: &[Object], config: &Config) -> Vec<Finding> {
     // test that calls this, not only the harness's compiles.
     #[cfg(debug_assertions)]
     {
+        let shared = crate::model::compact::Shared::default();
         let skeleton = |o: &Object| match o.owner {
-            Some(_) => crate::k8s::skeleton::skeleton(o.clone()),
+            Some(_) => crate::k8s::skeleton::skeleton(o.clone(), &shared),
             None => o.clone(),
         };
         let skeletons: Vec<Object> = objects.iter().map(skeleton).collect();

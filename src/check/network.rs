@@ -4,7 +4,10 @@
 use crate::base::value::At;
 use serde_json::Value;
 
-use super::{CommandLine, Context, Finding, Rule, Severity, container_name, containers, namespace, pod_templates};
+use super::{
+    CommandLine, Context, Finding, Rule, Severity, View, container_name, containers, containers_in, namespace,
+    pod_templates,
+};
 use crate::model::objects::Object;
 
 pub const SELECTOR_MATCHES_NO_POD: Rule = Rule::new(
@@ -117,10 +120,10 @@ fn check_service(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     for (i, port) in o.value.at("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let Some(target) = port.field("targetPort").or_else(|| port.field("port")) else { continue };
         let served = matched.iter().any(|t| {
-            containers(t).any(|c| {
-                c.field("ports").and_then(Value::as_array).into_iter().flatten().any(|p| match target {
-                    Value::String(name) => p.field("name").and_then(Value::as_str) == Some(name),
-                    number => p.field("containerPort") == Some(number),
+            containers_in(t).any(|c| {
+                c.field("ports").into_iter().flat_map(View::items).any(|p| match target {
+                    Value::String(name) => p.field("name").and_then(View::as_str) == Some(name),
+                    number => p.field("containerPort").is_some_and(|n| n == *number),
                 })
             })
         });

@@ -4,7 +4,7 @@
 use crate::base::value::At;
 use serde_json::Value;
 
-use super::{Context, Finding, Rule, Severity, Workload, namespace};
+use super::{Context, Finding, Rule, Severity, View, Workload, labels, namespace};
 use crate::model::objects::Object;
 
 pub const AUTOSCALER_TARGET_MISSING: Rule = Rule::new(
@@ -163,7 +163,7 @@ fn autoscaler(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
             o,
             format!("scaleTargetRef {kind}/{target} is not rendered"),
         )),
-        Some(t) if t.value.at("/spec/replicas").and_then(Value::as_i64) == Some(0) => out.push(Finding::new(
+        Some(t) if t.view().at("/spec/replicas").and_then(View::as_i64) == Some(0) => out.push(Finding::new(
             AUTOSCALER_ON_ZERO_REPLICAS,
             o,
             format!("its target {} has spec.replicas: 0, so the autoscaler never scales it", t.id),
@@ -198,43 +198,44 @@ fn scaled_object(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let kind = o.value.at("/spec/scaleTargetRef/kind").and_then(Value::as_str).unwrap_or("Deployment");
     let name = o.value.at("/spec/scaleTargetRef/name").and_then(Value::as_str).unwrap_or_default();
     let Some(w) = cx.object(kind, ns, name).and_then(|t| cx.workload_of(t)) else { return };
-    let mut pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| super::labels(t, "/metadata/labels")).collect();
+    let mut pod_labels: Vec<_> = w.templates.iter().map(|(t, _)| labels(*t, "/metadata/labels")).collect();
     // A query of the endpoint picker's metrics (`llm_d_epp_*`, llm-d/llm-d-router
     // `pkg/epp/metrics/metrics.go`) reads the picker's pods: those of the
     // Service the pool of the workload's pods names.
     let mut whose = w.object.id.to_string();
     if query.contains("llm_d_epp_") {
         let picker = cx.selecting(ns, "InferencePool", &pod_labels).into_iter().find_map(|pool| {
-            let sel = pool.value.at("/spec/selector")?;
+            let sel = pool.view().at("/spec/selector")?;
             pod_labels.iter().any(|l| super::selector_matches(sel, *l)).then_some(())?;
-            let svc = pool.value.at("/spec/endpointPickerRef/name").and_then(Value::as_str)?;
+            let svc = pool.view().at("/spec/endpointPickerRef/name").and_then(View::as_str)?;
             let svc = cx.object("Service", ns, svc)?;
-            let selector = svc.value.at("/spec/selector").and_then(Value::as_object)?;
+            let selector = svc.view().at("/spec/selector").and_then(View::as_object)?;
             Some((svc.id.to_string(), cx.selected(ns, selector)))
         });
         if let Some((svc, pods)) = picker {
             whose = format!("the endpoint picker behind {svc}");
-            pod_labels = pods.iter().map(|t| super::labels(t, "/metadata/labels")).collect();
+            pod_labels = pods.iter().map(|t| labels(t, "/metadata/labels")).collect();
         }
     }
-    let selects_pods =
-        |selector: Option<&Value>| selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)));
+    let selects_pods = |selector: Option<View<'_>>| {
+        selector.is_some_and(|s| pod_labels.iter().any(|l| super::selector_matches(s, *l)))
+    };
     // Each lookup by the labels of the pods (or Services) looked for: a
     // scan of every object of the kind for each ScaledObject would grow
     // with the square of the namespace.
     let by_pod_monitor =
-        cx.selecting(ns, "PodMonitor", &pod_labels).iter().any(|m| selects_pods(m.value.at("/spec/selector")));
+        cx.selecting(ns, "PodMonitor", &pod_labels).iter().any(|m| selects_pods(m.view().at("/spec/selector")));
     let services: Vec<&Object> = cx
         .selecting(ns, "Service", &pod_labels)
         .into_iter()
         .filter(|svc| {
-            let selector = svc.value.at("/spec/selector").map(|m| serde_json::json!({"matchLabels": m}));
-            selects_pods(selector.as_ref())
+            let selector = svc.view().at("/spec/selector").map(|m| serde_json::json!({"matchLabels": m.to_json()}));
+            selects_pods(selector.as_ref().map(View::from))
         })
         .collect();
-    let service_labels: Vec<_> = services.iter().map(|svc| super::labels(&svc.value, "/metadata/labels")).collect();
+    let service_labels: Vec<_> = services.iter().map(|svc| labels(svc.view(), "/metadata/labels")).collect();
     let by_service_monitor = cx.selecting(ns, "ServiceMonitor", &service_labels).iter().any(|m| {
-        let Some(selector) = m.value.at("/spec/selector") else { return false };
+        let Some(selector) = m.view().at("/spec/selector") else { return false };
         service_labels.iter().any(|l| super::selector_matches(selector, *l))
     });
     if !by_pod_monitor && !by_service_monitor {
@@ -267,9 +268,7 @@ fn disruption_budget(cx: &Context<'_>, o: &Object, out: &mut Vec<Finding>) {
     let selected: Vec<&Workload<'_>> = cx
         .workloads_selectable(namespace(o), selector)
         .into_iter()
-        .filter(|w| {
-            w.templates.iter().any(|(t, _)| super::selector_matches(selector, super::labels(t, "/metadata/labels")))
-        })
+        .filter(|w| w.templates.iter().any(|(t, _)| super::selector_matches(selector, labels(*t, "/metadata/labels"))))
         .collect();
     let pods: i64 = selected.iter().map(|w| w.pods(w.min_replicas)).sum();
     if pods == 0 {
@@ -307,17 +306,17 @@ fn rollout(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Finding>) {
     // api/leaderworkerset/v1/leaderworkerset_types.go, kubebuilder defaults),
     // and it surges whole groups.
     let lws = o.id.kind == "LeaderWorkerSet";
-    let strategy = o.value.at(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
-    if strategy.and_then(|s| s.field("type")).and_then(Value::as_str) == Some("Recreate") {
+    let strategy = o.view().at(if lws { "/spec/rolloutStrategy" } else { "/spec/strategy" });
+    if strategy.and_then(|s| s.field("type")).and_then(View::as_str) == Some("Recreate") {
         return;
     }
-    let rolling = strategy.and_then(|s| s.get(if lws { "rollingUpdateConfiguration" } else { "rollingUpdate" }));
+    let rolling = strategy.and_then(|s| s.field(if lws { "rollingUpdateConfiguration" } else { "rollingUpdate" }));
     let default = |k: &str| match (lws, k) {
         (false, _) => Value::from("25%"),
         (true, "maxSurge") => Value::from(0),
         (true, _) => Value::from(1),
     };
-    let field = |k: &str| rolling.and_then(|r| r.field(k)).cloned().unwrap_or_else(|| default(k));
+    let field = |k: &str| rolling.and_then(|r| r.field(k)).map_or_else(|| default(k), View::to_json);
     let (surge, unavailable) = (field("maxSurge"), field("maxUnavailable"));
     let zero = |v: &Value| matches!(v.as_i64(), Some(0)) || v.as_str() == Some("0%");
     if zero(&surge) && zero(&unavailable) {

@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{Context, Finding, Rule, Severity, Workload, container_name, containers, init_containers, namespace};
+use super::{
+    Context, Finding, Rule, Severity, View, Workload, container_name, containers_in, init_containers_in, namespace,
+};
 use crate::base::quantity::Quantity;
 use crate::k8s::admission::{
     Bound, Effective, Usage, effective, in_scope, items, pod_resources, quota_usage, resource_list, scopes_known,
@@ -237,15 +239,15 @@ pub(crate) fn quota_field_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<St
     let mut out = Vec::new();
     let ns = namespace(w.object);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
-    for quota in cx.objects_of_kind(ns, "ResourceQuota").iter().filter(|q| scopes_known(&q.value)) {
-        let hard = quota.value.at("/spec/hard").and_then(Value::as_object);
+    for quota in cx.objects_of_kind(ns, "ResourceQuota").iter().filter(|q| scopes_known(q.view())) {
+        let hard = quota.view().at("/spec/hard").and_then(View::as_object);
         let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for (template, _) in w.templates.iter().filter(|(t, _)| in_scope(cx, &quota.value, t, limit_ranges)) {
-            for c in containers(template).chain(init_containers(template)) {
+        for (template, _) in w.templates.iter().filter(|(t, _)| in_scope(cx, quota.view(), t, limit_ranges)) {
+            for c in containers_in(template).chain(init_containers_in(template)) {
                 let e = effective(c, limit_ranges);
                 for (key, kind, resource) in REQUIRED_BY_QUOTA {
                     let set = if kind == "requests" { &e.requests } else { &e.limits };
-                    if hard.is_some_and(|h| h.contains_key(key)) && !set.contains_key(resource) {
+                    if hard.is_some_and(|h| h.get(key).is_some()) && !set.contains_key(resource) {
                         missing.entry(key).or_default().insert(container_name(c));
                     }
                 }
@@ -265,7 +267,7 @@ pub(crate) fn quota_field_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<St
 
 /// Checks one set of requests and limits (a container's, or a pod's sums)
 /// against a LimitRange item; `per` is the item's type.
-fn bounds(item: &Value, what: &str, e: &Effective, lr: &str, per: &str, problems: &mut Vec<String>) {
+fn bounds(item: View<'_>, what: &str, e: &Effective, lr: &str, per: &str, problems: &mut Vec<String>) {
     for (r, max) in resource_list(item.field("max")) {
         match e.limits.get(&r) {
             None => problems.push(format!("{what} sets no {r} limit, but LimitRange {lr} caps it at {max} per {per}")),
@@ -320,7 +322,7 @@ fn plain_container(cx: &Context<'_>, lr: &Object, out: &mut Vec<Finding>) {
     for (r, by) in e.defaulted_limits.iter().filter(|(r, by)| extended(r) && **by == name) {
         let Some(limit) = e.limits.get(r).filter(|l| **l > Quantity::zero()) else { continue };
         let request = e.requests.get(r).map_or_else(|| limit.to_string(), Quantity::to_string);
-        let explicit = items(lr, "Container").any(|i| i.at("/default").and_then(|d| d.get(r)).is_some());
+        let explicit = items(lr, "Container").any(|i| i.at("/default").and_then(|d| d.field(r)).is_some());
         let why = if explicit { "its default" } else { "a max without a default becomes the default" };
         out.push(Finding::new(
             LIMIT_RANGE_INJECTS,
@@ -350,7 +352,7 @@ fn priority_class_defined(cx: &Context<'_>, w: &Workload<'_>, out: &mut Vec<Find
     let mut named: Vec<&str> = w
         .templates
         .iter()
-        .filter_map(|(t, _)| t.at("/spec/priorityClassName").and_then(Value::as_str))
+        .filter_map(|(t, _)| t.at("/spec/priorityClassName").and_then(View::as_str))
         .filter(|c| !matches!(*c, "system-node-critical" | "system-cluster-critical"))
         .filter(|c| cx.object("PriorityClass", "", c).is_none())
         .collect();
@@ -401,21 +403,21 @@ fn prunable(o: &Object, out: &mut Vec<Finding>) {
 /// else the pods' PriorityClass, else 0.
 fn kueue_priority(cx: &Context<'_>, w: &Workload<'_>) -> i64 {
     let value = |kind: &str, name: &str| {
-        cx.object(kind, "", name).and_then(|c| c.value.field("value")).and_then(Value::as_i64).unwrap_or(0)
+        cx.object(kind, "", name).and_then(|c| c.view().field("value")).and_then(View::as_i64).unwrap_or(0)
     };
-    let label = w.object.value.at("/metadata/labels").and_then(|l| l.get(crate::model::labels::PRIORITY_LABEL));
-    if let Some(name) = label.and_then(Value::as_str) {
+    let label = w.object.view().at("/metadata/labels").and_then(|l| l.field(crate::model::labels::PRIORITY_LABEL));
+    if let Some(name) = label.and_then(View::as_str) {
         return value("WorkloadPriorityClass", name);
     }
-    let class = w.templates.first().and_then(|(t, _)| t.at("/spec/priorityClassName")).and_then(Value::as_str);
+    let class = w.templates.first().and_then(|(t, _)| t.at("/spec/priorityClassName")).and_then(View::as_str);
     class.map_or(0, |c| value("PriorityClass", c))
 }
 
 /// The ClusterQueue a workload is queued in, through its LocalQueue.
 fn cluster_queue_of<'a>(cx: &Context<'a>, w: &Workload<'a>) -> Option<&'a str> {
-    let labels = w.object.value.at("/metadata/labels")?;
-    let queue = labels.get(crate::model::labels::QUEUE_LABEL)?.as_str()?;
-    cx.object("LocalQueue", namespace(w.object), queue)?.value.at("/spec/clusterQueue")?.as_str()
+    let labels = w.object.view().at("/metadata/labels")?;
+    let queue = labels.field(crate::model::labels::QUEUE_LABEL)?.as_str()?;
+    cx.object("LocalQueue", namespace(w.object), queue)?.view().at("/spec/clusterQueue")?.as_str()
 }
 
 /// A ClusterQueue with `reclaimWithinCohort: Any` whose workloads rank below
@@ -426,8 +428,8 @@ fn reclaim_inverts_priority(cx: &Context<'_>, cq: &Object, out: &mut Vec<Finding
     }
     let cohort_of = |name: &str| {
         cx.object("ClusterQueue", "", name)
-            .and_then(|q| q.value.at("/spec/cohortName").or_else(|| q.value.at("/spec/cohort")))
-            .and_then(Value::as_str)
+            .and_then(|q| q.view().at("/spec/cohortName").or_else(|| q.view().at("/spec/cohort")))
+            .and_then(View::as_str)
     };
     let Some(cohort) = cohort_of(&cq.id.name) else { return };
     // (ClusterQueue, priority, workload) of every queued workload in the cohort.
@@ -479,7 +481,7 @@ pub(crate) fn limit_range_problems(cx: &Context<'_>, w: &Workload<'_>) -> Vec<St
     }
     let mut problems = Vec::new();
     for (template, _) in &w.templates {
-        for c in containers(template).chain(init_containers(template)) {
+        for c in containers_in(template).chain(init_containers_in(template)) {
             let e = effective(c, lrs);
             let what = format!("container \"{}\"", container_name(c));
             for (r, lr) in &e.defaulted_limits {

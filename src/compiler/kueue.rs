@@ -4,7 +4,6 @@
 //! ([`crate::k8s::admission`]) as quotas are; positions are attached at the
 //! services.
 
-use crate::base::value::At;
 use std::collections::BTreeMap;
 
 use crate::base::diagnostics::Diagnostic;
@@ -105,8 +104,8 @@ pub fn admit_workloads(
             let local = [queue.name.as_str()];
             for ns in &namespaces {
                 for w in cx.workloads_in(ns) {
-                    let labels = w.object.value.at("/metadata/labels");
-                    let queued = labels.and_then(|l| l.get(QUEUE_LABEL)).and_then(|q| q.as_str());
+                    let labels = w.object.view().at("/metadata/labels");
+                    let queued = labels.and_then(|l| l.field(QUEUE_LABEL)).and_then(|q| q.as_str());
                     if queued != Some(queue.name.as_str()) {
                         continue;
                     }

@@ -1053,6 +1053,8 @@ impl Stage<'_> {
         kept: &mut BTreeMap<String, BTreeSet<String>>,
         diags: &mut Diagnostics,
     ) -> (Vec<Object>, Parted<'s>) {
+        // What the skeletons hold alike, kept once (`k8s::skeleton`).
+        let alike = crate::model::compact::Shared::default();
         let firsts: Vec<Result<First<'s>, Vec<Diagnostic>>> = services
             .par_iter()
             .map(|s| {
@@ -1062,7 +1064,7 @@ impl Stage<'_> {
                 if d.gateway.as_ref().is_some_and(|g| g.backend.weight.is_some()) {
                     return Ok(First { again, cache, rendered: Err(Box::new(d)) });
                 }
-                Ok(First { again, cache, rendered: Ok(self.skeletons_of(s, &d)) })
+                Ok(First { again, cache, rendered: Ok(self.skeletons_of(s, &d, &alike)) })
             })
             .collect();
         let mut again = Vec::with_capacity(firsts.len());
@@ -1098,7 +1100,8 @@ impl Stage<'_> {
         // The services of a shared route: each given the route's backends,
         // and its route's services noted, to share it again a part at a time.
         let routes = derive::gateway::share_routes(&mut sharing.iter_mut().map(|(_, d)| &mut **d).collect::<Vec<_>>());
-        let shared: Vec<Rendered> = sharing.par_iter().map(|(i, d)| self.skeletons_of(again[*i].service, d)).collect();
+        let shared: Vec<Rendered> =
+            sharing.par_iter().map(|(i, d)| self.skeletons_of(again[*i].service, d, &alike)).collect();
         for rendered in shared {
             take(rendered, diags);
         }
@@ -1117,12 +1120,17 @@ impl Stage<'_> {
 
     /// The objects of the service `s` of desired state `d` in the small form
     /// lookups read, and the errors of its adapters not mounted.
-    fn skeletons_of(&self, s: &LoadedService, d: &derive::DesiredService) -> Rendered {
+    fn skeletons_of(
+        &self,
+        s: &LoadedService,
+        d: &derive::DesiredService,
+        shared: &crate::model::compact::Shared,
+    ) -> Rendered {
         let mut own = render::render_service(self.templates, d, Some(&(self.label)(s)))?;
         // In the group's order, as the group's check reads them.
         objects::sort(&mut own);
         let unmounted = adapters::unmounted(&own);
-        Ok((own.into_iter().map(crate::k8s::skeleton::skeleton).collect(), unmounted))
+        Ok((own.into_iter().map(|o| crate::k8s::skeleton::skeleton(o, shared)).collect(), unmounted))
     }
 
     /// The model cache's objects of the `desired` services (claims and

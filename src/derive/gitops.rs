@@ -6,7 +6,6 @@
 //! Everything is derived from the compiled objects and the platform file;
 //! nothing about the repository or the destination is guessed.
 
-use crate::base::value::At;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -202,12 +201,14 @@ pub fn autoscaled<'a>(objects: impl Iterator<Item = &'a Object>) -> BTreeSet<Obj
     let mut with_replicas = BTreeSet::new();
     let mut targets = Vec::new();
     for o in objects {
-        if o.value.at(REPLICAS_POINTER).is_some() {
+        // (Read through `view`: a compile that checks a namespace in parts
+        // gives the skeletons of its objects.)
+        if o.view().at(REPLICAS_POINTER).is_some() {
             with_replicas.insert(&o.id);
         }
         if let Some((kind, name)) = crate::k8s::index::scale_target(o) {
             let api_version =
-                o.value.at("/spec/scaleTargetRef/apiVersion").and_then(Value::as_str).unwrap_or("apps/v1");
+                o.view().at("/spec/scaleTargetRef/apiVersion").and_then(|v| v.as_str()).unwrap_or("apps/v1");
             targets.push(ObjectId::new(api_version, kind, o.id.namespace.as_deref(), name));
         }
     }
@@ -583,6 +584,7 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::value::At;
 
     use crate::model::objects::test_object as object;
 

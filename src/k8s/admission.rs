@@ -5,14 +5,12 @@
 //! namespace. One engine: compile-time errors, the quota table and the
 //! rules all read it.
 
-use crate::base::value::At;
 use std::collections::{BTreeMap, BTreeSet};
-
-use serde_json::Value;
 
 pub(crate) use super::usage::{Bound, Usage};
 use crate::base::quantity::Quantity;
-use crate::k8s::index::{Context, Workload, containers, init_containers, namespace, quantity};
+use crate::k8s::index::{Context, Workload, containers_in, init_containers_in, namespace, quantity};
+use crate::model::compact::View;
 use crate::model::objects::Object;
 
 /// A container's resources as admission sees them: after the API server
@@ -25,25 +23,26 @@ pub(crate) struct Effective {
     pub defaulted_limits: BTreeMap<String, String>,
 }
 
-pub(crate) fn resource_list(v: Option<&Value>) -> BTreeMap<String, Quantity> {
-    v.and_then(Value::as_object).into_iter().flatten().filter_map(|(k, v)| Some((k.clone(), quantity(v)?))).collect()
+pub(crate) fn resource_list<'v, V: Into<View<'v>>>(v: Option<V>) -> BTreeMap<String, Quantity> {
+    let map = v.and_then(|v| v.into().as_object());
+    map.into_iter().flatten().filter_map(|(k, v)| Some((k.to_string(), quantity(v)?))).collect()
 }
 
 /// The items of a LimitRange of one type.
-pub(crate) fn items<'a>(lr: &'a Object, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
-    lr.value
+pub(crate) fn items<'a>(lr: &'a Object, kind: &'a str) -> impl Iterator<Item = View<'a>> + 'a {
+    lr.view()
         .at("/spec/limits")
-        .and_then(Value::as_array)
         .into_iter()
-        .flatten()
-        .filter(move |i| i.field("type").and_then(Value::as_str) == Some(kind))
+        .flat_map(View::items)
+        .filter(move |i| i.field("type").and_then(View::as_str) == Some(kind))
 }
 
 /// A Container item's default limits and requests, as the API server
 /// completes them: a max without a default becomes the default limit, a
 /// default limit without a default request becomes the request, and a min
 /// without a default request becomes the request.
-pub(crate) fn item_defaults(item: &Value) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
+pub(crate) fn item_defaults<'v>(item: impl Into<View<'v>>) -> (BTreeMap<String, Quantity>, BTreeMap<String, Quantity>) {
+    let item = item.into();
     let mut limits = resource_list(item.field("default"));
     for (k, v) in resource_list(item.field("max")) {
         limits.entry(k).or_insert(v);
@@ -59,7 +58,8 @@ pub(crate) fn item_defaults(item: &Value) -> (BTreeMap<String, Quantity>, BTreeM
 }
 
 /// The container's resources after defaulting by `limit_ranges`.
-pub(crate) fn effective(c: &Value, limit_ranges: &[&Object]) -> Effective {
+pub(crate) fn effective<'v>(c: impl Into<View<'v>>, limit_ranges: &[&Object]) -> Effective {
+    let c = c.into();
     let mut e = Effective {
         requests: resource_list(c.at("/resources/requests")),
         limits: resource_list(c.at("/resources/limits")),
@@ -94,10 +94,13 @@ pub(crate) fn add(total: &mut BTreeMap<String, Quantity>, key: &str, q: &Quantit
 /// requests and limits summed over its containers (an init container
 /// counts when it needs more than the rest), plus the pod overhead. A
 /// limit is left out when a container has none for it.
-pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effective {
+pub(crate) fn pod_resources<'v>(template: impl Into<View<'v>>, limit_ranges: &[&Object]) -> Effective {
+    let template = template.into();
     let mut pod = Effective::default();
-    let app: Vec<Effective> = containers(template)
-        .chain(init_containers(template).filter(|c| c.field("restartPolicy").and_then(Value::as_str) == Some("Always")))
+    let app: Vec<Effective> = containers_in(template)
+        .chain(
+            init_containers_in(template).filter(|c| c.field("restartPolicy").and_then(View::as_str) == Some("Always")),
+        )
         .map(|c| effective(c, limit_ranges))
         .collect();
     for c in &app {
@@ -108,7 +111,7 @@ pub(crate) fn pod_resources(template: &Value, limit_ranges: &[&Object]) -> Effec
         app.iter().for_each(|c| add(&mut pod.limits, k, &c.limits[k]));
     }
     let inits =
-        init_containers(template).filter(|c| c.field("restartPolicy").and_then(Value::as_str) != Some("Always"));
+        init_containers_in(template).filter(|c| c.field("restartPolicy").and_then(View::as_str) != Some("Always"));
     for init in inits.map(|c| effective(c, limit_ranges)) {
         for (totals, own) in [(&mut pod.requests, &init.requests), (&mut pod.limits, &init.limits)] {
             for (k, q) in own {
@@ -194,24 +197,31 @@ const KNOWN_SCOPES: [&str; 7] = [
 ];
 
 /// Whether isvc can tell which pods a quota's scopes select.
-pub(crate) fn scopes_known(quota: &Value) -> bool {
-    let scopes = quota.at("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
-    let selected = quota.at("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
+pub(crate) fn scopes_known<'v>(quota: impl Into<View<'v>>) -> bool {
+    let quota = quota.into();
+    let scopes = quota.at("/spec/scopes").into_iter().flat_map(View::items);
+    let selected = quota.at("/spec/scopeSelector/matchExpressions").into_iter().flat_map(View::items);
     scopes
         .chain(selected.filter_map(|e| e.field("scopeName")))
         .all(|s| s.as_str().is_some_and(|s| KNOWN_SCOPES.contains(&s)))
 }
 
 /// Whether a quota's scopes select the pods of `template`.
-pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_ranges: &[&Object]) -> bool {
+pub(crate) fn in_scope<'q, 't>(
+    cx: &Context<'_>,
+    quota: impl Into<View<'q>>,
+    template: impl Into<View<'t>>,
+    limit_ranges: &[&Object],
+) -> bool {
+    let (quota, template) = (quota.into(), template.into());
     let spec = |k: &str| template.at(&format!("/spec/{k}"));
     let best_effort = || {
-        containers(template).chain(init_containers(template)).all(|c| {
+        containers_in(template).chain(init_containers_in(template)).all(|c| {
             let e = effective(c, limit_ranges);
             e.requests.is_empty() && e.limits.is_empty()
         })
     };
-    let class = spec("priorityClassName").and_then(Value::as_str).or(cx.default_priority_class).unwrap_or_default();
+    let class = spec("priorityClassName").and_then(View::as_str).or(cx.default_priority_class).unwrap_or_default();
     let test = |scope: &str, op: &str, values: &[&str]| -> bool {
         let exists = match scope {
             "BestEffort" => best_effort(),
@@ -228,15 +238,15 @@ pub(crate) fn in_scope(cx: &Context<'_>, quota: &Value, template: &Value, limit_
         };
         if op == "DoesNotExist" { !exists } else { exists }
     };
-    let scopes = quota.at("/spec/scopes").and_then(Value::as_array).into_iter().flatten();
-    let expressions = quota.at("/spec/scopeSelector/matchExpressions").and_then(Value::as_array).into_iter().flatten();
-    scopes.filter_map(Value::as_str).all(|s| test(s, "Exists", &[]))
+    let scopes = quota.at("/spec/scopes").into_iter().flat_map(View::items);
+    let expressions = quota.at("/spec/scopeSelector/matchExpressions").into_iter().flat_map(View::items);
+    scopes.filter_map(View::as_str).all(|s| test(s, "Exists", &[]))
         && expressions.into_iter().all(|e| {
             let values: Vec<&str> =
-                e.field("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+                e.field("values").into_iter().flat_map(View::items).filter_map(View::as_str).collect();
             test(
-                e.field("scopeName").and_then(Value::as_str).unwrap_or_default(),
-                e.field("operator").and_then(Value::as_str).unwrap_or_default(),
+                e.field("scopeName").and_then(View::as_str).unwrap_or_default(),
+                e.field("operator").and_then(View::as_str).unwrap_or_default(),
                 &values,
             )
         })
@@ -255,14 +265,14 @@ pub(crate) fn quota_usage<'s>(cx: &'s Context<'_>, quota: &'s Object, bound: Bou
 /// limit of `quota`, with every workload at `bound`. Empty for a quota
 /// whose scopes isvc cannot judge.
 pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage> {
-    if !scopes_known(&quota.value) {
+    if !scopes_known(quota.view()) {
         return Vec::new();
     }
     let ns = namespace(quota);
     let limit_ranges = cx.objects_of_kind(ns, "LimitRange");
-    let hard = quota.value.at("/spec/hard").and_then(Value::as_object).into_iter().flatten();
+    let hard = quota.view().at("/spec/hard").and_then(View::as_object).into_iter().flatten();
     let keys: Vec<(&str, Measure<'_>, Quantity)> =
-        hard.filter_map(|(k, v)| Some((k.as_str(), measure(k)?, quantity(v)?))).collect();
+        hard.filter_map(|(k, v)| Some((k, measure(k)?, quantity(v)?))).collect();
     let mut out: Vec<Usage> = keys
         .iter()
         .map(|(k, m, hard)| Usage {
@@ -277,8 +287,8 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
     for w in cx.workloads_in(ns) {
         let mut totals: Vec<Option<Quantity>> = vec![None; keys.len()];
         for (template, per_replica) in &w.templates {
-            let pods = per_replica * replicas(cx, w, template, bound);
-            if pods <= 0 || !in_scope(cx, &quota.value, template, limit_ranges) {
+            let pods = per_replica * replicas(cx, w, *template, bound);
+            if pods <= 0 || !in_scope(cx, quota.view(), template, limit_ranges) {
                 continue;
             }
             let pod = pod_resources(template, limit_ranges);
@@ -313,7 +323,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
                     .objects_of_kind(ns, "Service")
                     .iter()
                     .filter(|s| {
-                        types.contains(&s.value.at("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP"))
+                        types.contains(&s.view().at("/spec/type").and_then(View::as_str).unwrap_or("ClusterIP"))
                     })
                     .count() as i64;
                 if n > 0 {
@@ -322,7 +332,7 @@ pub(crate) fn usage(cx: &Context<'_>, quota: &Object, bound: Bound) -> Vec<Usage
             }
             Measure::Storage => {
                 for claim in cx.objects_of_kind(ns, "PersistentVolumeClaim") {
-                    let size = claim.value.at("/spec/resources/requests/storage").and_then(quantity);
+                    let size = claim.view().at("/spec/resources/requests/storage").and_then(quantity);
                     if let Some(size) = size {
                         u.parts.push((claim.id.name.clone(), size));
                     }
@@ -370,7 +380,7 @@ pub(crate) fn surge_excess(
     let pods: Vec<(Effective, i64)> = w
         .templates
         .iter()
-        .filter(|(t, _)| in_scope(cx, &quota.value, t, limit_ranges))
+        .filter(|(t, _)| in_scope(cx, quota.view(), t, limit_ranges))
         .map(|(t, n)| (pod_resources(t, limit_ranges), n * extra))
         .collect();
     usage.iter().filter(|u| u.per_pod).find_map(|u| {
@@ -386,7 +396,7 @@ pub(crate) fn surge_excess(
 /// tier (a PriorityClass isvc marks with
 /// [`crate::model::labels::PREEMPTIBLE_ANNOTATION`]) are
 /// left out: online work preempts them at peak.
-pub(crate) fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bound: Bound) -> i64 {
+pub(crate) fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: View<'_>, bound: Bound) -> i64 {
     match bound {
         Bound::Min => w.start_replicas,
         Bound::Max if preemptible(cx, template) => 0,
@@ -394,15 +404,15 @@ pub(crate) fn replicas(cx: &Context<'_>, w: &Workload<'_>, template: &Value, bou
     }
 }
 
-pub(crate) fn preemptible(cx: &Context<'_>, template: &Value) -> bool {
-    let Some(class) = template.at("/spec/priorityClassName").and_then(Value::as_str) else { return false };
+pub(crate) fn preemptible<'v>(cx: &Context<'_>, template: impl Into<View<'v>>) -> bool {
+    let Some(class) = template.into().at("/spec/priorityClassName").and_then(View::as_str) else { return false };
     cx.objects_of_kind("", "PriorityClass").iter().any(|pc| {
         pc.id.name == class
             && pc
-                .value
+                .view()
                 .at("/metadata/annotations")
-                .and_then(|a| a.get(crate::model::labels::PREEMPTIBLE_ANNOTATION))
-                .and_then(Value::as_str)
+                .and_then(|a| a.field(crate::model::labels::PREEMPTIBLE_ANNOTATION))
+                .and_then(View::as_str)
                 == Some("true")
     })
 }
@@ -426,16 +436,16 @@ pub(crate) fn queue_peak<'c, 'a>(
         for w in cx.workloads_in(ns) {
             let queue = w
                 .object
-                .value
+                .view()
                 .at("/metadata/labels")
-                .and_then(|l| l.get(crate::model::labels::QUEUE_LABEL))
-                .and_then(Value::as_str);
+                .and_then(|l| l.field(crate::model::labels::QUEUE_LABEL))
+                .and_then(View::as_str);
             if !queue.is_some_and(|q| local_queues.contains(&q)) {
                 continue;
             }
             let mut mine = Quantity::zero();
             for (template, per_replica) in &w.templates {
-                let pods = per_replica * replicas(cx, w, template, Bound::Max);
+                let pods = per_replica * replicas(cx, w, *template, Bound::Max);
                 if let Some(each) = pod_resources(template, limit_ranges).requests.get(resource) {
                     mine = mine.plus(&each.times(pods));
                 }
@@ -459,6 +469,7 @@ pub(crate) fn requested_resources(cx: &Context<'_>, w: &Workload<'_>) -> BTreeSe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use serde_json::json;
 
     fn lr(limits: Value) -> Object {

@@ -6,7 +6,9 @@
 use crate::base::value::At;
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::model::compact::{MapView, View};
 
 use crate::base::quantity::Quantity;
 use crate::k8s::usage::Usage;
@@ -21,7 +23,7 @@ use foldhash::HashMap;
 /// Lookups the rules share, built once per run.
 pub(crate) struct Context<'a> {
     /// (namespace, label key, label value) to the pod templates carrying it.
-    pods_by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Value>>,
+    pods_by_label: HashMap<(&'a str, &'a str, &'a str), Vec<View<'a>>>,
     /// Every object by (kind, namespace, name).
     ids: HashMap<(&'a str, &'a str, &'a str), &'a Object>,
     /// Autoscalers by (namespace, target kind, target name).
@@ -77,7 +79,7 @@ const SELECTING: [&str; 4] = ["Service", "InferencePool", "ServiceMonitor", "Pod
 pub(crate) struct Workload<'a> {
     pub object: &'a Object,
     /// Pod templates, each with the pods one replica runs from it.
-    pub templates: Vec<(&'a Value, i64)>,
+    pub templates: Vec<(View<'a>, i64)>,
     /// Replicas at the low end (the autoscaler's minimum, else
     /// `spec.replicas`) and the high end (the autoscaler's maximum).
     pub min_replicas: i64,
@@ -103,8 +105,8 @@ pub fn scale_target(o: &Object) -> Option<(&str, &str)> {
     if !matches!(o.id.kind.as_str(), "HorizontalPodAutoscaler" | "ScaledObject") {
         return None;
     }
-    let target = o.value.at("/spec/scaleTargetRef")?;
-    let field = |k: &str| target.field(k).and_then(Value::as_str);
+    let target = o.view().at("/spec/scaleTargetRef")?;
+    let field = |k: &str| target.field(k).and_then(View::as_str);
     let kind = field("kind").or((o.id.kind == "ScaledObject").then_some("Deployment"))?;
     Some((kind, field("name")?))
 }
@@ -114,8 +116,8 @@ pub fn scale_target(o: &Object) -> Option<(&str, &str)> {
 /// defaults; `own` is the workload's own count, if it sets one. The highest
 /// is never below the lowest.
 pub fn autoscaler_bounds(a: &Object, own: Option<i64>) -> (i64, i64) {
-    let spec = a.value.field("spec");
-    let bound = |key: &str, default: i64| spec.and_then(|s| s.field(key)).and_then(Value::as_i64).unwrap_or(default);
+    let spec = a.view().field("spec");
+    let bound = |key: &str, default: i64| spec.and_then(|s| s.field(key)).and_then(View::as_i64).unwrap_or(default);
     let (low, high) = if a.id.kind == "ScaledObject" {
         // KEDA's ScaledObject: `minReplicaCount` defaults to 0 and
         // `maxReplicaCount` to 100 (keda.sh, "ScaledObject specification";
@@ -175,7 +177,7 @@ impl<'a> Context<'a> {
                 "ResourceQuota" => {
                     cx.quota_usage.insert((ns, o.id.name.as_str()), Default::default());
                 }
-                "PriorityClass" if o.value.field("globalDefault").and_then(Value::as_bool) == Some(true) => {
+                "PriorityClass" if o.view().field("globalDefault").and_then(View::as_bool) == Some(true) => {
                     cx.default_priority_class = Some(o.id.name.as_str());
                 }
                 _ => {}
@@ -193,13 +195,13 @@ impl<'a> Context<'a> {
     }
 
     fn workload(&self, o: &'a Object) -> Option<Workload<'a>> {
-        let spec = o.value.field("spec")?;
-        let templates: Vec<(&Value, i64)> = match o.id.kind.as_str() {
+        let spec = o.view().field("spec")?;
+        let templates: Vec<(View<'a>, i64)> = match o.id.kind.as_str() {
             "Deployment" | "StatefulSet" | "ReplicaSet" | "Job" => vec![(spec.field("template")?, 1)],
             "LeaderWorkerSet" => {
                 let lwt = spec.field("leaderWorkerTemplate")?;
                 let worker = lwt.field("workerTemplate")?;
-                let size = lwt.field("size").and_then(Value::as_i64).unwrap_or(1);
+                let size = lwt.field("size").and_then(View::as_i64).unwrap_or(1);
                 let leader = lwt.field("leaderTemplate").unwrap_or(worker);
                 vec![(leader, 1), (worker, size - 1)]
             }
@@ -212,7 +214,7 @@ impl<'a> Context<'a> {
         // A Job runs `parallelism` pods at once (1 when left out:
         // kubernetes/kubernetes `pkg/apis/batch/v1/defaults.go`).
         let count = if o.id.kind == "Job" { "parallelism" } else { "replicas" };
-        let own = spec.get(count).and_then(Value::as_i64);
+        let own = spec.field(count).and_then(View::as_i64);
         let (min, max) = match self.autoscaler_of(o) {
             Some(a) => autoscaler_bounds(a, own),
             None => (own.unwrap_or(1), own.unwrap_or(1)),
@@ -227,10 +229,11 @@ impl<'a> Context<'a> {
     }
 
     /// Pod templates in `ns` whose labels include every pair of `selector`.
-    pub fn selected(&self, ns: &str, selector: &Map<String, Value>) -> Vec<&'a Value> {
-        let mut candidates: Option<&Vec<&Value>> = None;
+    pub fn selected<'s>(&self, ns: &str, selector: impl Into<MapView<'s>>) -> Vec<View<'a>> {
+        let selector = selector.into();
+        let mut candidates: Option<&Vec<View<'a>>> = None;
         for (k, v) in selector {
-            let list = self.pods_by_label.get(&(ns, k.as_str(), v.as_str().unwrap_or_default()));
+            let list = self.pods_by_label.get(&(ns, k, v.as_str().unwrap_or_default()));
             match list {
                 None => return Vec::new(),
                 Some(l) if candidates.is_none_or(|c| l.len() < c.len()) => candidates = Some(l),
@@ -241,8 +244,8 @@ impl<'a> Context<'a> {
             .into_iter()
             .flatten()
             .filter(|t| {
-                let labels = labels(t, "/metadata/labels");
-                selector.iter().all(|(k, v)| labels.and_then(|l| crate::base::value::field(l, k)) == Some(v))
+                let labels = labels(*t, "/metadata/labels");
+                selector.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
             })
             .copied()
             .collect()
@@ -296,21 +299,21 @@ impl<'a> Context<'a> {
     /// one set holds, and those requiring none. A superset, for the caller
     /// to match in full ([`selector_matches`]); in the order of
     /// [`Context::objects_of_kind`], each once.
-    pub fn selecting(&self, ns: &str, kind: &str, labels: &[Option<&Map<String, Value>>]) -> Vec<&'a Object> {
+    pub fn selecting(&self, ns: &str, kind: &str, labels: &[Option<MapView<'_>>]) -> Vec<&'a Object> {
         debug_assert!(SELECTING.contains(&kind), "{kind} is not indexed by its selector");
         let index = self.reverse.selecting.get_or_init(|| {
             let mut index: HashMap<u64, Vec<usize>> = HashMap::default();
             for ((ns, kind), objects) in self.by_kind.iter().filter(|((_, k), _)| SELECTING.contains(k)) {
                 for (i, o) in objects.iter().enumerate() {
-                    let Some(selector) = o.value.at("/spec/selector") else { continue };
+                    let Some(selector) = o.view().at("/spec/selector") else { continue };
                     // A Service's selector is the pairs themselves; the
                     // others' a LabelSelector.
                     let pairs = if *kind == "Service" {
                         selector.as_object()
                     } else {
-                        selector.field("matchLabels").and_then(Value::as_object)
+                        selector.field("matchLabels").and_then(View::as_object)
                     };
-                    let first = pairs.into_iter().flatten().find_map(|(k, v)| Some((k.as_str(), v.as_str()?)));
+                    let first = pairs.into_iter().flatten().find_map(|(k, v)| Some((k, v.as_str()?)));
                     let (k, v) = first.unwrap_or(("", ""));
                     index.entry(key(&[ns, kind, k, v])).or_default().push(i);
                 }
@@ -333,13 +336,14 @@ impl<'a> Context<'a> {
     /// LabelSelector): those with every string pair of its `matchLabels`,
     /// or every workload when it has none. A superset, for the caller to
     /// match in full; in the order of [`Context::workloads_in`].
-    pub fn workloads_selectable(&self, ns: &str, selector: &Value) -> Vec<&Workload<'a>> {
+    pub fn workloads_selectable<'s>(&self, ns: &str, selector: impl Into<View<'s>>) -> Vec<&Workload<'a>> {
+        let selector = selector.into();
         let index = self.reverse.workloads_by_label.get_or_init(|| {
             let mut index: HashMap<u64, Vec<usize>> = HashMap::default();
             for (ns, list) in &self.workloads {
                 for (i, w) in list.iter().enumerate() {
                     for (template, _) in &w.templates {
-                        for (k, v) in labels(template, "/metadata/labels").into_iter().flatten() {
+                        for (k, v) in labels(*template, "/metadata/labels").into_iter().flatten() {
                             let Some(v) = v.as_str() else { continue };
                             let places = index.entry(key(&[ns, k, v])).or_default();
                             if places.last() != Some(&i) {
@@ -352,9 +356,9 @@ impl<'a> Context<'a> {
             index
         });
         let all = self.workloads_in(ns);
-        let pairs = selector.field("matchLabels").and_then(Value::as_object).into_iter().flatten();
+        let pairs = selector.field("matchLabels").and_then(View::as_object).into_iter().flatten();
         let mut smallest: Option<&[usize]> = None;
-        for (k, v) in pairs.filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))) {
+        for (k, v) in pairs.filter_map(|(k, v)| Some((k, v.as_str()?))) {
             let places = index.get(&key(&[ns, k, v])).map_or(&[][..], Vec::as_slice);
             if smallest.is_none_or(|s| places.len() < s.len()) {
                 smallest = Some(places);
@@ -369,19 +373,19 @@ impl<'a> Context<'a> {
     /// The first workload of `ns`, in the order of [`Context::workloads_in`],
     /// one of whose pod templates is one of `templates` (templates this
     /// index holds, by address).
-    pub fn workload_of_templates(&self, ns: &str, templates: &[&Value]) -> Option<&Workload<'a>> {
+    pub fn workload_of_templates(&self, ns: &str, templates: &[View<'_>]) -> Option<&Workload<'a>> {
         let index = self.reverse.workload_by_template.get_or_init(|| {
             let mut index = HashMap::default();
             for (ns, list) in &self.workloads {
                 for (i, w) in list.iter().enumerate() {
                     for (template, _) in &w.templates {
-                        index.entry(std::ptr::from_ref(*template) as usize).or_insert((*ns, i));
+                        index.entry(template.address()).or_insert((*ns, i));
                     }
                 }
             }
             index
         });
-        let at = |t: &&Value| index.get(&(std::ptr::from_ref(*t) as usize)).filter(|(n, _)| *n == ns);
+        let at = |t: &View<'_>| index.get(&t.address()).filter(|(n, _)| *n == ns);
         let (_, i) = templates.iter().filter_map(at).min_by_key(|(_, i)| *i)?;
         self.workloads_in(ns).get(*i)
     }
@@ -413,14 +417,14 @@ impl<'a> Context<'a> {
 /// carrying it.
 fn pods_by_label<'a>(
     objects: impl IntoIterator<Item = &'a Object>,
-) -> HashMap<(&'a str, &'a str, &'a str), Vec<&'a Value>> {
-    let mut pods: HashMap<(&str, &str, &str), Vec<&Value>> = HashMap::default();
+) -> HashMap<(&'a str, &'a str, &'a str), Vec<View<'a>>> {
+    let mut pods: HashMap<(&str, &str, &str), Vec<View<'a>>> = HashMap::default();
     for o in objects {
         let ns = namespace(o);
-        for template in pod_templates(o) {
+        for template in pod_template_views(o) {
             for (k, v) in labels(template, "/metadata/labels").into_iter().flatten() {
                 if let Some(v) = v.as_str() {
-                    pods.entry((ns, k.as_str(), v)).or_default().push(template);
+                    pods.entry((ns, k, v)).or_default().push(template);
                 }
             }
         }
@@ -431,11 +435,11 @@ fn pods_by_label<'a>(
 /// The names of the InferencePools the rules of the HTTPRoute `route` send
 /// requests to.
 pub(crate) fn pool_backends(route: &Object) -> impl Iterator<Item = &str> {
-    let rules = route.value.at("/spec/rules").and_then(Value::as_array).into_iter().flatten();
+    let rules = route.view().at("/spec/rules").into_iter().flat_map(View::items);
     rules
-        .flat_map(|r| r.field("backendRefs").and_then(Value::as_array).into_iter().flatten())
-        .filter(|b| b.field("kind").and_then(Value::as_str) == Some("InferencePool"))
-        .filter_map(|b| b.field("name").and_then(Value::as_str))
+        .flat_map(|r| r.field("backendRefs").into_iter().flat_map(View::items))
+        .filter(|b| b.field("kind").and_then(View::as_str) == Some("InferencePool"))
+        .filter_map(|b| b.field("name").and_then(View::as_str))
 }
 
 /// The namespace of an object; "" for cluster-scoped ones.
@@ -448,8 +452,15 @@ pub(crate) fn pod_templates(o: &Object) -> Vec<&Value> {
     crate::model::kinds::pod_templates(&o.id.kind, &o.value)
 }
 
-pub(crate) fn labels<'v>(v: &'v Value, pointer: &str) -> Option<&'v Map<String, Value>> {
-    v.at(pointer).and_then(Value::as_object)
+/// [`pod_templates`] of the object whole or of its skeleton.
+pub(crate) fn pod_template_views(o: &Object) -> Vec<View<'_>> {
+    crate::model::kinds::pod_template_views(&o.id.kind, o.view())
+}
+
+/// The map at `pointer` of `v` (an object's labels, say), read whole or
+/// in a skeleton's form.
+pub(crate) fn labels<'v>(v: impl Into<View<'v>>, pointer: &str) -> Option<MapView<'v>> {
+    v.into().at(pointer).and_then(View::as_object)
 }
 
 /// The app containers of a pod template.
@@ -462,23 +473,34 @@ pub(crate) fn init_containers(template: &Value) -> impl Iterator<Item = &Value> 
     template.at("/spec/initContainers").and_then(Value::as_array).into_iter().flatten()
 }
 
-pub(crate) fn container_name(c: &Value) -> &str {
-    c.field("name").and_then(Value::as_str).unwrap_or_default()
+/// [`containers`] of a pod template read whole or in a skeleton's form.
+pub(crate) fn containers_in<'v>(template: impl Into<View<'v>>) -> impl Iterator<Item = View<'v>> {
+    template.into().at("/spec/containers").into_iter().flat_map(View::items)
+}
+
+/// [`init_containers`] of a pod template read whole or in a skeleton's
+/// form.
+pub(crate) fn init_containers_in<'v>(template: impl Into<View<'v>>) -> impl Iterator<Item = View<'v>> {
+    template.into().at("/spec/initContainers").into_iter().flat_map(View::items)
+}
+
+pub(crate) fn container_name<'v>(c: impl Into<View<'v>>) -> &'v str {
+    c.into().field("name").and_then(View::as_str).unwrap_or_default()
 }
 
 /// Whether `labels` satisfy a label selector (`matchLabels` and
 /// `matchExpressions`); a selector with neither matches everything.
-pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Value>>) -> bool {
-    let get = |k: &str| labels.and_then(|l| crate::base::value::field(l, k)).and_then(Value::as_str);
-    let match_labels = selector.field("matchLabels").and_then(Value::as_object).into_iter().flatten();
+pub(crate) fn selector_matches<'s, 'l, L: Into<MapView<'l>>>(selector: impl Into<View<'s>>, labels: Option<L>) -> bool {
+    let (selector, labels) = (selector.into(), labels.map(Into::into));
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(View::as_str);
+    let match_labels = selector.field("matchLabels").and_then(View::as_object).into_iter().flatten();
     if !match_labels.into_iter().all(|(k, v)| get(k) == v.as_str()) {
         return false;
     }
-    selector.field("matchExpressions").and_then(Value::as_array).into_iter().flatten().all(|e| {
-        let key = e.field("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> =
-            e.field("values").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-        match e.field("operator").and_then(Value::as_str) {
+    selector.field("matchExpressions").into_iter().flat_map(View::items).all(|e| {
+        let key = e.field("key").and_then(View::as_str).unwrap_or_default();
+        let values: Vec<&str> = e.field("values").into_iter().flat_map(View::items).filter_map(View::as_str).collect();
+        match e.field("operator").and_then(View::as_str) {
             Some("In") => get(key).is_some_and(|v| values.contains(&v)),
             Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
             Some("Exists") => get(key).is_some(),
@@ -489,10 +511,11 @@ pub(crate) fn selector_matches(selector: &Value, labels: Option<&Map<String, Val
 }
 
 /// A quantity written as a string or a number.
-pub(crate) fn quantity(v: &Value) -> Option<Quantity> {
-    match v {
-        Value::String(s) => Quantity::parse(s).ok(),
-        Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
+pub(crate) fn quantity<'v>(v: impl Into<View<'v>>) -> Option<Quantity> {
+    let v = v.into();
+    match (v.as_str(), v.as_number()) {
+        (Some(s), _) => Quantity::parse(s).ok(),
+        (_, Some(n)) => Quantity::parse(&n.to_string()).ok(),
         _ => None,
     }
 }
@@ -551,14 +574,20 @@ mod tests {
         let (a, x, ab) = (labels(json!({"app": "a"})), labels(json!({"tier": "x"})), labels(json!({"app": "b"})));
         // Candidates: those requiring a pair the labels hold, and those
         // requiring none (`all`, `null`); never one without a selector.
-        assert_eq!(names(cx.selecting("ns", "Service", &[a.as_ref()])), ["s1", "all", "null"]);
-        assert_eq!(names(cx.selecting("ns", "Service", &[x.as_ref(), ab.as_ref()])), ["s2", "all", "null", "s3"]);
+        assert_eq!(names(cx.selecting("ns", "Service", &[a.as_ref().map(MapView::from)])), ["s1", "all", "null"]);
+        assert_eq!(
+            names(cx.selecting("ns", "Service", &[x.as_ref().map(MapView::from), ab.as_ref().map(MapView::from)])),
+            ["s2", "all", "null", "s3"]
+        );
         assert_eq!(names(cx.selecting("ns", "Service", &[None])), ["all", "null"]);
-        assert_eq!(names(cx.selecting("ns", "ServiceMonitor", &[labels(json!({"team": "t"})).as_ref()])), ["m1", "m2"]);
-        assert!(cx.selecting("other", "Service", &[a.as_ref()]).is_empty());
+        assert_eq!(
+            names(cx.selecting("ns", "ServiceMonitor", &[labels(json!({"team": "t"})).as_ref().map(MapView::from)])),
+            ["m1", "m2"]
+        );
+        assert!(cx.selecting("other", "Service", &[a.as_ref().map(MapView::from)]).is_empty());
         // Every match is among the candidates.
         for l in [&a, &x, &ab] {
-            let candidates = cx.selecting("ns", "Service", &[l.as_ref()]);
+            let candidates = cx.selecting("ns", "Service", &[l.as_ref().map(MapView::from)]);
             for svc in cx.objects_of_kind("ns", "Service") {
                 let Some(selector) = svc.value.at("/spec/selector") else { continue };
                 if selector_matches(&json!({"matchLabels": selector}), l.as_ref()) {
@@ -573,10 +602,10 @@ mod tests {
         assert_eq!(workloads(json!({"matchLabels": {"app": "a", "tier": "x"}})), ["w1"]);
         assert_eq!(workloads(json!({"matchLabels": {"app": "c"}})), Vec::<String>::new());
         assert_eq!(workloads(json!({"matchExpressions": []})), ["w1", "w2", "w3"]);
-        let template = |name: &str| cx.object("Deployment", "ns", name).unwrap().value.at("/spec/template").unwrap();
-        let of = |ts: &[&Value]| cx.workload_of_templates("ns", ts).map(|w| w.object.id.name.clone());
+        let template = |name: &str| cx.object("Deployment", "ns", name).unwrap().view().at("/spec/template").unwrap();
+        let of = |ts: &[View<'_>]| cx.workload_of_templates("ns", ts).map(|w| w.object.id.name.clone());
         assert_eq!(of(&[template("w3"), template("w2")]), Some("w2".to_string()));
-        assert_eq!(of(&[&json!({})]), None);
+        assert_eq!(of(&[View::Json(&json!({}))]), None);
         assert!(cx.workload_of_templates("other", &[template("w1")]).is_none());
         let routes = |pool: &str| cx.routes_to_pool("ns", pool).iter().map(|r| r.id.name.clone()).collect::<Vec<_>>();
         assert_eq!(routes("p1"), ["r1"]);

@@ -16,32 +16,47 @@
 //! service, and hold the output and every finding equal
 //! (tests/it/harness.rs); every test build of `check::run` runs the rules
 //! again with lookups answered from skeletons ([`crate::check::run_with`]).
+//!
+//! What is kept is held in the compact form ([`crate::model::compact`]),
+//! the object's `value` left `null`: every reader of a looked-up object
+//! reads it through [`Object::view`], which reads either form. As JSON
+//! values, the skeletons of 10,000 services in one namespace took 87 MB
+//! of a 140 MB heap (maps of a few entries, each with its hash table);
+//! `render --stdout` of them peaked at 186 MiB, and at 122 MiB in this
+//! form, its pod templates' specs kept once (benches/README.md).
 
 use serde_json::{Map, Value};
 
+use crate::model::compact::{Compact, Shared};
 use crate::model::labels::PREEMPTIBLE_ANNOTATION;
 use crate::model::objects::Object;
 
 /// `o` in the form the index and lookups read: its identity, owner,
 /// source and place, and the fields of its value named below, moved out
 /// of it (the rest is freed).
-pub fn skeleton(o: Object) -> Object {
+///
+/// A pod template's `spec` (its containers' names, ports and resources) is
+/// kept once for the objects whose are the same, in `shared` (those of
+/// one model and size: a namespace of 10,000 generated services holds a
+/// few dozen).
+pub fn skeleton(o: Object, shared: &Shared) -> Object {
     let kind = o.id.kind.as_str();
-    Object {
-        // Identity (`apiVersion`, `kind`, name and namespace) is read off
-        // `o.id`, never off the value: at 10,000 services in one namespace
-        // the value's copy of it took about a fifth of the skeletons' room.
-        value: keep(o.value, |key, v| match key {
-            "metadata" => metadata(v, kind),
-            "spec" => Some(spec(v, kind)),
-            // A PriorityClass's (the platform's, kept whole; a template may
-            // render one).
-            "value" | "globalDefault" => Some(v),
-            _ => None,
-        }),
-        file: None,
-        ..o
+    // Identity (`apiVersion`, `kind`, name and namespace) is read off
+    // `o.id`, never off the value: at 10,000 services in one namespace the
+    // value's copy of it took about a fifth of the skeletons' room.
+    let kept = keep(o.value, |key, v| match key {
+        "metadata" => metadata(v, kind),
+        "spec" => Some(spec(v, kind)),
+        // A PriorityClass's (the platform's, kept whole; a template may
+        // render one).
+        "value" | "globalDefault" => Some(v),
+        _ => None,
+    });
+    let mut summary = Compact::from(kept);
+    for path in crate::model::kinds::pod_template_paths(kind) {
+        summary.share_at(&format!("{path}/spec"), shared);
     }
+    Object { value: Value::Null, summary: Some(summary), file: None, ..o }
 }
 
 /// The `metadata` of an object of `kind` that lookups read, if any of it.
@@ -183,9 +198,10 @@ mod tests {
             },
         });
         let o = Object::new(ObjectId::new("apps/v1", "Deployment", Some("ns"), "m"), value).owned_by("m");
-        let s = skeleton(o.clone());
+        let s = skeleton(o.clone(), &Shared::default());
+        assert_eq!(s.value, Value::Null);
         assert_eq!(
-            s.value,
+            s.view().to_json(),
             json!({
                 "metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}},
                 "spec": {
@@ -217,7 +233,7 @@ mod tests {
         });
         let o = Object::new(ObjectId::new("v1", "Service", Some("ns"), "m"), value);
         assert_eq!(
-            skeleton(o).value,
+            skeleton(o, &Shared::default()).view().to_json(),
             json!({"metadata": {"labels": {"app": "m"}}, "spec": {"selector": {"app": "m"}, "ports": [{"port": 8000, "targetPort": "http"}]}})
         );
     }
@@ -227,7 +243,10 @@ mod tests {
         let value =
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns", "labels": {"gateway": "yes"}}});
         let o = Object::new(ObjectId::new("v1", "Namespace", None, "ns"), value).owned_by("m");
-        assert_eq!(skeleton(o).value, json!({"metadata": {"labels": {"gateway": "yes"}}}));
+        assert_eq!(
+            skeleton(o, &Shared::default()).view().to_json(),
+            json!({"metadata": {"labels": {"gateway": "yes"}}})
+        );
     }
 
     #[test]
@@ -239,7 +258,7 @@ mod tests {
         });
         let o = Object::new(ObjectId::new("scheduling.k8s.io/v1", "PriorityClass", None, "spot"), value).owned_by("m");
         assert_eq!(
-            skeleton(o).value,
+            skeleton(o, &Shared::default()).view().to_json(),
             json!({"metadata": {"annotations": {"ai.example.com/preemptible": "true"}}, "value": 100, "globalDefault": false})
         );
     }
@@ -256,7 +275,7 @@ mod tests {
         });
         let o = Object::new(ObjectId::new("autoscaling/v2", "HorizontalPodAutoscaler", Some("ns"), "m"), value);
         assert_eq!(
-            skeleton(o).value,
+            skeleton(o, &Shared::default()).view().to_json(),
             json!({"spec": {
                 "scaleTargetRef": {"kind": "Deployment", "name": "m"}, "minReplicas": 1, "maxReplicas": 3,
             }})
