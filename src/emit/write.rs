@@ -1078,9 +1078,7 @@ impl Writer {
 /// and it may neither lie inside an input directory (every later run would
 /// read isvc's own output as input) nor contain an input.
 pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic> {
-    use std::path::Component;
-    let dotted = out.components().any(|c| matches!(c, Component::CurDir | Component::ParentDir));
-    let resolved = if dotted { crate::load::files::absolute(out) } else { out.to_path_buf() };
+    let resolved = resolve_out(out);
     let abs_out = real_or_lexical(&resolved);
     for input in inputs {
         let abs_in = real_or_lexical(input);
@@ -1101,6 +1099,17 @@ pub fn output_dir(out: &Path, inputs: &[PathBuf]) -> Result<PathBuf, Diagnostic>
         }
     }
     Ok(resolved)
+}
+
+/// The output tree `out` names, as every command finds it: a path with `.`
+/// or `..` in it made absolute with them resolved in its text (`a/../b` is
+/// `b` beside `a`, whatever `a` links to, as a shell's `cd` has it); any
+/// other as it is. A render, `render --check` and `diff` of one `--out`
+/// so read and write the same directory.
+pub fn resolve_out(out: &Path) -> PathBuf {
+    use std::path::Component;
+    let dotted = out.components().any(|c| matches!(c, Component::CurDir | Component::ParentDir));
+    if dotted { crate::load::files::absolute(out) } else { out.to_path_buf() }
 }
 
 /// The canonical form of `path`, or of its nearest existing ancestor with

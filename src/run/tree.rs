@@ -74,6 +74,8 @@ pub fn render_tree(
     mode: Mode,
     progress: &dyn Progress,
 ) -> Result<Rendered, Diagnostics> {
+    // The tree every mode reads and writes (`a/../b` is `b` beside `a`).
+    let out = &output::resolve_out(out);
     // Read before the inputs are loaded, once for the shortcut and the
     // manifest this run writes.
     let (mut settings, platform) = run_settings_and_platform(sources, &header_base());
@@ -340,6 +342,8 @@ pub fn diff(
     full: bool,
     progress: &dyn Progress,
 ) -> Result<(compare::Report, Remains), Diagnostics> {
+    // The tree a render writes (`output::resolve_out`).
+    let out = &output::resolve_out(out);
     let mut remains = Remains::default();
     if sources.cluster.is_none()
         && !full

@@ -1433,3 +1433,41 @@ proptest::proptest! {
         }
     }
 }
+
+/// An `--out` with `..` after a symbolic link names one tree for every
+/// command: `a/../b` is `b` beside `a`, as a render has always written it,
+/// so `render --check` and `diff` read that tree too, not the one beside
+/// the link's target.
+#[cfg(unix)]
+#[test]
+fn an_out_through_a_link_and_dot_dot_is_one_tree_for_every_command() {
+    let dir = setup(QWEN3);
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("deep/a")).unwrap();
+    std::os::unix::fs::symlink("deep/a", d.join("sym")).unwrap();
+    render(d, &[]);
+    // A stale copy where the system would resolve `sym/..`.
+    copy_tree(&d.join("rendered"), &d.join("deep/rendered"));
+    std::fs::write(d.join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
+    let out = ["--out", "sym/../rendered"];
+    isvc(d).args(["render", "services"]).args(out).assert().success();
+    let (code, stdout, stderr) = run(isvc(d).args(["render", "services", "--check"]).args(out));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, stderr) = run(isvc(d).args(["diff", "services"]).args(out));
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // The tree written is `rendered` beside `sym`, and the copy is as it was.
+    assert_eq!(check(d).0, 0);
+    let (code, stdout, _) = run(isvc(d).args(["render", "services", "--check", "--out", "deep/rendered"]));
+    assert_eq!(code, 1, "{stdout}");
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
