@@ -345,12 +345,14 @@ impl Survey {
         inputs: &Sources,
         platform: Option<&Platform>,
     ) -> Result<Surveyed<'s, T>, Diagnostics> {
+        // The run's start (what a status must be older than to be
+        // recorded) is taken before anything of the tree is read.
+        let place = stat_place(out);
         let text = Manifest::read_text(out);
         // The settings the manifest records, on its first lines, decide
         // whether the tree is walked.
         let recorded = text.as_deref().and_then(Manifest::settings_in);
         let reading = if recorded.is_some_and(|s| s == settings) { reading } else { Reading::Skip };
-        let place = stat_place(out);
         let status = place.exists();
         let verified = if reading == Reading::Skip { None } else { place.verified() };
         let text = text.as_deref();
