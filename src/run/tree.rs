@@ -74,8 +74,10 @@ pub fn render_tree(
     mode: Mode,
     progress: &dyn Progress,
 ) -> Result<Rendered, Diagnostics> {
-    // The tree every mode reads and writes (`a/../b` is `b` beside `a`).
-    let out = &output::resolve_out(out);
+    // The tree every mode reads and writes (`a/../b` is `b` beside `a`);
+    // a refusal names it as given.
+    let given = out;
+    let out = &output::resolve_out(given);
     // Read before the inputs are loaded, once for the shortcut and the
     // manifest this run writes.
     let (mut settings, platform) = run_settings_and_platform(sources, &header_base());
@@ -86,7 +88,7 @@ pub fn render_tree(
         (Mode::Write, false) => Reading::Open,
         (Mode::Write, true) => Reading::Skip,
     };
-    let tree = if reading == Reading::Open { output::output_dir(out, &sources.paths)? } else { out.to_path_buf() };
+    let tree = if reading == Reading::Open { output::output_dir(given, &sources.paths)? } else { out.to_path_buf() };
     let survey = Survey::default();
     // Over a tree the manifest describes, only the input files of the
     // namespaces a change touches are read, where every other namespace's
@@ -206,7 +208,7 @@ pub fn render_tree(
         // Opened before the compile: the tree is checked again for entries
         // that appeared or went since.
         Some(writer) => writer.write(&tree, survey.cache())?,
-        None => output::write(&output::output_dir(out, &sources.paths)?, &tree, survey.cache())?,
+        None => output::write(&output::output_dir(given, &sources.paths)?, &tree, survey.cache())?,
     };
     survey.cache().save();
     let files = tree.len();
