@@ -1447,7 +1447,7 @@ fn an_out_through_a_link_and_dot_dot_is_one_tree_for_every_command() {
     std::os::unix::fs::symlink("deep/a", d.join("sym")).unwrap();
     render(d, &[]);
     // A stale copy where the system would resolve `sym/..`.
-    copy_tree(&d.join("rendered"), &d.join("deep/rendered"));
+    crate::common::copy_dir(&d.join("rendered"), &d.join("deep/rendered"));
     std::fs::write(d.join("services/qwen3.yaml"), QWEN3.replace("replicas: 3", "replicas: 4")).unwrap();
     let out = ["--out", "sym/../rendered"];
     isvc(d).args(["render", "services"]).args(out).assert().success();
@@ -1459,15 +1459,4 @@ fn an_out_through_a_link_and_dot_dot_is_one_tree_for_every_command() {
     assert_eq!(check(d).0, 0);
     let (code, stdout, _) = run(isvc(d).args(["render", "services", "--check", "--out", "deep/rendered"]));
     assert_eq!(code, 1, "{stdout}");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from).into_iter().filter_map(Result::ok) {
-        let target = to.join(entry.path().strip_prefix(from).unwrap());
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
