@@ -13,7 +13,7 @@
 //! [`View`] reads a value of either form alike, so that what reads an
 //! object whole or in its small form is written once.
 
-use std::borrow::Cow;
+use crate::base::value::At;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -300,25 +300,24 @@ impl<'a> View<'a> {
 
     /// The entry `key` of a map.
     pub fn field(self, key: &str) -> Option<View<'a>> {
-        self.as_map()?.get(key)
+        self.as_object()?.get(key)
     }
 
-    /// The value at a JSON pointer (RFC 6901), as [`crate::base::value::At::at`]
-    /// finds it.
+    /// The value at a JSON pointer (RFC 6901): a whole value's as
+    /// [`At::at`] finds it, a compact one's the same way.
     pub fn at(self, pointer: &str) -> Option<View<'a>> {
+        let compact = match self {
+            View::Json(v) => return v.at(pointer).map(View::Json),
+            View::Compact(c) => c,
+        };
         if pointer.is_empty() {
             return Some(self);
         }
-        let mut target = self;
+        let mut target = View::Compact(compact);
         let escaped = pointer.as_bytes().contains(&b'~');
-        #[allow(clippy::manual_pattern_char_comparison, reason = "the predicate is the faster split here")]
-        for token in pointer.strip_prefix('/')?.split(|c: char| c == '/') {
-            let token: Cow<'_, str> = if escaped && token.as_bytes().contains(&b'~') {
-                Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-            } else {
-                Cow::Borrowed(token)
-            };
-            target = match (target.as_map(), target.as_list()) {
+        for token in pointer.strip_prefix('/')?.split('/') {
+            let token = crate::base::value::unescape(token, escaped);
+            target = match (target.as_object(), target.as_array()) {
                 (Some(map), _) => map.get(&token)?,
                 (_, Some(list)) => list.get(crate::base::value::index(&token)?)?,
                 _ => return None,
@@ -346,14 +345,6 @@ impl<'a> View<'a> {
         self.as_number()?.as_i64()
     }
 
-    pub fn as_u64(self) -> Option<u64> {
-        self.as_number()?.as_u64()
-    }
-
-    pub fn as_f64(self) -> Option<f64> {
-        self.as_number()?.as_f64()
-    }
-
     pub fn as_bool(self) -> Option<bool> {
         match self.resolved() {
             View::Json(Value::Bool(b)) | View::Compact(Compact::Bool(b)) => Some(*b),
@@ -365,11 +356,8 @@ impl<'a> View<'a> {
         matches!(self.resolved(), View::Json(Value::Null) | View::Compact(Compact::Null))
     }
 
-    pub fn is_string(self) -> bool {
-        self.as_str().is_some()
-    }
-
-    pub fn as_map(self) -> Option<MapView<'a>> {
+    /// The value as a map (under `serde_json`'s name), if it is one.
+    pub fn as_object(self) -> Option<MapView<'a>> {
         match self.resolved() {
             View::Json(Value::Object(m)) => Some(MapView::Json(m)),
             View::Compact(Compact::Map(entries)) => Some(MapView::Compact(entries)),
@@ -377,7 +365,8 @@ impl<'a> View<'a> {
         }
     }
 
-    pub fn as_list(self) -> Option<ListView<'a>> {
+    /// The value as a list (under `serde_json`'s name), if it is one.
+    pub fn as_array(self) -> Option<ListView<'a>> {
         match self.resolved() {
             View::Json(Value::Array(items)) => Some(ListView::Json(items)),
             View::Compact(Compact::List(items)) => Some(ListView::Compact(items)),
@@ -385,19 +374,9 @@ impl<'a> View<'a> {
         }
     }
 
-    /// [`View::as_map`], under `serde_json`'s name.
-    pub fn as_object(self) -> Option<MapView<'a>> {
-        self.as_map()
-    }
-
-    /// [`View::as_list`], under `serde_json`'s name.
-    pub fn as_array(self) -> Option<ListView<'a>> {
-        self.as_list()
-    }
-
     /// The items of a list, none for anything else.
     pub fn items(self) -> impl Iterator<Item = View<'a>> {
-        self.as_list().into_iter().flat_map(ListView::iter)
+        self.as_array().into_iter().flat_map(ListView::iter)
     }
 
     /// The value in `serde_json`'s form.
@@ -421,10 +400,10 @@ impl<'a> View<'a> {
 impl PartialEq for View<'_> {
     /// The same JSON value, whatever the forms.
     fn eq(&self, other: &View<'_>) -> bool {
-        if let (Some(a), Some(b)) = (self.as_map(), other.as_map()) {
+        if let (Some(a), Some(b)) = (self.as_object(), other.as_object()) {
             return a.len() == b.len() && a.iter().all(|(k, v)| b.get(k) == Some(v));
         }
-        if let (Some(a), Some(b)) = (self.as_list(), other.as_list()) {
+        if let (Some(a), Some(b)) = (self.as_array(), other.as_array()) {
             return a.len() == b.len() && a.iter().zip(b.iter()).all(|(x, y)| x == y);
         }
         match (self.resolved(), other.resolved()) {
@@ -497,10 +476,6 @@ impl<'a> MapView<'a> {
             MapView::Json(m) => MapIter::Json(m.iter()),
             MapView::Compact(entries) => MapIter::Compact(entries.iter()),
         }
-    }
-
-    pub fn keys(self) -> impl Iterator<Item = &'a str> {
-        self.iter().map(|(k, _)| k)
     }
 }
 
@@ -593,7 +568,6 @@ impl<'a> ListView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::value::At;
     use serde_json::json;
 
     fn sample() -> Value {
@@ -642,11 +616,10 @@ mod tests {
                 assert!(a == b, "{p}");
                 assert!(b == a, "{p}");
                 assert_eq!(
-                    (a.as_str(), a.as_i64(), a.as_u64(), a.as_bool(), a.is_null()),
-                    (b.as_str(), b.as_i64(), b.as_u64(), b.as_bool(), b.is_null()),
+                    (a.as_str(), a.as_i64(), a.as_number(), a.as_bool(), a.is_null()),
+                    (b.as_str(), b.as_i64(), b.as_number(), b.as_bool(), b.is_null()),
                     "{p}"
                 );
-                assert_eq!(a.as_f64(), b.as_f64(), "{p}");
                 assert_eq!(
                     a.items().map(View::to_json).collect::<Vec<_>>(),
                     b.items().map(View::to_json).collect::<Vec<_>>()
@@ -654,7 +627,7 @@ mod tests {
                 let entries = |m: Option<MapView<'_>>| {
                     m.map(|m| m.iter().map(|(k, v)| (k.to_string(), v.to_json())).collect::<Vec<_>>())
                 };
-                assert_eq!(entries(a.as_map()), entries(b.as_map()), "{p}");
+                assert_eq!(entries(a.as_object()), entries(b.as_object()), "{p}");
             }
         }
     }

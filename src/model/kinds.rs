@@ -146,8 +146,7 @@ pub fn runs_pods(kind: &str) -> bool {
 /// The kind is the object's identity's: a value need not hold its own (an
 /// object's skeleton, `k8s::skeleton`, does not).
 pub fn pod_templates<'v>(kind: &str, value: &'v Value) -> Vec<&'v Value> {
-    let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
-    paths.iter().filter_map(|p| value.at(p)).collect()
+    pod_template_paths(kind).iter().filter_map(|p| value.at(p)).collect()
 }
 
 /// Where the pod templates of an object of `kind` are (JSON pointers).
@@ -160,8 +159,7 @@ pub fn pod_template_views<'v>(
     kind: &str,
     value: crate::model::compact::View<'v>,
 ) -> Vec<crate::model::compact::View<'v>> {
-    let paths = lookup(kind).map_or(NO_PODS, |k| k.pod_templates);
-    paths.iter().filter_map(|p| value.at(p)).collect()
+    pod_template_paths(kind).iter().filter_map(|p| value.at(p)).collect()
 }
 
 /// The kinds `plan` creates, updates and prunes for a service.
