@@ -3,6 +3,7 @@
 //! formatting lives in `report`.
 
 pub mod diff;
+pub mod listing;
 pub mod manifest;
 pub mod migrate;
 pub mod plan;

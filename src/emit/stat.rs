@@ -82,6 +82,10 @@ const FIRST_LINE: &str = "isvc stat cache 1";
 /// cache file ([`Place::verified`]).
 const VERIFIED_SUFFIX: &str = ".verified";
 
+/// The suffix of the name of a tree's directory listings, beside its cache
+/// file ([`Place::listings`], `emit::listing`).
+const LISTINGS_SUFFIX: &str = ".dirs";
+
 /// The first line of a verified fingerprint's file; the next two are the
 /// fingerprints of the inputs and of the tree.
 const VERIFIED_LINE: &str = "isvc verified tree 2";
@@ -580,9 +584,23 @@ impl Place {
     }
 
     fn verified_file(&self) -> Option<PathBuf> {
+        self.beside(VERIFIED_SUFFIX)
+    }
+
+    /// The file beside the cache file whose name has `suffix` appended.
+    fn beside(&self, suffix: &str) -> Option<PathBuf> {
         let mut name = self.file.as_ref()?.clone().into_os_string();
-        name.push(VERIFIED_SUFFIX);
+        name.push(suffix);
         Some(PathBuf::from(name))
+    }
+
+    /// The listings of the tree's directories kept beside the cache
+    /// (`emit::listing`); none with the cache off.
+    pub fn listings(&self) -> super::listing::Listings {
+        match self.beside(LISTINGS_SUFFIX) {
+            Some(file) => super::listing::Listings::read(file, self.start_ns),
+            None => super::listing::Listings::off(),
+        }
     }
 
     /// The fingerprints of the state a run last found the tree up to date
@@ -784,7 +802,10 @@ fn remove_unused(dir: &Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let digest = name.to_str().and_then(|n| n.strip_prefix(PREFIX));
-        let ours = digest.is_some_and(|d| crate::base::digest::is_digest(d.strip_suffix(VERIFIED_SUFFIX).unwrap_or(d)));
+        let ours = digest.is_some_and(|d| {
+            let d = d.strip_suffix(VERIFIED_SUFFIX).or_else(|| d.strip_suffix(LISTINGS_SUFFIX)).unwrap_or(d);
+            crate::base::digest::is_digest(d)
+        });
         let unused = entry
             .metadata()
             .ok()
@@ -799,7 +820,7 @@ fn remove_unused(dir: &Path) {
 
 /// Writes `file` whole through a temporary file beside it, so a reader
 /// finds the old cache or the new one.
-fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = file.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
@@ -1097,6 +1118,7 @@ mod tests {
         };
         let stale = old(&format!("{PREFIX}{}", "a".repeat(32)));
         let stale_fingerprint = old(&format!("{PREFIX}{}{VERIFIED_SUFFIX}", "a".repeat(32)));
+        let stale_listings = old(&format!("{PREFIX}{}{LISTINGS_SUFFIX}", "a".repeat(32)));
         let foreign = old("notes.txt");
         let foreign_suffix = old(&format!("{PREFIX}{}.old", "a".repeat(32)));
         // A name isvc does not give a cache (its digest in upper case).
@@ -1104,7 +1126,7 @@ mod tests {
         let recent = dir.path().join(format!("{PREFIX}{}", "b".repeat(32)));
         std::fs::write(&recent, "x").unwrap();
         record_one(dir.path(), &dir.path().join(format!("{PREFIX}{}", "c".repeat(32))));
-        assert!(!stale.exists() && !stale_fingerprint.exists());
+        assert!(!stale.exists() && !stale_fingerprint.exists() && !stale_listings.exists());
         assert!(foreign.exists() && foreign_suffix.exists() && upper.exists() && recent.exists());
     }
 

@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::base::digest::digest;
 use crate::base::paths::TreePath;
+use crate::emit::listing::{DirStat, Learned, Listed as ListedAs, Listing, Listings};
 use crate::emit::stat::{Fingerprint, Kind, Stat, StatCache};
 use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
@@ -365,13 +366,13 @@ impl Existing {
 /// isvc's files: a file `cache` knows unchanged is not read again, and
 /// what is read goes into `cache`.
 pub fn scan(out: &Path, cache: &StatCache) -> Result<Existing, Diagnostic> {
-    walk_tree(out, false, cache.knows_outputs())?.read(cache)
+    walk_tree(out, false, cache.knows_outputs(), &Listings::off())?.read(cache)
 }
 
 /// [`scan`] with the texts of isvc's files, every file read.
 pub fn scan_texts(out: &Path) -> Result<Existing, Diagnostic> {
     let cache = StatCache::off();
-    walk_tree(out, true, false)?.read(&cache)
+    walk_tree(out, true, false, &Listings::off())?.read(&cache)
 }
 
 /// An output directory walked, its files not read yet: [`Walked::read`]
@@ -391,8 +392,10 @@ pub struct Walked {
 /// file's status is taken, for a cache of file status that may know the
 /// file (not where it knows none of a tree's files, as on a fresh
 /// checkout, where every file is read, and its status taken as it is
-/// opened).
-pub fn walk_tree(out: &Path, texts: bool, status: bool) -> Result<Walked, Diagnostic> {
+/// opened). A directory whose listing `kept` holds for its status is not
+/// read, and the listings of the directories read that may be kept are
+/// saved ([`crate::emit::listing`]).
+pub fn walk_tree(out: &Path, texts: bool, status: bool, kept: &Listings) -> Result<Walked, Diagnostic> {
     let mut walked = Walked { out: out.to_path_buf(), found: Vec::new(), texts, keep_status: false };
     match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(walked),
@@ -414,8 +417,9 @@ pub fn walk_tree(out: &Path, texts: bool, status: bool) -> Result<Walked, Diagno
     // Sorted once, in parallel, so the sets below are built from sorted
     // lists (a path compares component by component, which adds up over
     // tens of thousands of inserts).
-    let mut found =
-        walk(out, status && !texts).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let (mut found, learned) = walk(out, status && !texts, kept)
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    kept.save(learned);
     crate::base::paths::sort_by_path(&mut found, |f| &f.rel);
     walked.found = found;
     Ok(walked)
@@ -550,7 +554,8 @@ fn entries(out: &Path) -> Result<BTreeSet<PathBuf>, Diagnostic> {
     if !out.is_dir() {
         return Ok(BTreeSet::new());
     }
-    let found = walk(out, false).map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
+    let (found, _) = walk(out, false, &Listings::off())
+        .map_err(|e| Diagnostic::error(format!("cannot read {}: {e}", out.display())))?;
     Ok(found.into_iter().map(|f| f.rel).collect())
 }
 
@@ -575,29 +580,37 @@ enum EntryKind {
 /// Every entry below `root` but directories, without following symbolic
 /// links; with `stat`, each regular file's status. The directories of one
 /// level are read in parallel, level after level (no recursion, so no
-/// depth of directories exhausts the stack).
-fn walk(root: &Path, stat: bool) -> std::io::Result<Vec<Found>> {
+/// depth of directories exhausts the stack). A directory whose listing
+/// `kept` holds for its status is not read ([`crate::emit::listing`]);
+/// the listings of the directories read that may be kept are returned.
+fn walk(root: &Path, stat: bool, kept: &Listings) -> std::io::Result<(Vec<Found>, Vec<Learned>)> {
     let dirs = Dirs::open(root)?;
     // Each directory's entries, gathered into one list of their total
     // length at the end (not grown by doubling: see `Old::parse` in `stat`).
     let mut found: Vec<Vec<Found>> = Vec::new();
+    let mut learned = Vec::new();
     let mut level = vec![PathBuf::new()];
     while !level.is_empty() {
-        let read: Vec<std::io::Result<(Vec<Found>, Vec<PathBuf>)>> =
-            level.par_iter().map(|dir| dirs.read(dir, stat)).collect();
+        let read: Vec<std::io::Result<Listed>> = level.par_iter().map(|dir| dirs.read(dir, stat, kept)).collect();
         level = Vec::new();
         for r in read {
-            let (files, dirs) = r?;
+            let (files, dirs, listing) = r?;
             found.push(files);
             level.extend(dirs);
+            learned.extend(listing);
         }
     }
     let mut all = Vec::with_capacity(found.iter().map(Vec::len).sum());
     for files in found {
         all.extend(files);
     }
-    Ok(all)
+    Ok((all, learned))
 }
+
+/// A directory as [`Dirs::read`] found it: its entries but directories,
+/// its directories, and its listing to keep, if it was read and may be
+/// kept.
+type Listed = (Vec<Found>, Vec<PathBuf>, Option<Learned>);
 
 /// The directories of a tree, each opened from the tree's root (openat(2)
 /// with the root's descriptor: a directory's path is looked up from the
@@ -621,9 +634,63 @@ impl Dirs {
         Ok(Dirs { root: root.to_path_buf(), fd })
     }
 
-    /// The entries of the directory `rel`: what [`walk`] keeps, and the
-    /// directories to read next.
-    fn read(&self, rel: &Path, stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
+    /// The entries of the directory `rel`: what [`walk`] keeps, the
+    /// directories to read next, and its listing if it may be kept. A
+    /// directory whose status `kept` holds a listing for is not read:
+    /// each file it lists has its status taken by its path (with `stat`),
+    /// and where one is gone or is no longer a regular file, the
+    /// directory is read after all.
+    fn read(&self, rel: &Path, stat: bool, kept: &Listings) -> std::io::Result<Listed> {
+        if !kept.is_on() {
+            return self.list(rel, stat, None);
+        }
+        // The directory's status, taken before it is read: a listing
+        // recorded with it is older than the status.
+        let at = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+        let dir_stat = rustix::fs::statat(&self.fd, at, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .as_ref()
+            .and_then(DirStat::of_raw);
+        if let Some(listing) = dir_stat.and_then(|s| kept.find(rel.to_str()?, s))
+            && let Some(listed) = self.listed(rel, stat, listing)
+        {
+            return Ok(listed);
+        }
+        self.list(rel, stat, dir_stat.filter(|s| kept.settled(s)))
+    }
+
+    /// The entries of the directory `rel` as `listing` records them, with
+    /// each file's status (with `stat`); `None` where a file listed is
+    /// gone or is something else now.
+    fn listed(&self, rel: &Path, stat: bool, listing: Listing<'_>) -> Option<Listed> {
+        use rustix::fs::AtFlags;
+        let mut found = Vec::new();
+        let mut dirs = Vec::new();
+        for entry in listing.entries() {
+            let (listed, name) = entry?;
+            let path = rel.join(name);
+            let kind = match listed {
+                ListedAs::Dir => {
+                    dirs.push(path);
+                    continue;
+                }
+                ListedAs::File => EntryKind::File,
+                ListedAs::Link => EntryKind::Link,
+                ListedAs::Other => EntryKind::Other,
+            };
+            let stat = if stat && kind == EntryKind::File {
+                Some(Stat::of_raw(&rustix::fs::statat(&self.fd, &path, AtFlags::SYMLINK_NOFOLLOW).ok()?)?)
+            } else {
+                None
+            };
+            found.push(Found { rel: path, kind, stat });
+        }
+        Some((found, dirs, None))
+    }
+
+    /// The entries of the directory `rel` read; with `settled` (its status
+    /// taken before it was read, for a cache of listings), its listing.
+    fn list(&self, rel: &Path, stat: bool, settled: Option<DirStat>) -> std::io::Result<Listed> {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags};
         use std::os::unix::ffi::OsStrExt;
         let failed = |e: rustix::io::Errno| named(&self.root.join(rel), e.into());
@@ -674,7 +741,19 @@ impl Dirs {
             };
             found.push(Found { rel: path, kind, stat });
         }
-        Ok((found, dirs))
+        let learned = settled.and_then(|s| {
+            let files = found.iter().map(|f| {
+                let listed = match f.kind {
+                    EntryKind::File => ListedAs::File,
+                    EntryKind::Link => ListedAs::Link,
+                    EntryKind::Other => ListedAs::Other,
+                };
+                (listed, f.rel.file_name().unwrap_or_default().as_encoded_bytes())
+            });
+            let subdirs = dirs.iter().map(|d| (ListedAs::Dir, d.file_name().unwrap_or_default().as_encoded_bytes()));
+            Learned::new(rel, s, files.chain(subdirs))
+        });
+        Ok((found, dirs, learned))
     }
 }
 
@@ -690,7 +769,7 @@ impl Dirs {
         Ok(Dirs { root: root.to_path_buf() })
     }
 
-    fn read(&self, rel: &Path, _stat: bool) -> std::io::Result<(Vec<Found>, Vec<PathBuf>)> {
+    fn read(&self, rel: &Path, _stat: bool, _kept: &Listings) -> std::io::Result<Listed> {
         let dir = self.root.join(rel);
         let mut found = Vec::new();
         let mut dirs = Vec::new();
@@ -709,7 +788,7 @@ impl Dirs {
             };
             found.push(Found { rel: path, kind, stat: None });
         }
-        Ok((found, dirs))
+        Ok((found, dirs, None))
     }
 }
 
@@ -979,13 +1058,13 @@ impl Writer {
     /// Locks `out`'s parent, removes a killed run's leftovers and reads the
     /// tree.
     pub fn open(out: &Path, cache: &StatCache) -> Result<Writer, Diagnostics> {
-        Writer::lock_and_walk(out, cache.knows_outputs())?.read(cache)
+        Writer::lock_and_walk(out, cache.knows_outputs(), &Listings::off())?.read(cache)
     }
 
     /// [`Writer::open`] but for reading the tree's files: what
     /// [`Opening::read`] does. With `status`, the walk takes each file's
     /// status ([`walk_tree`]).
-    pub fn lock_and_walk(out: &Path, status: bool) -> Result<Opening, Diagnostics> {
+    pub fn lock_and_walk(out: &Path, status: bool, kept: &Listings) -> Result<Opening, Diagnostics> {
         let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
             Some(parent) if !parent.is_dir() => {
                 return Err(Diagnostic::error(format!(
@@ -1001,7 +1080,7 @@ impl Writer {
         };
         let lock = lock(&parent, out)?;
         remove_leftovers(&parent);
-        let mut walked = walk_tree(out, false, status)?;
+        let mut walked = walk_tree(out, false, status, kept)?;
         walked.keep_status = true;
         Ok(Opening {
             writer: Writer { out: out.to_path_buf(), parent, _lock: lock, existing: Existing::default() },
@@ -1739,6 +1818,91 @@ fn remove_empty_parents(out: &Path, rel: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An entry a walk found: its path, kind and status.
+    type Entry = (PathBuf, char, Option<Stat>);
+
+    /// What a walk found, and the listings it learned.
+    fn found(root: &Path, kept: &Listings) -> (Vec<Entry>, Vec<Learned>) {
+        let (mut found, learned) = walk(root, true, kept).unwrap();
+        found.sort_by(|a, b| a.rel.cmp(&b.rel));
+        let kind = |k: EntryKind| match k {
+            EntryKind::File => 'f',
+            EntryKind::Link => 'l',
+            EntryKind::Other => 'o',
+        };
+        (found.into_iter().map(|f| (f.rel, kind(f.kind), f.stat)).collect(), learned)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_walk_by_kept_listings_finds_what_reading_every_directory_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("out");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/x.yaml"), "x").unwrap();
+        std::fs::write(root.join("a/b/y.yaml"), "y").unwrap();
+        std::fs::write(root.join("c.yaml"), "c").unwrap();
+        let file = dir.path().join("tree.dirs");
+        // A run long after every change: every directory read is learned.
+        let listings = || Listings::read(file.clone(), i64::MAX);
+        let read_all = || found(&root, &Listings::off()).0;
+        let (first, learned) = found(&root, &listings());
+        assert_eq!(first, read_all());
+        assert_eq!(learned.len(), 3);
+        listings().save(learned);
+        // Every directory kept: none read, the same entries found.
+        let (kept, learned) = found(&root, &listings());
+        assert_eq!(kept, first);
+        assert!(learned.is_empty());
+        // A file edited in place: its new status, from its listing kept.
+        std::fs::write(root.join("a/x.yaml"), "edited").unwrap();
+        let (edited, learned) = found(&root, &listings());
+        assert_eq!(edited, read_all());
+        assert_ne!(edited, first);
+        assert!(learned.is_empty());
+        // A file added, a directory swapped for a link: the directories
+        // they changed are read again, and learned again. (A run records
+        // a listing only once its directory has not changed for a while,
+        // so a change stamps a later time; here, after a clock tick.)
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::write(root.join("a/z.yaml"), "z").unwrap();
+        std::fs::rename(root.join("a/b"), dir.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("moved"), root.join("a/b")).unwrap();
+        let (changed, learned) = found(&root, &listings());
+        assert_eq!(changed, read_all());
+        let names: Vec<&str> = changed.iter().map(|(p, k, _)| (p.to_str().unwrap(), *k)).map(|(p, _)| p).collect();
+        assert_eq!(names, ["a/b", "a/x.yaml", "a/z.yaml", "c.yaml"]);
+        assert_eq!(changed[0].1, 'l');
+        assert_eq!(learned.len(), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_listing_that_names_a_file_gone_has_its_directory_read() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("out");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a/x.yaml"), "x").unwrap();
+        let meta = std::fs::symlink_metadata(root.join("a")).unwrap();
+        let nanos = |s: i64, ns: i64| s * 1_000_000_000 + ns;
+        // A listing with the directory's very status that lists a file
+        // that is not there (a damaged or forged line), and one that
+        // names a path outside the directory.
+        let line = format!(
+            "{} {} {} {} a fghost.yaml f../../escape\n",
+            meta.dev(),
+            meta.ino(),
+            nanos(meta.mtime(), meta.mtime_nsec()),
+            nanos(meta.ctime(), meta.ctime_nsec())
+        );
+        let file = dir.path().join("tree.dirs");
+        std::fs::write(&file, format!("isvc dir listings 1\n{line}")).unwrap();
+        let (walked, _) = found(&root, &Listings::read(file, i64::MAX));
+        assert_eq!(walked, found(&root, &Listings::off()).0);
+        assert_eq!(walked.len(), 1);
+    }
 
     #[test]
     fn own_files_are_read_whole_whatever_their_status_said() {

@@ -11,6 +11,7 @@ use crate::base::diagnostics::Diagnostics;
 use crate::base::paths::{relative_to, slash};
 use crate::check;
 use crate::compiler;
+use crate::emit::listing::Listings;
 use crate::emit::manifest::{self, Manifest, Selection};
 use crate::emit::stat::{self, StatCache};
 use crate::emit::write as output;
@@ -389,10 +390,13 @@ impl Survey {
         // cannot be found up to date by its fingerprint).
         let ((walk, tree_fp), (inputs_fp, early)) = rayon::join(
             || {
+                // The directories' listings kept beside the cache, which
+                // spare the walk most directories' reads.
+                let kept = if reading == Reading::Skip { Listings::off() } else { place.listings() };
                 let walk = match reading {
                     Reading::Skip => Walk::Skipped,
-                    Reading::Scan => output::walk_tree(out, false, status).map_or(Walk::Skipped, Walk::Scanned),
-                    Reading::Open => match output::Writer::lock_and_walk(out, status) {
+                    Reading::Scan => output::walk_tree(out, false, status, &kept).map_or(Walk::Skipped, Walk::Scanned),
+                    Reading::Open => match output::Writer::lock_and_walk(out, status, &kept) {
                         Ok(opening) => Walk::Opened(opening),
                         Err(e) => return (Err(e), None),
                     },

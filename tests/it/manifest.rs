@@ -483,15 +483,18 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
     // The run records the tree's files; the next, which finds the cache and
     // takes the status of every file of the tree, the tree's fingerprint.
     assert_eq!(with_cache(&check).0, 0);
-    let caches: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(caches.len(), 1, "one cache for the tree: {caches:?}");
+    let mut caches: Vec<_> = std::fs::read_dir(&cache).unwrap().map(|e| e.unwrap().path()).collect();
+    caches.sort();
+    // One cache for the tree, and its directories' listings beside it.
+    assert_eq!(caches.len(), 2, "one cache for the tree: {caches:?}");
+    assert!(caches[1].to_string_lossy().ends_with(".dirs"), "{caches:?}");
     let text = std::fs::read_to_string(&caches[0]).unwrap();
     let outputs = files(&dir.path().join("rendered")).len();
     assert_eq!(text.lines().filter(|l| l.starts_with("o ")).count(), outputs, "{text}");
     assert_eq!(text.lines().filter(|l| l.starts_with("i ")).count(), 1, "{text}");
     assert_eq!(with_cache(&check).0, 0, "answered from the cache");
     assert_eq!(std::fs::read_to_string(&caches[0]).unwrap(), text, "an unchanged cache stays as it was");
-    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 2, "and a fingerprint beside it");
+    assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 3, "and a fingerprint beside them");
 
     // An output edited to other bytes of the same size, its modification
     // time set back: the change time gives it away.
@@ -520,12 +523,14 @@ fn the_cache_of_file_status_spares_reads_but_never_hides_an_edit() {
 
 /// The ways a tree found up to date may change, each in a copy of its own
 /// ([`a_recorded_fingerprint_answers_only_for_the_same_files`]).
-const CHANGES: [&str; 10] = [
+const CHANGES: [&str; 12] = [
     "nothing",
     "an output edited, its size and modification time kept",
     "an input edited, its size and modification time kept",
     "an output removed",
     "a file added to the tree",
+    "a file of isvc's added beside a service's",
+    "a service's directory swapped for a link to it",
     "an input added",
     "the manifest edited",
     "the platform file changed",
@@ -548,6 +553,16 @@ fn change(dir: &Path, change: &str) -> Vec<&'static str> {
         }
         "an output removed" => std::fs::remove_file(path("rendered/default/qwen3/service.yaml")).unwrap(),
         "a file added to the tree" => std::fs::write(path("rendered/default/notes.txt"), "mine\n").unwrap(),
+        // (Each changes a directory whose listing the run before kept.)
+        "a file of isvc's added beside a service's" => {
+            let service = path("rendered/default/qwen3");
+            std::fs::copy(service.join("service.yaml"), service.join("extra.yaml")).unwrap();
+        }
+        "a service's directory swapped for a link to it" => {
+            std::fs::rename(path("rendered/default/qwen3"), path("qwen3-moved")).unwrap();
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(path("qwen3-moved"), path("rendered/default/qwen3")).unwrap();
+        }
         "an input added" => {
             std::fs::write(path("services/b.yaml"), QWEN3.replace("name: qwen3", "name: b")).unwrap();
         }
@@ -596,7 +611,8 @@ fn a_recorded_fingerprint_answers_only_for_the_same_files() {
         let dir = dir.path();
         let mut caches: Vec<_> = std::fs::read_dir(dir.join("cache")).unwrap().map(|e| e.unwrap().path()).collect();
         caches.sort();
-        assert!(caches.len() == 2 && caches[1].to_string_lossy().ends_with(".verified"), "{caches:?}");
+        let ends = |i: usize, suffix: &str| caches[i].to_string_lossy().ends_with(suffix);
+        assert!(caches.len() == 3 && ends(1, ".dirs") && ends(2, ".verified"), "{caches:?}");
         // A damaged cache: a run that reads it replaces it, a run that
         // answers from the fingerprint leaves it.
         std::fs::write(&caches[0], "damaged\n").unwrap();
@@ -643,7 +659,8 @@ fn an_empty_cache_dir_turns_the_cache_off() {
     let mut c = isvc(dir.path());
     c.env_remove("ISVC_CACHE_DIR").env("XDG_CACHE_HOME", dir.path().join("xdg"));
     c.args(["render", "services", "--out", "rendered", "--check"]).assert().success();
-    assert_eq!(std::fs::read_dir(dir.path().join("xdg/isvc")).unwrap().count(), 1);
+    // (The cache, and its directories' listings.)
+    assert_eq!(std::fs::read_dir(dir.path().join("xdg/isvc")).unwrap().count(), 2);
 }
 
 /// An input named through a link and `..` is the file the link leads to:
