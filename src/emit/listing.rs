@@ -148,7 +148,7 @@ pub struct Listings {
     file: Option<PathBuf>,
     /// When this run began, in nanoseconds since the epoch.
     start_ns: i64,
-    /// The lines after the first.
+    /// The file's text, its first line [`FIRST_LINE`].
     text: String,
     /// Each line's span in `text`, without its newline, and where its path
     /// lies in it.
@@ -196,7 +196,7 @@ impl Listings {
         let text = crate::load::files::read_regular(&file, MAX_BYTES, false)
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|text| Some(text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?.to_string()));
+            .filter(|text| text.strip_prefix(FIRST_LINE).is_some_and(|rest| rest.starts_with('\n')));
         let mut l = Listings { file: Some(file), start_ns, ..Listings::default() };
         if let Some(text) = text {
             l.index_lines(text);
@@ -204,10 +204,12 @@ impl Listings {
         l
     }
 
+    /// Indexes the lines of `text`, whose first line is [`FIRST_LINE`].
     fn index_lines(&mut self, text: String) {
         let mut lines = Vec::new();
-        let mut at = 0;
-        for line in text.split_inclusive('\n') {
+        let first = FIRST_LINE.len() + 1;
+        let mut at = first;
+        for line in text[first..].split_inclusive('\n') {
             let start = at;
             at += line.len();
             // A line cut short (a run killed while it wrote) ends the file.
@@ -306,7 +308,9 @@ impl Listings {
         text.push('\n');
         if stale <= SLACK + used / 8 {
             // Later lines of a path replace earlier ones.
-            text.push_str(&self.text[..self.lines.last().map_or(0, |l| l.end as usize + 1)]);
+            if let (Some(first), Some(last)) = (self.lines.first(), self.lines.last()) {
+                text.push_str(&self.text[first.start as usize..last.end as usize + 1]);
+            }
         } else {
             for (i, l) in self.lines.iter().enumerate() {
                 if self.used[i].load(Ordering::Relaxed) {
