@@ -391,8 +391,12 @@ impl Survey {
         let ((walk, tree_fp), (inputs_fp, early)) = rayon::join(
             || {
                 // The directories' listings kept beside the cache, which
-                // spare the walk most directories' reads.
-                let kept = if reading == Reading::Skip { Listings::off() } else { place.listings() };
+                // spare the walk most directories' reads; not where the
+                // cache knows nothing yet (a fresh checkout, a first
+                // render), as no file's status is taken either: the
+                // status of every directory, to record its listing, would
+                // be 10,000 calls more at 10,000 services.
+                let kept = if reading == Reading::Skip || !status { Listings::off() } else { place.listings() };
                 let walk = match reading {
                     Reading::Skip => Walk::Skipped,
                     Reading::Scan => output::walk_tree(out, false, status, &kept).map_or(Walk::Skipped, Walk::Scanned),
