@@ -577,6 +577,27 @@ enum EntryKind {
     Other,
 }
 
+impl EntryKind {
+    /// As a directory's listing records it.
+    fn listed(self) -> ListedAs {
+        match self {
+            EntryKind::File => ListedAs::File,
+            EntryKind::Link => ListedAs::Link,
+            EntryKind::Other => ListedAs::Other,
+        }
+    }
+
+    /// What a listing records, but a directory (`None`).
+    fn of_listed(listed: ListedAs) -> Option<EntryKind> {
+        match listed {
+            ListedAs::Dir => None,
+            ListedAs::File => Some(EntryKind::File),
+            ListedAs::Link => Some(EntryKind::Link),
+            ListedAs::Other => Some(EntryKind::Other),
+        }
+    }
+}
+
 /// Every entry below `root` but directories, without following symbolic
 /// links; with `stat`, each regular file's status. The directories of one
 /// level are read in parallel, level after level (no recursion, so no
@@ -669,14 +690,9 @@ impl Dirs {
         for entry in listing.entries() {
             let (listed, name) = entry?;
             let path = rel.join(name);
-            let kind = match listed {
-                ListedAs::Dir => {
-                    dirs.push(path);
-                    continue;
-                }
-                ListedAs::File => EntryKind::File,
-                ListedAs::Link => EntryKind::Link,
-                ListedAs::Other => EntryKind::Other,
+            let Some(kind) = EntryKind::of_listed(listed) else {
+                dirs.push(path);
+                continue;
             };
             let stat = if stat && kind == EntryKind::File {
                 Some(Stat::of_raw(&rustix::fs::statat(&self.fd, &path, AtFlags::SYMLINK_NOFOLLOW).ok()?)?)
@@ -742,14 +758,8 @@ impl Dirs {
             found.push(Found { rel: path, kind, stat });
         }
         let learned = settled.and_then(|s| {
-            let files = found.iter().map(|f| {
-                let listed = match f.kind {
-                    EntryKind::File => ListedAs::File,
-                    EntryKind::Link => ListedAs::Link,
-                    EntryKind::Other => ListedAs::Other,
-                };
-                (listed, f.rel.file_name().unwrap_or_default().as_encoded_bytes())
-            });
+            let files =
+                found.iter().map(|f| (f.kind.listed(), f.rel.file_name().unwrap_or_default().as_encoded_bytes()));
             let subdirs = dirs.iter().map(|d| (ListedAs::Dir, d.file_name().unwrap_or_default().as_encoded_bytes()));
             Learned::new(rel, s, files.chain(subdirs))
         });
@@ -1871,7 +1881,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.path().join("moved"), root.join("a/b")).unwrap();
         let (changed, learned) = found(&root, &listings());
         assert_eq!(changed, read_all());
-        let names: Vec<&str> = changed.iter().map(|(p, k, _)| (p.to_str().unwrap(), *k)).map(|(p, _)| p).collect();
+        let names: Vec<&str> = changed.iter().map(|(p, _, _)| p.to_str().unwrap()).collect();
         assert_eq!(names, ["a/b", "a/x.yaml", "a/z.yaml", "c.yaml"]);
         assert_eq!(changed[0].1, 'l');
         assert_eq!(learned.len(), 1);
