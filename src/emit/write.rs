@@ -25,7 +25,9 @@ use rayon::prelude::*;
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
 use crate::base::digest::digest;
 use crate::base::paths::TreePath;
-use crate::emit::listing::{DirStat, Learned, Listed as ListedAs, Listing, Listings};
+#[cfg(unix)]
+use crate::emit::listing::{DirStat, Listed as ListedAs, Listing};
+use crate::emit::listing::{Learned, Listings};
 use crate::emit::stat::{Fingerprint, Kind, Stat, StatCache};
 use crate::model::objects::{HEADER_PREFIX, Object, Written};
 
@@ -577,6 +579,7 @@ enum EntryKind {
     Other,
 }
 
+#[cfg(unix)]
 impl EntryKind {
     /// As a directory's listing records it.
     fn listed(self) -> ListedAs {
