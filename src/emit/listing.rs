@@ -159,11 +159,12 @@ pub struct Listings {
     hasher: foldhash::fast::RandomState,
 }
 
+/// A line of the file: its span in the text, without its newline.
 #[derive(Debug, Clone, Copy)]
 struct Line {
     start: u32,
     end: u32,
-    /// The path's end; it starts after the fourth space.
+    /// Where its path lies in the text: after the line's fourth space.
     path: (u32, u32),
     hash: u64,
 }
