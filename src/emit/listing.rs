@@ -44,10 +44,6 @@ const FIRST_LINE: &str = "isvc dir listings 1";
 /// Largest listings file read; a larger one is ignored.
 const MAX_BYTES: u64 = 64 << 20;
 
-/// Stale lines a file may hold beyond an eighth of its live ones before
-/// it is written anew with what a run learned.
-const SLACK: usize = 1024;
-
 /// A directory's identity and the times its entries move.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirStat {
@@ -63,7 +59,7 @@ impl DirStat {
     #[cfg(unix)]
     #[allow(clippy::unnecessary_cast)] // The fields' types differ between systems.
     pub fn of_raw(st: &rustix::fs::Stat) -> Option<DirStat> {
-        let nanos = |s: i64, ns: i64| s.saturating_mul(1_000_000_000).saturating_add(ns);
+        use super::stat::nanos;
         (rustix::fs::FileType::from_raw_mode(st.st_mode as _) == rustix::fs::FileType::Directory).then(|| DirStat {
             dev: st.st_dev as u64,
             ino: st.st_ino as u64,
@@ -259,7 +255,7 @@ impl Listings {
     /// Whether a directory of status `stat`, read now, may be recorded:
     /// both its times had settled when the run began.
     pub fn settled(&self, stat: &DirStat) -> bool {
-        let settled = |t: i64| t.saturating_add(super::stat::SETTLED_NS) < self.start_ns;
+        let settled = |t: i64| super::stat::settled(t, self.start_ns);
         self.is_on() && settled(stat.mtime_ns) && settled(stat.ctime_ns)
     }
 
@@ -292,11 +288,13 @@ impl Listings {
         &self.text[l.path.0 as usize..l.path.1 as usize]
     }
 
-    /// Keeps what a walk `learned` with the listings it used, where it
-    /// learned anything: the file is written anew with the lines used and
-    /// those learned (replacing the lines of their paths), or appended to
-    /// where few lines are stale. A file that cannot be written is no
-    /// error: the next run reads the directories.
+    /// Keeps what a walk `learned`, where it learned anything: the file is
+    /// written anew, through a temporary file (so no line is ever cut
+    /// short), with its lines and those learned after them (a later line
+    /// of a path replaces an earlier one), or, where its stale lines are
+    /// many (`stat::few_stale`, the cache's rule), with the lines used and
+    /// those learned alone. A file that cannot be written is no error: the
+    /// next run reads the directories.
     pub fn save(&self, learned: Vec<Learned>) {
         let Some(file) = &self.file else { return };
         if learned.is_empty() {
@@ -304,10 +302,11 @@ impl Listings {
         }
         let used = self.used.iter().filter(|u| u.load(Ordering::Relaxed)).count();
         let stale = self.lines.len() - used;
+        let keep_all = super::stat::few_stale(stale, used + learned.len());
         let mut text = String::with_capacity(FIRST_LINE.len() + 1 + self.text.len() + learned.len() * 80);
         text.push_str(FIRST_LINE);
         text.push('\n');
-        if stale <= SLACK + used / 8 {
+        if keep_all {
             // Later lines of a path replace earlier ones.
             if let (Some(first), Some(last)) = (self.lines.first(), self.lines.last()) {
                 text.push_str(&self.text[first.start as usize..last.end as usize + 1]);

@@ -86,6 +86,13 @@ const VERIFIED_SUFFIX: &str = ".verified";
 /// file ([`Place::listings`], `emit::listing`).
 const LISTINGS_SUFFIX: &str = ".dirs";
 
+/// Whether a file of `stale` lines beside `live` ones may keep them
+/// (appended to) rather than be written anew with the live ones alone
+/// ([`APPEND_SLACK`]); the listings beside the cache keep the same rule.
+pub(super) fn few_stale(stale: usize, live: usize) -> bool {
+    stale <= live / 8 + APPEND_SLACK
+}
+
 /// The first line of a verified fingerprint's file; the next two are the
 /// fingerprints of the inputs and of the tree.
 const VERIFIED_LINE: &str = "isvc verified tree 2";
@@ -165,7 +172,7 @@ impl Stat {
 /// Whether a time (in nanoseconds since the epoch) lies [`SETTLED_NS`]
 /// before `start_ns`, when a run began: any later write stamps a later
 /// tick.
-fn settled(time_ns: i64, start_ns: i64) -> bool {
+pub(super) fn settled(time_ns: i64, start_ns: i64) -> bool {
     time_ns.saturating_add(SETTLED_NS) < start_ns
 }
 
@@ -186,7 +193,7 @@ fn saturating_i64(n: impl TryInto<i64> + PartialOrd + Default) -> i64 {
 /// A time in seconds and nanoseconds, in nanoseconds (the nearest 64 bits
 /// hold).
 #[cfg(unix)]
-fn nanos(seconds: i64, nanoseconds: i64) -> i64 {
+pub(super) fn nanos(seconds: i64, nanoseconds: i64) -> i64 {
     seconds.saturating_mul(1_000_000_000).saturating_add(nanoseconds)
 }
 
@@ -493,10 +500,7 @@ impl StatCache {
         // ones by more than [`APPEND_SLACK`]: every run reads every line.
         let live = kept_count + learned.len();
         let stale = old.lines() - kept_count;
-        if old.lines() > 0
-            && stale <= live / 8 + APPEND_SLACK
-            && append(file, lines_text("", &learned).as_bytes()).is_ok()
-        {
+        if old.lines() > 0 && few_stale(stale, live) && append(file, lines_text("", &learned).as_bytes()).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
             return;
         }

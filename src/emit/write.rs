@@ -571,7 +571,7 @@ struct Found {
 }
 
 /// What an entry of a tree is, as far as [`Walked::read`] cares.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum EntryKind {
     File,
     Link,
@@ -1833,18 +1833,13 @@ mod tests {
     use super::*;
 
     /// An entry a walk found: its path, kind and status.
-    type Entry = (PathBuf, char, Option<Stat>);
+    type Entry = (PathBuf, EntryKind, Option<Stat>);
 
     /// What a walk found, and the listings it learned.
     fn found(root: &Path, kept: &Listings) -> (Vec<Entry>, Vec<Learned>) {
         let (mut found, learned) = walk(root, true, kept).unwrap();
         found.sort_by(|a, b| a.rel.cmp(&b.rel));
-        let kind = |k: EntryKind| match k {
-            EntryKind::File => 'f',
-            EntryKind::Link => 'l',
-            EntryKind::Other => 'o',
-        };
-        (found.into_iter().map(|f| (f.rel, kind(f.kind), f.stat)).collect(), learned)
+        (found.into_iter().map(|f| (f.rel, f.kind, f.stat)).collect(), learned)
     }
 
     #[cfg(unix)]
@@ -1886,7 +1881,7 @@ mod tests {
         assert_eq!(changed, read_all());
         let names: Vec<&str> = changed.iter().map(|(p, _, _)| p.to_str().unwrap()).collect();
         assert_eq!(names, ["a/b", "a/x.yaml", "a/z.yaml", "c.yaml"]);
-        assert_eq!(changed[0].1, 'l');
+        assert_eq!(changed[0].1, EntryKind::Link);
         assert_eq!(learned.len(), 1);
     }
 
