@@ -1305,7 +1305,11 @@ fn add_engine_objects<T: Held>(
         let name = c.map(|c| c.name.clone());
         let mine = compiled.objects.iter().map(Held::object).filter(|o| o.cluster == name);
         let mut namespaces: BTreeSet<String> = mine.filter_map(|o| o.id.namespace.clone()).collect();
-        let mut autoscaled: BTreeSet<&ObjectId> = autoscaled.get(&name).into_iter().flatten().collect();
+        // Gathered as sorted runs (the compiled namespaces', then each
+        // reused one's), then sorted in one pass that merges the runs: at
+        // 10,000 services some 9,000 workloads, which inserted into a set
+        // one by one took a render after one change 5% of its samples.
+        let mut autoscaled: Vec<&ObjectId> = autoscaled.get(&name).into_iter().flatten().collect();
         for (ns, r) in &reused {
             let objects = r.objects_in(&name);
             if objects > 0 {
@@ -1314,6 +1318,8 @@ fn add_engine_objects<T: Held>(
             }
             autoscaled.extend(r.autoscaled.get(&name).into_iter().flatten());
         }
+        autoscaled.sort();
+        autoscaled.dedup();
         // The namespaces compiled that hold only services kept
         // ([`Options::keep_files_of`]; their autoscaled workloads were
         // found as they were checked).

@@ -194,7 +194,11 @@ pub fn render_tree(
         .with_autoscaled(std::mem::take(&mut compiled.autoscaled));
     tree.insert(PathBuf::from(MANIFEST).into(), output::Contents::text(recorded.to_text()));
     let quota = recorded.quota.clone();
+    // The manifest's records and the services read, for the caller to drop
+    // or leave with the rest (tens of thousands of strings).
     let mut remains = Remains::default();
+    remains.keep(recorded);
+    remains.keep(services);
     if mode.checks() {
         let existing = match read.scanned {
             Some(existing) => existing,
