@@ -1471,11 +1471,8 @@ fn swap_subtree(
         }
     }
     let written: Vec<&PathBuf> = changes.create.iter().chain(&changes.update).collect();
-    for rel in &written {
-        if let Some(dir) = below(rel).parent() {
-            std::fs::create_dir_all(stage.join(dir)).map_err(|e| fail(&out.join(root).join(dir), e))?;
-        }
-    }
+    let staged: Vec<PathBuf> = written.iter().map(|rel| below(rel)).collect();
+    make_dirs(stage, staged.iter().map(PathBuf::as_path)).map_err(|(dir, e)| fail(&out.join(root).join(dir), e))?;
     let errors: Vec<Swap> = written
         .par_iter()
         .filter_map(|rel| {
@@ -1725,10 +1722,7 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(staging.path(), std::fs::Permissions::from_mode(0o755));
     }
-    let dirs: BTreeSet<&Path> = planned.keys().filter_map(|p| p.parent()).collect();
-    for dir in dirs {
-        std::fs::create_dir_all(staging.path().join(dir)).map_err(|e| fail(&out.join(dir), e))?;
-    }
+    make_dirs(staging.path(), planned.keys().map(TreePath::as_path)).map_err(|(dir, e)| fail(&out.join(dir), e))?;
     let errors: Vec<Diagnostic> = planned
         .par_iter()
         .filter_map(|(rel, contents)| {
@@ -1749,6 +1743,42 @@ fn write_fresh(out: &Path, planned: &Tree) -> Result<(), Diagnostics> {
         }
         Diagnostics::from(fail(out, e))
     })
+}
+
+/// Creates below `base` the directory of each of `files` (paths relative
+/// to it), with its parents: a level at a time, parents first, each level
+/// on every core. A first render of 10,000 services makes some 10,000
+/// directories, which one after the other took a tenth of its time with
+/// one core idle. On failure, the directory (relative) and the error.
+fn make_dirs<'a>(base: &Path, files: impl Iterator<Item = &'a Path>) -> Result<(), (PathBuf, std::io::Error)> {
+    // Each directory once: the files come in order, so most share the
+    // directory of the file before.
+    let mut dirs: Vec<&Path> = Vec::new();
+    for dir in files.filter_map(Path::parent).filter(|d| !d.as_os_str().is_empty()) {
+        if dirs.last() != Some(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs.sort_unstable_by(|a, b| a.as_os_str().cmp(b.as_os_str()));
+    dirs.dedup();
+    let mut levels: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
+    for dir in dirs {
+        levels.entry(dir.components().count()).or_default().push(dir);
+    }
+    // A level's parents exist once the levels above it are made, but for
+    // a parent that holds no file, which `create_dir_all` makes as well
+    // (two at once each find it made, which it takes for success).
+    // The first failure in the order of the paths, whichever core met it.
+    for (_, level) in levels {
+        let failed: Vec<(PathBuf, std::io::Error)> = level
+            .par_iter()
+            .filter_map(|dir| std::fs::create_dir_all(base.join(dir)).err().map(|e| (dir.to_path_buf(), e)))
+            .collect();
+        if let Some(failure) = failed.into_iter().next() {
+            return Err(failure);
+        }
+    }
+    Ok(())
 }
 
 /// The text to write for the planned file `rel`. A file kept from the tree
@@ -2161,6 +2191,25 @@ mod tests {
         assert_eq!(read.ours, first.ours);
         let texts = scan_texts(&out).unwrap();
         assert_eq!(texts.ours[Path::new("a/x.yaml")].text.as_deref(), Some(&*format!("{HEADER_PREFIX}\n1")));
+    }
+
+    #[test]
+    fn directories_are_made_a_level_at_a_time_with_parents_that_hold_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = ["a/x.yaml", "a/b/c/y.yaml", "a/b/c/z.yaml", "d/e/f/g/w.yaml", "top.yaml"];
+        make_dirs(dir.path(), files.iter().map(Path::new)).unwrap();
+        for made in ["a", "a/b", "a/b/c", "d/e/f/g"] {
+            assert!(dir.path().join(made).is_dir(), "{made}");
+        }
+        // Made again: nothing to do, no error.
+        make_dirs(dir.path(), files.iter().map(Path::new)).unwrap();
+        // A file where a directory goes: the first such directory in the
+        // order of the paths is named, whichever core met it first.
+        std::fs::write(dir.path().join("m"), "").unwrap();
+        std::fs::write(dir.path().join("n"), "").unwrap();
+        let blocked = ["n/x.yaml", "m/y.yaml", "k/z.yaml"];
+        let (failed, _) = make_dirs(dir.path(), blocked.iter().map(Path::new)).unwrap_err();
+        assert_eq!(failed, Path::new("m"));
     }
 
     #[test]
