@@ -1308,7 +1308,8 @@ fn add_engine_objects<T: Held>(
         // Gathered as sorted runs (the compiled namespaces', then each
         // reused one's), then sorted in one pass that merges the runs: at
         // 10,000 services some 9,000 workloads, which inserted into a set
-        // one by one took a render after one change 5% of its samples.
+        // one by one (with the Applications then made on one core) were 5%
+        // of the samples of a re-render after one change with Argo CD.
         let mut autoscaled: Vec<&ObjectId> = autoscaled.get(&name).into_iter().flatten().collect();
         for (ns, r) in &reused {
             let objects = r.objects_in(&name);
