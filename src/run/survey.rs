@@ -15,7 +15,7 @@ use crate::emit::listing::Listings;
 use crate::emit::manifest::{self, Manifest, Selection};
 use crate::emit::stat::{self, StatCache};
 use crate::emit::write as output;
-use crate::load::{self, files::absolute};
+use crate::load::{self, LoadedService, files::absolute};
 use crate::model::objects::Held;
 use crate::model::platform::{Engine, Platform};
 
@@ -98,6 +98,16 @@ fn input_status(paths: &[PathBuf], base: &Path) -> Option<InputStatus> {
 /// now but where `cache` knows the file unchanged; `None` when one cannot
 /// be read (the compile then reports why).
 fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile>> {
+    input_digests_read(found, cache, |_| None)
+}
+
+/// [`input_digests`], the bytes of a file the cache does not know taken
+/// from `read` where it has them (what a compile read), else read now.
+fn input_digests_read<'r>(
+    found: &InputStatus,
+    cache: &StatCache,
+    read_before: impl Fn(&Path) -> Option<&'r [u8]> + Sync,
+) -> Option<Vec<InputFile>> {
     use rayon::prelude::*;
     let InputStatus { cwd, base, files } = found;
     // Gathered as a list of a known length and checked after (in place):
@@ -117,10 +127,13 @@ fn input_digests(found: &InputStatus, cache: &StatCache) -> Option<Vec<InputFile
             let status = meta.as_ref().and_then(stat::Stat::of);
             let (digest, learned) = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
                 Some(d) => (d, None),
-                None => {
-                    let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
-                    (manifest::digest(&bytes), status)
-                }
+                None => match read_before(f) {
+                    Some(bytes) => (manifest::digest(bytes), status),
+                    None => {
+                        let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+                        (manifest::digest(&bytes), status)
+                    }
+                },
             };
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
             let label = slash(&relative_to(&path, base));
@@ -201,6 +214,9 @@ pub(super) struct Survey {
     /// The input files; `None` for standard input or an input that cannot
     /// be read.
     inputs: OnceLock<Option<Vec<InputFile>>>,
+    /// The input files found, their digests left to be taken from what
+    /// the compile reads ([`Survey::take_input_digests`]).
+    deferred: OnceLock<InputStatus>,
 }
 
 /// How [`Survey::read_while_compiling`] reads the tree, when the manifest
@@ -291,6 +307,19 @@ impl Survey {
         self.inputs.get().and_then(Option::as_deref)
     }
 
+    /// Takes the digests of the input files the survey left to the
+    /// compile (there was no manifest to compile by): of the files the
+    /// compile read, from their bytes as it read them (the `services`'
+    /// sources), and of the others (the cache does not know them, and
+    /// they declared no service) read now. Nothing where the survey took
+    /// them.
+    pub(super) fn take_input_digests(&self, services: &[LoadedService]) {
+        let Some(found) = self.deferred.get() else { return };
+        let read: std::collections::HashMap<&Path, &[u8]> =
+            services.iter().map(|s| (s.source.name.as_path(), s.source.text.as_bytes())).collect();
+        let _ = self.inputs.set(input_digests_read(found, self.cache(), |path| read.get(path).copied()));
+    }
+
     /// The manifest, when it records this run's settings and the tree is
     /// read (`reading`) from input files all found: whether it describes
     /// the tree is for [`TreeRead::described_by`] to tell.
@@ -374,7 +403,20 @@ impl Survey {
         };
         // The input files' digests taken, and what changed compiled.
         let produce = |found: Option<InputStatus>| {
-            let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
+            // Without a manifest of these settings to compile by, every
+            // input file is compiled: its digest is taken from the bytes
+            // the compile reads, not read twice (a first render of 10,000
+            // services read each file once for its digest and once to
+            // parse it).
+            let by_manifest = reading != Reading::Skip && self.manifest().is_some_and(|m| m.settings == settings);
+            match found {
+                Some(found) if !by_manifest => {
+                    let _ = self.deferred.set(found);
+                }
+                found => {
+                    let _ = self.inputs.set(found.and_then(|found| input_digests(&found, self.cache())));
+                }
+            }
             let recorded = self.recorded(settings, reading);
             let same = recorded.is_some_and(|m| self.same_inputs(m));
             // The manifest, if there is something to compile by it.
@@ -504,4 +546,30 @@ fn select<'m>(
 ) -> Option<Selection<'m>> {
     let always = always_compiled(inputs, platform)?;
     Selection::new(recorded, files.iter().map(|f| (f.label.as_str(), f.digest.as_str())), always)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_are_taken_from_the_bytes_a_compile_read_and_other_files_read_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let (read, unread) = (dir.path().join("read.yaml"), dir.path().join("unread.yaml"));
+        std::fs::write(&read, "on disk").unwrap();
+        std::fs::write(&unread, "on disk too").unwrap();
+        let files = [&read, &unread].map(|p| (p.to_path_buf(), std::fs::metadata(p).ok())).to_vec();
+        let found = InputStatus { cwd: dir.path().to_path_buf(), base: dir.path().to_path_buf(), files };
+        // The bytes a compile read of `read` (here not those on disk, to
+        // tell the two apart): its digest is theirs, and the file is not
+        // read again; `unread` is.
+        let compiled = b"as the compile read it";
+        let digests = input_digests_read(&found, &StatCache::off(), |p| (p == read).then_some(&compiled[..])).unwrap();
+        assert_eq!(digests[0].label, "read.yaml");
+        assert_eq!(digests[0].digest, manifest::digest(compiled));
+        assert_eq!(digests[1].digest, manifest::digest(b"on disk too"));
+        // Without them, each file is read.
+        let read_now = input_digests(&found, &StatCache::off()).unwrap();
+        assert_eq!(read_now[0].digest, manifest::digest(b"on disk"));
+    }
 }

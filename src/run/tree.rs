@@ -117,7 +117,6 @@ pub fn render_tree(
         let changes = output::Changes { unchanged: files, ..Default::default() };
         return Ok(Rendered { changes, objects, files, quota, remains });
     }
-    let files = survey.inputs().unwrap_or_default();
     let existing = read.existing();
     // A tree the manifest does not describe (or inputs it cannot record)
     // is compiled whole.
@@ -127,6 +126,8 @@ pub fn render_tree(
     };
     show_warnings(&compiled.0, progress);
     let (mut compiled, services, digests) = compiled;
+    survey.take_input_digests(&services);
+    let files = survey.inputs().unwrap_or_default();
     say_read(selection.as_ref(), files, &compiled.reused, progress);
     // Without any service, a render warns.
     let no_services = digests.is_empty();
