@@ -127,13 +127,17 @@ fn input_digests_read<'r>(
             let status = meta.as_ref().and_then(stat::Stat::of);
             let (digest, learned) = match status.and_then(|s| cache.lookup(stat::Kind::Input, &path, s)) {
                 Some(d) => (d, None),
-                None => match read_before(f) {
-                    Some(bytes) => (manifest::digest(bytes), status),
-                    None => {
-                        let bytes = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
-                        (manifest::digest(&bytes), status)
-                    }
-                },
+                None => {
+                    let read_now;
+                    let bytes = match read_before(f) {
+                        Some(bytes) => bytes,
+                        None => {
+                            read_now = crate::load::files::read_regular(f, load::MAX_FILE_BYTES, true).ok()?;
+                            &read_now
+                        }
+                    };
+                    (manifest::digest(bytes), status)
+                }
             };
             let bytes = meta.as_ref().map_or(0, std::fs::Metadata::len);
             let label = slash(&relative_to(&path, base));
@@ -324,8 +328,14 @@ impl Survey {
     /// read (`reading`) from input files all found: whether it describes
     /// the tree is for [`TreeRead::described_by`] to tell.
     pub(super) fn recorded(&self, settings: &[String], reading: Reading) -> Option<&Manifest> {
-        let read = reading != Reading::Skip && self.inputs().is_some();
-        self.manifest().filter(|m| read && m.settings == settings)
+        self.of_settings(settings, reading).filter(|_| self.inputs().is_some())
+    }
+
+    /// The manifest, when it records this run's settings and the tree is
+    /// read (`reading`): one a compile may go by, once the input files are
+    /// all found ([`Survey::recorded`]).
+    fn of_settings(&self, settings: &[String], reading: Reading) -> Option<&Manifest> {
+        self.manifest().filter(|m| reading != Reading::Skip && m.settings == settings)
     }
 
     /// Whether `recorded` lists exactly this run's input files, by digest.
@@ -408,9 +418,8 @@ impl Survey {
             // the compile reads, not read twice (a first render of 10,000
             // services read each file once for its digest and once to
             // parse it).
-            let by_manifest = reading != Reading::Skip && self.manifest().is_some_and(|m| m.settings == settings);
             match found {
-                Some(found) if !by_manifest => {
+                Some(found) if self.of_settings(settings, reading).is_none() => {
                     let _ = self.deferred.set(found);
                 }
                 found => {
