@@ -578,8 +578,7 @@ fn flux(g: &GitOps, targets: &[Target<'_>], timeout: i32, object: &MakeObject<'_
         let prerequisites = format!("{prefix}-cluster");
         out.push(kustomization(&prerequisites, format!("{base}/{CLUSTER_DIR}"), None, None));
         // Made on every core, in order, as Argo CD's Applications are.
-        let namespaces: Vec<&String> = t.namespaces.iter().collect();
-        out.par_extend(namespaces.into_par_iter().map(|ns| {
+        out.par_extend(t.namespaces.par_iter().map(|ns| {
             kustomization(&format!("{prefix}-{ns}"), format!("{base}/{ns}"), Some(&prerequisites), Some(ns.as_str()))
         }));
     }

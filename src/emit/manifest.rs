@@ -140,9 +140,8 @@ impl Manifest {
         // and digest copied (in the tree's order, sorted by bytes already
         // where its paths are plain, which the sort then only confirms).
         use rayon::prelude::*;
-        let files: Vec<_> = tree.iter().collect();
         let mut outputs: Vec<(String, String)> =
-            files.par_iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
+            tree.par_iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
         outputs.sort();
         Manifest {
             settings,

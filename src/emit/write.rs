@@ -1475,9 +1475,9 @@ fn swap_subtree(
     make_dirs(stage, staged.iter().map(PathBuf::as_path)).map_err(|(dir, e)| fail(&out.join(root).join(dir), e))?;
     let errors: Vec<Swap> = written
         .par_iter()
-        .filter_map(|rel| {
-            let written =
-                planned_text(rel, &planned[rel.as_path()]).and_then(|t| std::fs::write(stage.join(below(rel)), t));
+        .zip(&staged)
+        .filter_map(|(rel, at)| {
+            let written = planned_text(rel, &planned[rel.as_path()]).and_then(|t| std::fs::write(stage.join(at), t));
             written.err().map(|e| fail(&out.join(rel), e))
         })
         .collect();
