@@ -72,7 +72,7 @@ use crate::model::objects::{HEADER_PREFIX, ObjectId};
 
 pub use crate::emit::write::MANIFEST;
 
-pub use crate::base::digest::digest;
+pub use crate::base::digest::{Digest, digest};
 use crate::base::paths::slash;
 use crate::base::value::{parse_lines, push_quoted, unquote};
 
@@ -88,7 +88,7 @@ pub struct Manifest {
     pub objects: usize,
     /// Each namespace's services by digest, and how many objects the tree
     /// holds of the namespace, sorted by namespace.
-    pub namespaces: Vec<(String, String, usize)>,
+    pub namespaces: Vec<(String, Digest, usize)>,
     /// With clusters, how many objects each cluster's tree holds of a
     /// namespace (cluster, namespace, objects; none where it holds none),
     /// sorted ([`Manifest::with_clusters`]).
@@ -97,7 +97,7 @@ pub struct Manifest {
     /// route, sorted.
     pub routes: Vec<(String, String)>,
     /// Every file of the tree but the manifest: path and digest, sorted by path.
-    pub outputs: Vec<(String, String)>,
+    pub outputs: Vec<(String, Digest)>,
     /// The rows of the quota table the render printed, sorted by cluster,
     /// namespace and quota ([`Manifest::with_quota`]): a render that keeps
     /// a namespace, or finds the tree up to date, prints its rows from here.
@@ -109,12 +109,12 @@ pub struct Manifest {
 }
 
 /// An input file as a manifest records it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Input {
     /// The label the output headers name it by.
     pub label: String,
     /// The digest of its bytes.
-    pub digest: String,
+    pub digest: Digest,
     /// How many nodes its aliases expanded to, which count against a run's
     /// budget (`base::yaml::RunBudget`) whether it is read or not.
     pub aliases: usize,
@@ -128,7 +128,7 @@ impl Manifest {
         settings: Vec<String>,
         mut inputs: Vec<Input>,
         objects: usize,
-        mut namespaces: Vec<(String, String, usize)>,
+        mut namespaces: Vec<(String, Digest, usize)>,
         mut routes: Vec<(String, String)>,
         tree: &Tree,
     ) -> Manifest {
@@ -140,8 +140,8 @@ impl Manifest {
         // and digest copied (in the tree's order, sorted by bytes already
         // where its paths are plain, which the sort then only confirms).
         use rayon::prelude::*;
-        let mut outputs: Vec<(String, String)> =
-            tree.par_iter().map(|(path, contents)| (slash(path), contents.digest.clone())).collect();
+        let mut outputs: Vec<(String, Digest)> =
+            tree.par_iter().map(|(path, contents)| (slash(path), contents.digest)).collect();
         outputs.sort();
         Manifest {
             settings,
@@ -424,21 +424,20 @@ impl Manifest {
 enum Record {
     Setting(String),
     Objects(usize),
-    Namespace((String, String, usize)),
+    Namespace((String, Digest, usize)),
     Input(Input),
     Route((String, String)),
     Quota(Box<QuotaUsage>),
     Autoscaled(Box<(Option<String>, ObjectId)>),
     Cluster((String, String, usize)),
-    Output((String, String)),
+    Output((String, Digest)),
 }
 
 impl Record {
     /// The record of `line`; `None` for a line a manifest does not hold.
     fn parse(line: &str) -> Option<Record> {
-        use crate::base::digest::is_digest;
         let unquote = |s: &str| unquote(s).map(Cow::into_owned);
-        let digest = |d: &str| is_digest(d).then(|| d.to_string());
+        let digest = Digest::parse;
         let namespace = |n: &str| crate::base::names::dns1123_label(n).is_ok();
         let (word, rest) = split_space(line)?;
         Some(match word {
@@ -628,13 +627,13 @@ impl<'a> Selection<'a> {
 
     /// The recorded namespaces that are not dirty, with their digests: kept
     /// as they are.
-    pub fn clean(&self) -> BTreeMap<String, String> {
+    pub fn clean(&self) -> BTreeMap<String, Digest> {
         let manifest = self.manifest;
         manifest
             .namespaces
             .iter()
             .filter(|(n, _, _)| !self.dirty.contains(n))
-            .map(|(n, d, _)| (n.clone(), d.clone()))
+            .map(|(n, d, _)| (n.clone(), *d))
             .collect()
     }
 

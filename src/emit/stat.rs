@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use hashbrown::HashTable;
 
+use crate::base::digest::Digest;
 use crate::base::paths::{PathOrder, orders_by_bytes};
 
 /// How long before the start of a run a file must have last changed to be
@@ -200,7 +201,7 @@ pub(super) fn nanos(seconds: i64, nanoseconds: i64) -> i64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
     stat: Stat,
-    digest: String,
+    digest: Digest,
 }
 
 /// An entry a run learned: its kind and path, and what it records. A path
@@ -388,14 +389,14 @@ impl StatCache {
 
     /// The recorded digest of the file at `path` whose status is `stat`, if
     /// its status is the one recorded.
-    pub fn lookup(&self, kind: Kind, path: &Path, stat: Stat) -> Option<String> {
+    pub fn lookup(&self, kind: Kind, path: &Path, stat: Stat) -> Option<Digest> {
         self.file.as_ref()?;
         let i = self.old.find(kind, path.to_str()?)?;
         if self.old.slots[i as usize].stat != stat {
             return None;
         }
         self.old.used[i as usize].store(true, Ordering::Relaxed);
-        Some(self.old.line(i)[2..34].to_string())
+        Digest::parse(&self.old.line(i)[2..34])
     }
 
     /// Whether it is kept at all (not [`StatCache::off`]).
@@ -411,14 +412,14 @@ impl StatCache {
 
     /// Records `digest`, read from the file at `path` whose status was
     /// `stat` when it was read, if the file has settled.
-    pub fn record(&self, kind: Kind, path: &Path, stat: Stat, digest: &str) {
+    pub fn record(&self, kind: Kind, path: &Path, stat: Stat, digest: Digest) {
         self.record_all(kind, [(path, stat, digest)]);
     }
 
     /// Records the digests of the files `read` ([`StatCache::record`]),
     /// all at once: the files of a tree are read on every core, and
     /// recorded together after.
-    pub fn record_all<'a>(&self, kind: Kind, read: impl IntoIterator<Item = (&'a Path, Stat, &'a str)>) {
+    pub fn record_all<'a>(&self, kind: Kind, read: impl IntoIterator<Item = (&'a Path, Stat, Digest)>) {
         self.learn(kind, read.into_iter().filter(|(_, stat, _)| settled(stat.ctime_ns, self.start_ns)));
     }
 
@@ -433,7 +434,7 @@ impl StatCache {
     /// time of the write, which a settled one is not, and the file is read
     /// again; only a write that also set the modification time back within
     /// the clock tick of the status taken after the swap would go unseen.
-    pub fn record_relinked<'a>(&self, kind: Kind, files: impl IntoIterator<Item = (&'a Path, Stat, Stat, &'a str)>) {
+    pub fn record_relinked<'a>(&self, kind: Kind, files: impl IntoIterator<Item = (&'a Path, Stat, Stat, Digest)>) {
         let kept = |before: &Stat, now: &Stat| {
             (before.dev, before.ino, before.size, before.mtime_ns) == (now.dev, now.ino, now.size, now.mtime_ns)
         };
@@ -444,14 +445,14 @@ impl StatCache {
     /// Keeps `files` (path, status, digest) as learned by this run, but a
     /// path that is not UTF-8 (read again each time); nothing with the
     /// cache off.
-    fn learn<'a>(&self, kind: Kind, files: impl Iterator<Item = (&'a Path, Stat, &'a str)>) {
+    fn learn<'a>(&self, kind: Kind, files: impl Iterator<Item = (&'a Path, Stat, Digest)>) {
         if self.file.is_none() {
             return;
         }
         let mut learned = Vec::with_capacity(files.size_hint().1.unwrap_or(0));
         for (path, stat, digest) in files {
             let Some(path) = path.to_str() else { continue };
-            learned.push((kind, path.into(), Entry { stat, digest: digest.to_string() }));
+            learned.push((kind, path.into(), Entry { stat, digest }));
         }
         self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
     }
@@ -610,13 +611,12 @@ impl Place {
     /// The fingerprints of the state a run last found the tree up to date
     /// in ([`Place::record_verified`]), if any: of the input files (with
     /// the run's settings), and of the tree.
-    pub fn verified(&self) -> Option<(String, String)> {
+    pub fn verified(&self) -> Option<(Digest, Digest)> {
         let bytes = crate::load::files::read_regular(&self.verified_file()?, 1024, false).ok()?;
         let text = std::str::from_utf8(&bytes).ok()?;
         let rest = text.strip_prefix(VERIFIED_LINE)?.strip_prefix('\n')?.strip_suffix('\n')?;
         let (inputs, tree) = rest.split_once('\n')?;
-        let digest = |d: &str| crate::base::digest::is_digest(d).then(|| d.to_string());
-        Some((digest(inputs)?, digest(tree)?))
+        Some((Digest::parse(inputs)?, Digest::parse(tree)?))
     }
 
     /// Records that the tree is up to date in the state the fingerprints
@@ -626,7 +626,7 @@ impl Place {
     /// error: the next run reads the cache and the manifest.
     pub fn record_verified(&self, inputs: &Verified, tree: &Verified) {
         let Some(file) = self.verified_file().filter(|_| inputs.settled && tree.settled) else { return };
-        if self.verified() != Some((inputs.digest.clone(), tree.digest.clone())) {
+        if self.verified() != Some((inputs.digest, tree.digest)) {
             let text = format!("{VERIFIED_LINE}\n{}\n{}\n", inputs.digest, tree.digest);
             let _ = write_replacing(&file, text.as_bytes());
         }
@@ -646,7 +646,7 @@ pub struct Fingerprint {
 /// A finished [`Fingerprint`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
-    pub digest: String,
+    pub digest: Digest,
     /// Whether every status it holds had settled when the run began: only
     /// then may it be recorded.
     pub settled: bool,
@@ -674,7 +674,7 @@ impl Fingerprint {
     pub fn entries<T: Sync>(&mut self, items: &[T], entry: impl Fn(&T) -> FingerprintEntry<'_> + Sync) {
         use rayon::prelude::*;
         let start_ns = self.start_ns;
-        let pieces: Vec<(String, bool)> = items
+        let pieces: Vec<(Digest, bool)> = items
             .par_chunks(FINGERPRINT_PIECE)
             .map(|piece| {
                 let mut bytes = Vec::with_capacity(piece.len() * 96);
@@ -887,6 +887,10 @@ mod tests {
         Stat::of(meta).unwrap()
     }
 
+    fn d(text: &str) -> Digest {
+        Digest::parse(text).unwrap()
+    }
+
     /// A settled cache in `cache_file` that records `dir/a.yaml` (the
     /// file, written) as an input, and the file's path and status.
     fn record_one(dir: &Path, cache_file: &Path) -> (PathBuf, Metadata) {
@@ -894,7 +898,7 @@ mod tests {
         std::fs::write(&f, "a").unwrap();
         let meta = std::fs::symlink_metadata(&f).unwrap();
         let c = StatCache::settled(cache_file.to_path_buf());
-        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.record(Kind::Input, &f, stat(&meta), d("0123456789abcdef0123456789abcdef"));
         c.save();
         (f, meta)
     }
@@ -921,12 +925,12 @@ mod tests {
         let c = StatCache::settled(cache_file.clone());
         let meta = std::fs::symlink_metadata(&f).unwrap();
         assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
-        c.record(Kind::Output, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.record(Kind::Output, &f, stat(&meta), d("0123456789abcdef0123456789abcdef"));
         c.save();
 
         let c = StatCache::settled(cache_file.clone());
         let meta = std::fs::symlink_metadata(&f).unwrap();
-        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)).as_deref(), Some("0123456789abcdef0123456789abcdef"));
+        assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), Some(d("0123456789abcdef0123456789abcdef")));
         // Recorded as an output file, not as an input.
         assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None);
 
@@ -978,7 +982,7 @@ mod tests {
         later.record_verified(&v, &fingerprint(&fresh, Some(now)));
         assert_eq!(later.verified(), None);
         later.record_verified(&v, &link);
-        let both = Some((v.digest.clone(), link.digest.clone()));
+        let both = Some((v.digest, link.digest));
         assert_eq!(later.verified(), both);
         assert_eq!(place_after(dir.path(), 20).verified(), both, "read by a later run");
         // Any other status, path or kind is another fingerprint.
@@ -1013,7 +1017,7 @@ mod tests {
             assert_eq!(place.verified(), None, "{text:?}");
         }
         std::fs::write(&file, format!("isvc verified tree 2\n{d}\n{}\n", "f".repeat(32))).unwrap();
-        assert_eq!(place.verified(), Some((d.to_string(), "f".repeat(32))));
+        assert_eq!(place.verified(), Some((self::d(d), self::d(&"f".repeat(32)))));
     }
 
     #[test]
@@ -1039,13 +1043,13 @@ mod tests {
         std::fs::remove_file(dir.path().join("b.yaml")).unwrap();
         let now = stat(&std::fs::symlink_metadata(&f).unwrap());
         assert_ne!(before, now, "the change time moved on");
-        let digest = "0123456789abcdef0123456789abcdef";
+        let digest = d("0123456789abcdef0123456789abcdef");
         let cache_file = dir.path().join("cache/tree-x");
         let c = StatCache::settled(cache_file.clone());
         c.record_relinked(Kind::Output, [(f.as_path(), before, now, digest)]);
         c.save();
         let c = StatCache::settled(cache_file.clone());
-        assert_eq!(c.lookup(Kind::Output, &f, now).as_deref(), Some(digest));
+        assert_eq!(c.lookup(Kind::Output, &f, now), Some(digest));
 
         // Written since its digest was taken: another modification time.
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -1070,7 +1074,7 @@ mod tests {
         std::fs::write(&f, "a: 1\n").unwrap();
         let c = StatCache::at(dir.path().join("tree-x"));
         let meta = std::fs::symlink_metadata(&f).unwrap();
-        c.record(Kind::Output, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.record(Kind::Output, &f, stat(&meta), d("0123456789abcdef0123456789abcdef"));
         c.save();
         let c = StatCache::settled(dir.path().join("tree-x"));
         assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
@@ -1139,10 +1143,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
         let files: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("{i}.yaml"))).collect();
-        let digest = |i: usize| format!("{i:032x}");
+        let digest = |i: usize| d(&format!("{i:032x}"));
         let record = |c: &StatCache, i: usize| {
             let meta = std::fs::symlink_metadata(&files[i]).unwrap();
-            c.record(Kind::Input, &files[i], stat(&meta), &digest(i));
+            c.record(Kind::Input, &files[i], stat(&meta), digest(i));
         };
         let found = |c: &StatCache, i: usize| {
             let meta = std::fs::symlink_metadata(&files[i]).unwrap();
@@ -1168,7 +1172,7 @@ mod tests {
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 1), Some(digest(1)));
         let meta = std::fs::symlink_metadata(&files[1]).unwrap();
-        c.record(Kind::Input, &files[1], stat(&meta), &digest(7));
+        c.record(Kind::Input, &files[1], stat(&meta), digest(7));
         c.save();
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 1), Some(digest(7)));
@@ -1176,12 +1180,12 @@ mod tests {
 
         // A file recorded twice by one run: one line, the last recorded.
         let meta = std::fs::symlink_metadata(&files[2]).unwrap();
-        c.record(Kind::Input, &files[2], stat(&meta), &digest(8));
-        c.record_all(Kind::Input, [(files[2].as_path(), stat(&meta), digest(9).as_str())]);
+        c.record(Kind::Input, &files[2], stat(&meta), digest(8));
+        c.record_all(Kind::Input, [(files[2].as_path(), stat(&meta), digest(9))]);
         c.save();
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().filter(|l| l.ends_with("2.yaml\"")).count(), 1, "{text}");
-        assert!(!text.contains(&digest(8)), "{text}");
+        assert!(!text.contains(&*digest(8)), "{text}");
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 2), Some(digest(9)));
 
@@ -1214,10 +1218,10 @@ mod tests {
         }
         let meta = |f: &Path| stat(&std::fs::symlink_metadata(f).unwrap());
         let c = StatCache::settled(file.clone());
-        c.record(Kind::Output, &odd, meta(&odd), &format!("{:032x}", 1));
+        c.record(Kind::Output, &odd, meta(&odd), d(&format!("{:032x}", 1)));
         c.save();
         let c = StatCache::settled(file.clone());
-        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(format!("{:032x}", 1)));
+        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(d(&format!("{:032x}", 1))));
         assert_eq!(c.lookup(Kind::Input, &odd, meta(&odd)), None);
         let odd_line = std::fs::read_to_string(&file).unwrap().lines().nth(1).unwrap().to_string();
         // Written anew (stale lines past the slack): the entry used is kept
@@ -1229,14 +1233,14 @@ mod tests {
         std::fs::write(&file, text).unwrap();
         let c = StatCache::settled(file.clone());
         assert!(c.lookup(Kind::Output, &odd, meta(&odd)).is_some());
-        c.record(Kind::Input, &plain, meta(&plain), &format!("{:032x}", 2));
+        c.record(Kind::Input, &plain, meta(&plain), d(&format!("{:032x}", 2)));
         c.save();
         let text = std::fs::read_to_string(&file).unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text.lines().any(|l| l == odd_line), "{text}");
         let c = StatCache::settled(file);
-        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(format!("{:032x}", 1)));
-        assert_eq!(c.lookup(Kind::Input, &plain, meta(&plain)), Some(format!("{:032x}", 2)));
+        assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(d(&format!("{:032x}", 1))));
+        assert_eq!(c.lookup(Kind::Input, &plain, meta(&plain)), Some(d(&format!("{:032x}", 2))));
     }
 
     #[test]
@@ -1261,7 +1265,7 @@ mod tests {
         std::fs::write(&f, "a").unwrap();
         let meta = std::fs::symlink_metadata(&f).unwrap();
         let c = StatCache::off();
-        c.record(Kind::Input, &f, stat(&meta), "0123456789abcdef0123456789abcdef");
+        c.record(Kind::Input, &f, stat(&meta), d("0123456789abcdef0123456789abcdef"));
         assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None);
         c.save();
     }

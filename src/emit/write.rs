@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
-use crate::base::digest::digest;
+use crate::base::digest::{Digest, digest};
 use crate::base::paths::TreePath;
 #[cfg(unix)]
 use crate::emit::listing::{DirStat, Listed as ListedAs, Listing};
@@ -51,7 +51,7 @@ const STAGE_PREFIX: &str = ".isvc-staging~";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contents {
     /// [`crate::base::digest::digest`] of the bytes.
-    pub digest: String,
+    pub digest: crate::base::digest::Digest,
     pub text: Option<String>,
 }
 
@@ -62,7 +62,7 @@ impl Contents {
     }
 
     /// A file known by its digest alone.
-    pub fn digest(digest: String) -> Contents {
+    pub fn digest(digest: crate::base::digest::Digest) -> Contents {
         Contents { digest, text: None }
     }
 }
@@ -184,7 +184,7 @@ impl Existing {
                         if !path.starts_with(&dir) {
                             break;
                         }
-                        kept.services.push((path.clone(), Contents::digest(contents.digest.clone())));
+                        kept.services.push((path.clone(), Contents::digest(contents.digest)));
                     }
                     // (Every file below a service's directory holds an
                     // object.)
@@ -226,7 +226,7 @@ impl Existing {
                     if place.object {
                         objects += 1;
                     }
-                    files.push((path.clone(), Contents::digest(contents.digest.clone())));
+                    files.push((path.clone(), Contents::digest(contents.digest)));
                 }
                 if objects > 0 {
                     kept.objects.insert((root.map(str::to_string), ns.clone()), objects);
@@ -485,7 +485,7 @@ impl Walked {
         cache.record_all(
             Kind::Output,
             read.iter().filter_map(|(rel, r)| match r {
-                Ok((Some(c), Some(opened), true)) => Some((rel.as_path(), *opened, c.digest.as_str())),
+                Ok((Some(c), Some(opened), true)) => Some((rel.as_path(), *opened, c.digest)),
                 _ => None,
             }),
         );
@@ -1535,18 +1535,18 @@ fn record_relinked(out: &Path, root: &Path, linked: &[PathBuf], existing: &Exist
         .zip(&existing.status[start..])
         .map_while(|((path, c), stat)| Some((path.strip_prefix(root).ok()?, c, stat)))
         .peekable();
-    let mut pairs: Vec<(&PathBuf, Stat, &str)> = Vec::with_capacity(linked.len());
+    let mut pairs: Vec<(&PathBuf, Stat, Digest)> = Vec::with_capacity(linked.len());
     for rel in linked {
         while known.next_if(|(path, ..)| *path < rel.as_path()).is_some() {}
         if let Some((_, c, stat)) = known.next_if(|(path, ..)| *path == rel.as_path()) {
             // Only a digest of settled bytes is recorded: the files of a
             // render right after another are not looked at again.
-            pairs.extend(stat.filter(|s| cache.is_settled(*s)).map(|before| (rel, before, c.digest.as_str())));
+            pairs.extend(stat.filter(|s| cache.is_settled(*s)).map(|before| (rel, before, c.digest)));
         }
     }
     // Their status now, taken on every core.
     let from = out.join(root);
-    let now: Vec<(PathBuf, Stat, Stat, &str)> = pairs
+    let now: Vec<(PathBuf, Stat, Stat, Digest)> = pairs
         .into_par_iter()
         .filter_map(|(rel, before, digest)| {
             let now = std::fs::symlink_metadata(from.join(rel)).ok().as_ref().and_then(Stat::of)?;
@@ -2176,13 +2176,13 @@ mod tests {
         let cache = StatCache::settled(cache_file.clone());
         let first = scan(&out, &cache).unwrap();
         cache.save();
-        let real = first.ours[Path::new("a/x.yaml")].digest.clone();
+        let real = first.ours[Path::new("a/x.yaml")].digest;
         assert_eq!(real, digest(format!("{HEADER_PREFIX}\n1").as_bytes()));
         // A cache that holds another digest for the file as it is: believed,
         // so the file was not read.
         let text = std::fs::read_to_string(&cache_file).unwrap();
         let bogus = "ffffffffffffffffffffffffffffffff";
-        std::fs::write(&cache_file, text.replace(&real, bogus)).unwrap();
+        std::fs::write(&cache_file, text.replace(&*real, bogus)).unwrap();
         let again = scan(&out, &StatCache::settled(cache_file.clone())).unwrap();
         assert_eq!(again.ours[Path::new("a/x.yaml")].digest, bogus);
         assert_eq!(again.ours[Path::new("b/y.yaml")], first.ours[Path::new("b/y.yaml")]);
@@ -2257,9 +2257,9 @@ mod tests {
         assert!(below("c").is_empty());
     }
 
-    /// A tree of isvc's `files`, each known by a digest of its own name.
+    /// A tree of isvc's `files`, each known by the digest of its own name.
     fn existing_of(files: &[&str]) -> Existing {
-        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(format!("d-{p}")))).collect();
+        let ours = files.iter().map(|p| (PathBuf::from(p).into(), Contents::digest(digest(p.as_bytes())))).collect();
         Existing { ours, ..Existing::default() }
     }
 
@@ -2283,7 +2283,7 @@ mod tests {
         let kept = existing.kept(["a", "b"].map(String::from).into(), &[]);
         let held = ["a/kustomization.yaml", "a/s/deployment.yaml", "a/s/service.yaml", "b/s/y.yaml"];
         assert_eq!(names(&mut kept.files.keys().map(TreePath::as_path)), held, "not `a-b` or `ab`, which sort between");
-        assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, "d-b/s/y.yaml");
+        assert_eq!(kept.files[Path::new("b/s/y.yaml")].digest, digest(b"b/s/y.yaml"));
         assert_eq!(kept.objects, [((None, "a".to_string()), 2), ((None, "b".to_string()), 1)].into());
         assert_eq!(kept.dirs, [PathBuf::from("a")]);
         assert_eq!(

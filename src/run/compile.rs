@@ -94,7 +94,7 @@ pub(super) struct InputFile {
     /// The label output headers name it by.
     pub(super) label: String,
     /// The digest of its bytes.
-    pub(super) digest: String,
+    pub(super) digest: crate::base::digest::Digest,
     /// Its size in bytes.
     pub(super) bytes: u64,
 }
@@ -203,7 +203,7 @@ pub(super) enum Namespaces<'m, 's> {
 
 /// A compilation, the services it was compiled from, and each namespace's
 /// digest (empty unless [`Namespaces::Recorded`]).
-pub(super) type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, String>);
+pub(super) type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, crate::base::digest::Digest>);
 
 impl<'m, 's> Namespaces<'m, 's> {
     /// The files `selection` chooses of `files`, or, without one, every
@@ -484,17 +484,18 @@ mod tests {
         ];
         let record = |f: &InputFile, aliases: usize, ns: &str| manifest::Input {
             label: f.label.clone(),
-            digest: f.digest.clone(),
+            digest: f.digest,
             aliases,
             namespaces: vec![ns.to_string()],
         };
         let inputs = vec![record(&files[0], 3, "a"), record(&files[1], 3, "b"), record(&files[2], 0, "c")];
-        let namespaces = ["a", "b", "c"].map(|n| (n.to_string(), String::new(), 1)).to_vec();
+        let namespaces =
+            ["a", "b", "c"].map(|n| (n.to_string(), crate::base::digest::digest(n.as_bytes()), 1)).to_vec();
         let recorded = Manifest::new(Vec::new(), inputs, 3, namespaces, Vec::new(), &output::Tree::new());
         let total: u64 = files.iter().map(|f| f.bytes).sum();
         // c changes and still fits: one file read, as many services.
         files[2] = service_file(dir.path(), "c", "c", 0);
-        files[2].digest = "changed".to_string();
+        files[2].digest = crate::base::digest::digest(b"changed");
         assert_eq!(both_ways(&files, &recorded, 6, total), (Ok(3), Ok(1)));
         // One alias more, or a byte more, takes either render over.
         files[2] = service_file(dir.path(), "c", "c", 1);

@@ -147,7 +147,7 @@ fn input_digests_read<'r>(
     let read: Vec<_> = read.into_iter().collect::<Option<_>>()?;
     cache.record_all(
         stat::Kind::Input,
-        read.iter().filter_map(|(file, path, learned)| Some((path.as_path(), (*learned)?, file.digest.as_str()))),
+        read.iter().filter_map(|(file, path, learned)| Some((path.as_path(), (*learned)?, file.digest))),
     );
     Some(read.into_iter().map(|(file, _, _)| file).collect())
 }

@@ -161,7 +161,7 @@ pub fn render_tree(
         for ((_, ns), n) in &counts {
             *totals.entry(ns).or_default() += n;
         }
-        let namespaces: Vec<(String, String, usize)> = digests
+        let namespaces: Vec<(String, crate::base::digest::Digest, usize)> = digests
             .into_iter()
             .map(|(ns, d)| {
                 let objects = totals.get(ns.as_str()).copied().unwrap_or_default();
@@ -258,7 +258,7 @@ fn declared(
                 (None, Some((namespaces, aliases))) => (namespaces.iter().map(|n| n.to_string()).collect(), *aliases),
                 (None, None) => (Vec::new(), 0),
             };
-            manifest::Input { label: f.label.clone(), digest: f.digest.clone(), aliases, namespaces }
+            manifest::Input { label: f.label.clone(), digest: f.digest, aliases, namespaces }
         })
         .collect();
     (inputs, routes)
