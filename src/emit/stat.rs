@@ -73,11 +73,28 @@ const UNUSED_FOR: std::time::Duration = std::time::Duration::from_secs(30 * 24 *
 /// hex digits, [`crate::base::digest::is_digest`]).
 const PREFIX: &str = "tree-";
 
-/// Stale lines a cache file may hold beyond an eighth of its live ones
+/// Stale entries a cache file may hold beyond an eighth of its live ones
 /// before it is written anew rather than appended to.
 const APPEND_SLACK: usize = 1024;
 
-const FIRST_LINE: &str = "isvc stat cache 1";
+/// The first line of a cache file: what it is, and the version of its
+/// entries' form. The entries follow, each in the form [`push_cache_entry`]
+/// writes: binary (the file is this machine's, never committed or read by
+/// anything but isvc), so that a run reads a tree's 50,000 entries without
+/// parsing a number or unquoting a path. As text (version 1), their parse
+/// was 6% of the CPU of a re-render after one change at 10,000 services
+/// (benches/README.md).
+const FIRST_LINE: &str = "isvc stat cache 2";
+
+/// An entry's bytes before its path: its kind's letter, its digest (32
+/// hex digits), its status (device, inode, size, modification and change
+/// times: five numbers of 8 bytes, little-endian) and its path's length (2
+/// bytes, little-endian). The path's bytes (UTF-8) and [`END`] follow.
+const HEAD: usize = 1 + 32 + 5 * 8 + 2;
+
+/// The byte that ends every entry: a run killed while it appended leaves
+/// an entry cut anywhere, which its length or its end shows.
+const END: u8 = b'\n';
 
 /// The suffix of the name of a tree's verified fingerprint, beside its
 /// cache file ([`Place::verified`]).
@@ -226,35 +243,41 @@ pub struct StatCache {
     new: Mutex<Vec<Learned>>,
 }
 
-/// Where an entry's line and its path lie in [`Old`]'s text, and the hash
-/// of its path.
+/// Where an entry lies in [`Old`]'s bytes, the status it records, and the
+/// hash of its path.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     hash: u64,
     /// The status it records.
     stat: Stat,
     kind: Kind,
-    /// The line, without its newline: `start..end` of the text. Its
-    /// digest is the line's bytes 2 to 34 ([`parse_line`]).
-    line: (u32, u32),
-    /// Its path: `start..end` of the text, or of the unquoted paths where
-    /// the path has escapes.
-    path: (u32, u32),
-    escaped: bool,
+    /// Where the entry starts: its digest is its bytes 1 to 33, its path
+    /// the `path_len` bytes from [`HEAD`] ([`push_cache_entry`]).
+    at: u32,
+    path_len: u16,
 }
 
-/// The cache file as read: its text, and its entries indexed by kind and
-/// path (where a file has several lines, the last one). Each line is
-/// parsed when the file is read, and leaves only its status and where its
-/// line and path lie (about 100 bytes, against some 140 of text): well
-/// under half of what a map of owned paths and digests took, which was
-/// most of the memory of a tree's survey.
+impl Slot {
+    /// The entry's bytes in `bytes`, its end included.
+    fn entry(self) -> std::ops::Range<usize> {
+        self.at as usize..self.path().end + 1
+    }
+
+    fn path(self) -> std::ops::Range<usize> {
+        let start = self.at as usize + HEAD;
+        start..start + usize::from(self.path_len)
+    }
+}
+
+/// The cache file as read: its bytes, and its entries indexed by kind and
+/// path (where a file has several entries, the last one). Each entry is
+/// checked when the file is read, and leaves only its status and where it
+/// lies: well under half of what a map of owned paths and digests took,
+/// which was most of the memory of a tree's survey.
 #[derive(Debug, Default)]
 struct Old {
-    /// The entry lines.
-    text: String,
-    /// The paths written with escapes, unquoted.
-    unquoted: String,
+    /// The file's bytes.
+    bytes: Vec<u8>,
     slots: Vec<Slot>,
     /// Whether this run used each slot's entry.
     used: Vec<AtomicBool>,
@@ -267,56 +290,50 @@ struct Old {
 }
 
 impl Old {
-    /// The cache file's `text`, its first line checked and left out;
-    /// `None` for anything but a cache file, or one with a damaged line.
-    /// The lines are checked in parallel (a tree of 30,000 files has as
-    /// many).
-    fn parse(text: String) -> Option<Old> {
+    /// The cache file's `bytes`; `None` for anything but a cache file of
+    /// this version, or one with a damaged entry (cut short, of another
+    /// kind, with a digest isvc does not write, a path that is not UTF-8 or
+    /// no end where its length says).
+    fn parse(bytes: Vec<u8>) -> Option<Old> {
         use hashbrown::hash_table::Entry;
-        use std::borrow::Cow;
-        let rest = text.strip_prefix(FIRST_LINE)?.strip_prefix('\n')?;
-        // Each line's slot, the lines parsed on every core
-        // (`base::value::parse_lines`: a file of anything else costs no more
-        // than its first lines); a path with escapes is unquoted below, once
-        // the lines are checked (paths isvc writes have none).
-        let first = text.len() - rest.len();
+        let mut at = bytes.strip_prefix(FIRST_LINE.as_bytes())?.strip_prefix(b"\n").map(|_| FIRST_LINE.len() + 1)?;
         let hasher = foldhash::fast::RandomState::default();
-        let span = |a: usize, b: usize| Some((u32::try_from(a).ok()?, u32::try_from(b).ok()?));
-        let slots = crate::base::value::parse_lines(rest, |at, line| {
-            let at = first + at;
-            // Every line ends with its newline: a run killed while it
-            // appended may leave a last line cut anywhere.
-            let line = line.strip_suffix('\n')?;
-            let (kind, stat, path, path_at) = parse_line(line)?;
-            let hash = hasher.hash_one(&*path);
-            let line_at = span(at, at + line.len())?;
-            Some(match path {
-                // The line's bytes from `path_at`: where they lie in the text.
-                Cow::Borrowed(p) => {
-                    let from = at + path_at;
-                    Slot { hash, stat, kind, line: line_at, path: span(from, from + p.len())?, escaped: false }
-                }
-                Cow::Owned(_) => Slot { hash, stat, kind, line: line_at, path: (0, 0), escaped: true },
-            })
-        })?;
-        let mut old = Old { text, hasher, slots, ..Old::default() };
-        for i in 0..old.slots.len() {
-            if old.slots[i].escaped {
-                let (_, _, path, _) = parse_line(&old.text[range(old.slots[i].line)])?;
-                let start = old.unquoted.len();
-                old.unquoted.push_str(&path);
-                old.slots[i].path = span(start, old.unquoted.len())?;
+        let mut slots = Vec::new();
+        while at < bytes.len() {
+            let head: &[u8; HEAD] = bytes.get(at..at + HEAD)?.try_into().ok()?;
+            let kind = match head[0] {
+                b'i' => Kind::Input,
+                b'o' => Kind::Output,
+                _ => return None,
+            };
+            crate::base::digest::Digest::parse_bytes(&head[1..33])?;
+            let number = |i: usize| u64::from_le_bytes(head[33 + 8 * i..41 + 8 * i].try_into().expect("8 bytes"));
+            let stat = Stat {
+                dev: number(0),
+                ino: number(1),
+                size: number(2),
+                mtime_ns: number(3) as i64,
+                ctime_ns: number(4) as i64,
+            };
+            let path_len = u16::from_le_bytes([head[HEAD - 2], head[HEAD - 1]]);
+            let slot = Slot { hash: 0, stat, kind, at: u32::try_from(at).ok()?, path_len };
+            let path = std::str::from_utf8(bytes.get(slot.path())?).ok()?;
+            if bytes.get(slot.path().end) != Some(&END) {
+                return None;
             }
+            slots.push(Slot { hash: hasher.hash_one(path), ..slot });
+            at = slot.entry().end;
         }
+        let mut old = Old { bytes, hasher, slots, ..Old::default() };
         old.used = old.slots.iter().map(|_| AtomicBool::new(false)).collect();
         let inputs = old.slots.iter().filter(|s| s.kind == Kind::Input).count();
         old.index[Kind::Input as usize].reserve(inputs, |_| 0);
         old.index[Kind::Output as usize].reserve(old.slots.len() - inputs, |_| 0);
-        let Old { text, unquoted, slots, index, .. } = &mut old;
-        let path = |j: u32| path_of(text, unquoted, &slots[j as usize]);
+        let Old { bytes, slots, index, .. } = &mut old;
+        let path = |j: u32| &bytes[slots[j as usize].path()];
         for (i, slot) in slots.iter().enumerate() {
             let i = u32::try_from(i).ok()?;
-            // A later line of the same file replaces an earlier one.
+            // A later entry of the same file replaces an earlier one.
             match index[slot.kind as usize].entry(slot.hash, |&j| path(j) == path(i), |&j| slots[j as usize].hash) {
                 Entry::Occupied(mut e) => *e.get_mut() = i,
                 Entry::Vacant(e) => {
@@ -327,38 +344,36 @@ impl Old {
         Some(old)
     }
 
-    /// The number of entry lines.
-    fn lines(&self) -> usize {
+    /// The number of entries.
+    fn entries(&self) -> usize {
         self.slots.len()
     }
 
-    fn path(&self, i: u32) -> &str {
-        path_of(&self.text, &self.unquoted, &self.slots[i as usize])
+    /// The path of the entry `i`, checked to be UTF-8 when it was read.
+    fn path(&self, i: u32) -> &[u8] {
+        &self.bytes[self.slots[i as usize].path()]
     }
 
-    fn line(&self, i: u32) -> &str {
-        &self.text[range(self.slots[i as usize].line)]
+    /// The entry `i` as the file holds it.
+    fn entry(&self, i: u32) -> &[u8] {
+        &self.bytes[self.slots[i as usize].entry()]
+    }
+
+    fn digest(&self, i: u32) -> Option<Digest> {
+        let at = self.slots[i as usize].at as usize;
+        Digest::parse_bytes(&self.bytes[at + 1..at + 33])
     }
 
     /// The slot of the entry of `path`, if any.
     fn find(&self, kind: Kind, path: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(path);
-        self.index[kind as usize].find(hash, |&j| self.path(j) == path).copied()
+        self.index[kind as usize].find(hash, |&j| self.path(j) == path.as_bytes()).copied()
     }
 
     /// The entries in use, one for each file: each slot's kind and index.
     fn live(&self) -> impl Iterator<Item = (Kind, u32)> + '_ {
         Kind::ALL.into_iter().flat_map(move |kind| self.index[kind as usize].iter().map(move |&i| (kind, i)))
     }
-}
-
-/// The path of `slot`, in `text` or `unquoted`.
-fn path_of<'a>(text: &'a str, unquoted: &'a str, slot: &Slot) -> &'a str {
-    if slot.escaped { &unquoted[range(slot.path)] } else { &text[range(slot.path)] }
-}
-
-fn range((start, end): (u32, u32)) -> std::ops::Range<usize> {
-    start as usize..end as usize
 }
 
 impl StatCache {
@@ -396,7 +411,7 @@ impl StatCache {
             return None;
         }
         self.old.used[i as usize].store(true, Ordering::Relaxed);
-        Digest::parse(&self.old.line(i)[2..34])
+        self.old.digest(i)
     }
 
     /// Whether it is kept at all (not [`StatCache::off`]).
@@ -443,15 +458,15 @@ impl StatCache {
     }
 
     /// Keeps `files` (path, status, digest) as learned by this run, but a
-    /// path that is not UTF-8 (read again each time); nothing with the
-    /// cache off.
+    /// path that is not UTF-8 or longer than an entry holds (read again
+    /// each time); nothing with the cache off.
     fn learn<'a>(&self, kind: Kind, files: impl Iterator<Item = (&'a Path, Stat, Digest)>) {
         if self.file.is_none() {
             return;
         }
         let mut learned = Vec::with_capacity(files.size_hint().1.unwrap_or(0));
         for (path, stat, digest) in files {
-            let Some(path) = path.to_str() else { continue };
+            let Some(path) = path.to_str().filter(|p| u16::try_from(p.len()).is_ok()) else { continue };
             learned.push((kind, path.into(), Entry { stat, digest }));
         }
         self.new.lock().unwrap_or_else(|e| e.into_inner()).append(&mut learned);
@@ -484,43 +499,44 @@ impl StatCache {
         let order = line_order(learned.iter());
         sort_lines(&mut learned, order);
         // A file recorded twice by one run: its last entry (a sort keeps the
-        // order of equal lines).
+        // order of equal entries).
         learned.reverse();
         learned.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
         learned.reverse();
-        // The lines kept: the entries in use that this run did not record
+        // The entries kept: those in use that this run did not record
         // again. Counted from the few it recorded, so that a run appending
-        // a handful of lines does not list the tens of thousands it keeps.
+        // a handful of entries does not list the tens of thousands it keeps.
         let recorded_again = learned.iter().filter(|(kind, path, _)| old.find(*kind, path).is_some_and(used)).count();
         let kept_count = old.live().filter(|&(_, i)| used(i)).count() - recorded_again;
-        // A few new entries are appended (a later line wins over an earlier
+        // A few new entries are appended (a later entry wins over an earlier
         // one of the same file), so a run that read a handful of files
-        // writes a handful of lines. The file is written anew, with only
-        // what this run saw, once its stale lines (those not kept: of files
-        // gone, changed or recorded again) outnumber an eighth of its live
-        // ones by more than [`APPEND_SLACK`]: every run reads every line.
+        // writes a handful of entries. The file is written anew, with only
+        // what this run saw, once its stale entries (those not kept: of
+        // files gone, changed or recorded again) outnumber an eighth of its
+        // live ones by more than [`APPEND_SLACK`]: every run reads them all.
         let live = kept_count + learned.len();
-        let stale = old.lines() - kept_count;
-        if old.lines() > 0 && few_stale(stale, live) && append(file, lines_text("", &learned).as_bytes()).is_ok() {
+        let stale = old.entries() - kept_count;
+        if old.entries() > 0 && few_stale(stale, live) && append(file, &entries_bytes(b"", &learned)).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
             return;
         }
         let relearned = |kind: Kind, path: &str| {
-            learned.binary_search_by(|l| cmp_lines(order, l, &(kind, path, Record::Kept("")))).is_ok()
+            learned.binary_search_by(|l| cmp_lines(order, l, &(kind, path, Record::Kept(b"")))).is_ok()
         };
         let kept: Vec<Line<'_>> = old
             .live()
             .filter_map(|(kind, i)| {
-                let path = old.path(i);
-                (used(i) && !relearned(kind, path)).then(|| (kind, path, Record::Kept(old.line(i))))
+                // (A path was checked to be UTF-8 as the file was read.)
+                let path = std::str::from_utf8(old.path(i)).ok()?;
+                (used(i) && !relearned(kind, path)).then(|| (kind, path, Record::Kept(old.entry(i))))
             })
             .collect();
         let order = line_order(learned.iter().chain(&kept));
         let mut entries = learned;
         entries.extend(kept);
         sort_lines(&mut entries, order);
-        let text = lines_text(&format!("{FIRST_LINE}\n"), &entries);
-        if write_replacing(file, text.as_bytes()).is_ok() {
+        let bytes = entries_bytes(format!("{FIRST_LINE}\n").as_bytes(), &entries);
+        if write_replacing(file, &bytes).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
         }
     }
@@ -563,7 +579,7 @@ impl Place {
         let Some(file) = &self.file else { return StatCache::off() };
         let old = crate::load::files::read_regular(file, MAX_CACHE_BYTES, false)
             .ok()
-            .and_then(|bytes| Old::parse(String::from_utf8(bytes).ok()?))
+            .and_then(Old::parse)
             .unwrap_or_default();
         StatCache { file: Some(file.clone()), start_ns: self.start_ns, old, new: Mutex::default() }
     }
@@ -722,7 +738,7 @@ fn push_entry(bytes: &mut Vec<u8>, (path, kind, stat): FingerprintEntry<'_>, sta
     }
 }
 
-/// How lines to write are ordered: by path, as a path sorts
+/// How entries to write are ordered: by path, as a path sorts
 /// ([`PathOrder`]: by their bytes, as isvc's own paths are, relative or
 /// absolute), then kind.
 fn cmp_lines(order: PathOrder, a: &Line<'_>, b: &Line<'_>) -> std::cmp::Ordering {
@@ -734,60 +750,64 @@ fn line_order<'a, 'l: 'a>(mut lines: impl Iterator<Item = &'a Line<'l>>) -> Path
     PathOrder::new(lines.all(|l| orders_by_bytes(l.1.as_bytes())))
 }
 
-/// Sorts `lines` in `order`, on every core (a tree of 10,000 services has
+/// Sorts the entries `lines` in `order`, on every core (a tree of 10,000 services has
 /// 39,000), keeping the order of equal lines.
 fn sort_lines(lines: &mut [Line<'_>], order: PathOrder) {
     use rayon::prelude::*;
     lines.par_sort_by(|a, b| cmp_lines(order, a, b));
 }
 
-/// What an entry to write records: a line of the file read, kept as it
+/// What an entry to write records: an entry of the file read, kept as it
 /// was, or what this run learned.
 enum Record<'a> {
-    Kept(&'a str),
+    Kept(&'a [u8]),
     Learned(&'a Entry),
 }
 
 /// An entry to write: its kind, its path and what it records.
 type Line<'a> = (Kind, &'a str, Record<'a>);
 
-/// `first`, then the lines of `entries`, written on every core in pieces
+/// `first`, then the entries of `lines`, written on every core in pieces
 /// (a tree of 10,000 services has 39,000) and joined in order.
-fn lines_text(first: &str, entries: &[Line<'_>]) -> String {
+fn entries_bytes(first: &[u8], lines: &[Line<'_>]) -> Vec<u8> {
     use rayon::prelude::*;
     const PIECE: usize = 1024;
-    let pieces: Vec<String> = entries
+    let pieces: Vec<Vec<u8>> = lines
         .par_chunks(PIECE)
         .map(|chunk| {
-            let mut text = String::with_capacity(chunk.len() * 160);
-            chunk.iter().for_each(|l| line(l, &mut text));
-            text
+            let mut bytes = Vec::with_capacity(chunk.len() * (HEAD + 64));
+            for (kind, path, record) in chunk {
+                match record {
+                    Record::Kept(entry) => bytes.extend_from_slice(entry),
+                    Record::Learned(e) => push_cache_entry(&mut bytes, *kind, path, &e.stat, &e.digest),
+                }
+            }
+            bytes
         })
         .collect();
-    let mut text = String::with_capacity(first.len() + pieces.iter().map(String::len).sum::<usize>());
-    text.push_str(first);
-    pieces.iter().for_each(|p| text.push_str(p));
-    text
+    let mut bytes = Vec::with_capacity(first.len() + pieces.iter().map(Vec::len).sum::<usize>());
+    bytes.extend_from_slice(first);
+    pieces.iter().for_each(|p| bytes.extend_from_slice(p));
+    bytes
 }
 
-/// One entry of the cache file, as a line.
-fn line((kind, path, record): &Line<'_>, text: &mut String) {
-    use std::fmt::Write;
-    match record {
-        Record::Kept(line) => text.push_str(line),
-        Record::Learned(e) => {
-            let s = &e.stat;
-            let (letter, digest) = (kind.letter(), &e.digest);
-            let _ = write!(text, "{letter} {digest} {} {} {} {} {} ", s.dev, s.ino, s.size, s.mtime_ns, s.ctime_ns);
-            crate::base::value::push_quoted(text, path);
-        }
+/// One entry of the cache file: [`HEAD`]'s fields, the path and [`END`]
+/// (the path no longer than 65,535 bytes: [`StatCache::learn`] keeps no
+/// longer one).
+fn push_cache_entry(bytes: &mut Vec<u8>, kind: Kind, path: &str, stat: &Stat, digest: &Digest) {
+    bytes.push(kind.letter() as u8);
+    bytes.extend_from_slice(digest.as_bytes());
+    for n in [stat.dev, stat.ino, stat.size, stat.mtime_ns as u64, stat.ctime_ns as u64] {
+        bytes.extend_from_slice(&n.to_le_bytes());
     }
-    text.push('\n');
+    bytes.extend_from_slice(&(path.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(path.as_bytes());
+    bytes.push(END);
 }
 
-/// Appends whole lines to an existing cache `file` in one write: writes in
-/// append mode do not interleave with another run's, and a run killed
-/// during the write leaves a damaged last line, for which the next run
+/// Appends whole entries to an existing cache `file` in one write: writes
+/// in append mode do not interleave with another run's, and a run killed
+/// during the write leaves a damaged last entry, for which the next run
 /// ignores the cache and writes it anew.
 fn append(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -834,54 +854,9 @@ pub(super) fn write_replacing(file: &Path, bytes: &[u8]) -> std::io::Result<()> 
     Ok(())
 }
 
-/// A line of the cache file: the entry's kind, the status it records, its
-/// path and, where the path is written without escapes, the offset in the
-/// line of the path's text (after its opening quote); `None` for anything
-/// else. The digest is the line's bytes 2 to 34.
-fn parse_line(line: &str) -> Option<(Kind, Stat, std::borrow::Cow<'_, str>, usize)> {
-    // Seven fields, each followed by one space, then the path, quoted (it
-    // may hold spaces).
-    let mut rest = line;
-    let mut field = || {
-        let end = rest.bytes().position(|b| b == b' ')?;
-        let (field, after) = (&rest[..end], &rest[end + 1..]);
-        rest = after;
-        Some(field)
-    };
-    let kind = match field()? {
-        "i" => Kind::Input,
-        "o" => Kind::Output,
-        _ => return None,
-    };
-    // A digest as isvc writes it (lower case): any other line is damaged.
-    if !crate::base::digest::is_digest(field()?) {
-        return None;
-    }
-    // Times in nanoseconds fit 64 bits until the year 2262; a later one (of
-    // a cache an older isvc wrote) is read as the nearest.
-    let time = |t: &str| t.parse::<i64>().ok().or_else(|| t.parse::<i128>().ok().map(saturating_i64));
-    let stat = Stat {
-        dev: field()?.parse().ok()?,
-        ino: field()?.parse().ok()?,
-        size: field()?.parse().ok()?,
-        mtime_ns: time(field()?)?,
-        ctime_ns: time(field()?)?,
-    };
-    let path_at = line.len() - rest.len() + 1;
-    let path = crate::base::value::unquote(rest)?;
-    // A path borrowed from the line is its quoted text but the quotes.
-    if let std::borrow::Cow::Borrowed(p) = &path
-        && line.get(path_at..path_at + p.len()) != Some(*p)
-    {
-        return None;
-    }
-    Some((kind, stat, path, path_at))
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use crate::base::value::PIECE_BYTES;
 
     fn stat(meta: &Metadata) -> Stat {
         Stat::of(meta).unwrap()
@@ -1080,31 +1055,60 @@ mod tests {
         assert_eq!(c.lookup(Kind::Output, &f, stat(&meta)), None);
     }
 
+    /// An entry as the cache file holds it.
+    fn entry(kind: Kind, digest: &str, path: &str) -> Vec<u8> {
+        let stat = Stat { dev: 1, ino: 2, size: 3, mtime_ns: 4, ctime_ns: 5 };
+        let mut bytes = Vec::new();
+        push_cache_entry(&mut bytes, kind, path, &stat, &d(digest));
+        bytes
+    }
+
+    /// The entries of the cache file `file`, in its order: kind, path and
+    /// digest.
+    fn entries_in(file: &Path) -> Vec<(Kind, String, Digest)> {
+        let old = Old::parse(std::fs::read(file).unwrap()).expect("a cache file");
+        (0..old.entries() as u32)
+            .map(|i| {
+                let path = String::from_utf8(old.path(i).to_vec()).unwrap();
+                (old.slots[i as usize].kind, path, old.digest(i).unwrap())
+            })
+            .collect()
+    }
+
+    /// A cache file's bytes: its first line, then `entries`.
+    fn file_of(entries: &[&[u8]]) -> Vec<u8> {
+        let mut bytes = format!("{FIRST_LINE}\n").into_bytes();
+        entries.iter().for_each(|e| bytes.extend_from_slice(e));
+        bytes
+    }
+
     #[test]
     fn a_damaged_cache_is_ignored_and_an_unchanged_one_not_rewritten() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
-        // An upper-case digest is none isvc writes: the line is damaged.
-        let upper = format!("isvc stat cache 1\no {} 1 2 3 4 5 \"/a\"\n", "0123456789ABCDEF".repeat(2));
-        // Good lines over several pieces, then one damaged line; and
-        // nothing but empty lines, each piece stopping at its first.
-        let good = format!("o {} 1 2 3 4 5 \"/a\"\n", "0".repeat(32)).repeat(3 * PIECE_BYTES / 40);
-        let late = format!("isvc stat cache 1\n{good}o xyz 1 2 3 4 5 \"/a\"\n{good}");
-        let empty = format!("isvc stat cache 1\n{}", "\n".repeat(4 * PIECE_BYTES));
-        for text in [
-            "",
-            "isvc stat cache 1\no xyz 1 2 3 4 5 \"/a\"\n",
-            "isvc stat cache 2\n",
-            "\u{0}\u{1}",
-            &upper,
-            &late,
-            &empty,
-        ] {
-            std::fs::write(&file, text).unwrap();
-            assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{:?}", &text[..text.len().min(80)]);
+        let good = entry(Kind::Output, &"0".repeat(32), "/a");
+        // Each field damaged in turn: a kind isvc does not write, a digest
+        // in upper case, a path that is not UTF-8, a length past the end,
+        // a length short of the end, and no end.
+        let mut damaged = Vec::new();
+        for (at, byte) in [(0, b'x'), (1, b'A'), (HEAD, 0xff), (HEAD - 2, 3), (HEAD - 2, 1), (HEAD + 2, b' ')] {
+            let mut e = good.clone();
+            e[at] = byte;
+            damaged.push(e);
         }
-        std::fs::write(&file, format!("isvc stat cache 1\n{good}")).unwrap();
-        assert_eq!(StatCache::at(file.clone()).old.slots.len(), 3 * PIECE_BYTES / 40, "good lines over several pieces");
+        let version_1 = format!("isvc stat cache 1\no {} 1 2 3 4 5 \"/a\"\n", "0".repeat(32)).into_bytes();
+        let mut cases = vec![Vec::new(), version_1, b"\0\x01".to_vec(), FIRST_LINE.as_bytes().to_vec()];
+        for e in &damaged {
+            // Alone, and after good entries.
+            cases.push(file_of(&[e]));
+            cases.push(file_of(&[&good, &good, e]));
+        }
+        for bytes in cases {
+            std::fs::write(&file, &bytes).unwrap();
+            assert!(StatCache::at(file.clone()).old.slots.is_empty(), "{:?}", &bytes[..bytes.len().min(120)]);
+        }
+        std::fs::write(&file, file_of(&[&good[..]; 3])).unwrap();
+        assert_eq!(StatCache::at(file.clone()).old.slots.len(), 3, "good entries");
         let (f, meta) = record_one(dir.path(), &file);
         let written = std::fs::symlink_metadata(&file).unwrap();
         let c = StatCache::settled(file.clone());
@@ -1158,17 +1162,17 @@ mod tests {
         let c = StatCache::settled(file.clone());
         record(&c, 0);
         c.save();
-        let first = std::fs::read_to_string(&file).unwrap();
+        let first = std::fs::read(&file).unwrap();
 
-        // One new entry: one line appended, the file's first lines kept.
+        // One new entry: one entry appended, the file's first bytes kept.
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 0), Some(digest(0)));
         record(&c, 1);
         c.save();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.starts_with(&first) && text.lines().count() == 3, "{text}");
+        let bytes = std::fs::read(&file).unwrap();
+        assert!(bytes.starts_with(&first) && entries_in(&file).len() == 2, "{bytes:?}");
 
-        // The same file recorded again: the later line wins.
+        // The same file recorded again: the later entry wins.
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 1), Some(digest(1)));
         let meta = std::fs::symlink_metadata(&files[1]).unwrap();
@@ -1176,38 +1180,39 @@ mod tests {
         c.save();
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 1), Some(digest(7)));
-        assert_eq!(c.old.lines(), 3);
+        assert_eq!(c.old.entries(), 3);
 
-        // A file recorded twice by one run: one line, the last recorded.
+        // A file recorded twice by one run: one entry, the last recorded.
         let meta = std::fs::symlink_metadata(&files[2]).unwrap();
         c.record(Kind::Input, &files[2], stat(&meta), digest(8));
         c.record_all(Kind::Input, [(files[2].as_path(), stat(&meta), digest(9))]);
         c.save();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert_eq!(text.lines().filter(|l| l.ends_with("2.yaml\"")).count(), 1, "{text}");
-        assert!(!text.contains(&*digest(8)), "{text}");
+        let entries = entries_in(&file);
+        let of_2: Vec<_> = entries.iter().filter(|(_, p, _)| p.ends_with("2.yaml")).collect();
+        assert!(of_2.len() == 1 && of_2[0].2 == digest(9), "{entries:?}");
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 2), Some(digest(9)));
 
-        // A file with many stale lines (here past the slack) is written
+        // A file with many stale entries (here past the slack) is written
         // anew with the entries this run used and learned.
-        let mut text = std::fs::read_to_string(&file).unwrap();
+        let mut bytes = std::fs::read(&file).unwrap();
         let stale = dir.path().join("gone.yaml");
         for i in 0..=APPEND_SLACK {
-            text.push_str(&format!("i {} 1 {i} 1 1 1 \"{}\"\n", digest(i), stale.display()));
+            let stat = Stat { dev: 1, ino: i as u64, size: 1, mtime_ns: 1, ctime_ns: 1 };
+            push_cache_entry(&mut bytes, Kind::Input, stale.to_str().unwrap(), &stat, &digest(i));
         }
-        std::fs::write(&file, text).unwrap();
+        std::fs::write(&file, bytes).unwrap();
         let c = StatCache::settled(file.clone());
         assert_eq!(found(&c, 0), Some(digest(0)));
         record(&c, 2);
         c.save();
         let c = StatCache::settled(file.clone());
-        assert_eq!(c.old.lines(), 2, "{:?}", std::fs::read_to_string(&file));
+        assert_eq!(c.old.entries(), 2, "{:?}", entries_in(&file));
         assert_eq!((found(&c, 0), found(&c, 1), found(&c, 2)), (Some(digest(0)), None, Some(digest(2))));
     }
 
     #[test]
-    fn paths_with_escapes_and_lines_kept_read_back() {
+    fn paths_of_any_text_and_entries_kept_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
         // A quote, a backslash, a newline and a space in a file name.
@@ -1223,39 +1228,60 @@ mod tests {
         let c = StatCache::settled(file.clone());
         assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(d(&format!("{:032x}", 1))));
         assert_eq!(c.lookup(Kind::Input, &odd, meta(&odd)), None);
-        let odd_line = std::fs::read_to_string(&file).unwrap().lines().nth(1).unwrap().to_string();
-        // Written anew (stale lines past the slack): the entry used is kept
-        // as it was, with the one learned.
-        let mut text = std::fs::read_to_string(&file).unwrap();
+        let odd_entry = std::fs::read(&file).unwrap()[FIRST_LINE.len() + 1..].to_vec();
+        // Written anew (stale entries past the slack): the entry used is
+        // kept as it was, with the one learned.
+        let mut bytes = std::fs::read(&file).unwrap();
+        let gone = dir.path().join("gone.yaml");
         for i in 0..=APPEND_SLACK {
-            text.push_str(&format!("i {:032x} 1 {i} 1 1 1 \"{}\"\n", i, dir.path().join("gone.yaml").display()));
+            let stat = Stat { dev: 1, ino: i as u64, size: 1, mtime_ns: 1, ctime_ns: 1 };
+            push_cache_entry(&mut bytes, Kind::Input, gone.to_str().unwrap(), &stat, &d(&format!("{i:032x}")));
         }
-        std::fs::write(&file, text).unwrap();
+        std::fs::write(&file, bytes).unwrap();
         let c = StatCache::settled(file.clone());
         assert!(c.lookup(Kind::Output, &odd, meta(&odd)).is_some());
         c.record(Kind::Input, &plain, meta(&plain), d(&format!("{:032x}", 2)));
         c.save();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert_eq!(text.lines().count(), 3, "{text}");
-        assert!(text.lines().any(|l| l == odd_line), "{text}");
+        let bytes = std::fs::read(&file).unwrap();
+        assert_eq!(entries_in(&file).len(), 2, "{bytes:?}");
+        assert!(bytes.windows(odd_entry.len()).any(|w| w == odd_entry), "{bytes:?}");
         let c = StatCache::settled(file);
         assert_eq!(c.lookup(Kind::Output, &odd, meta(&odd)), Some(d(&format!("{:032x}", 1))));
         assert_eq!(c.lookup(Kind::Input, &plain, meta(&plain)), Some(d(&format!("{:032x}", 2))));
     }
 
     #[test]
-    fn a_cache_with_a_torn_last_line_is_ignored() {
-        // A run killed while it appended: the line is cut anywhere.
+    fn a_cache_with_a_torn_last_entry_is_ignored() {
+        // A run killed while it appended: the entry is cut anywhere.
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tree-x");
         let (f, meta) = record_one(dir.path(), &file);
-        let whole = std::fs::read_to_string(&file).unwrap();
-        let last = whole.lines().last().unwrap().to_string();
+        let whole = std::fs::read(&file).unwrap();
+        let last = entry(Kind::Output, &"1".repeat(32), "/b.yaml");
         for cut in 1..last.len() {
-            std::fs::write(&file, format!("{whole}{}", &last[..cut])).unwrap();
+            std::fs::write(&file, [&whole[..], &last[..cut]].concat()).unwrap();
             let c = StatCache::settled(file.clone());
             assert_eq!(c.lookup(Kind::Input, &f, stat(&meta)), None, "cut at {cut}: {:?}", &last[..cut]);
         }
+        std::fs::write(&file, [&whole[..], &last[..]].concat()).unwrap();
+        assert!(StatCache::settled(file).lookup(Kind::Input, &f, stat(&meta)).is_some(), "whole");
+    }
+
+    #[test]
+    fn a_path_longer_than_an_entry_holds_is_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tree-x");
+        let f = dir.path().join("a.yaml");
+        std::fs::write(&f, "a").unwrap();
+        let meta = stat(&std::fs::symlink_metadata(&f).unwrap());
+        let c = StatCache::settled(file.clone());
+        let long = PathBuf::from(format!("/{}", "a".repeat(usize::from(u16::MAX))));
+        c.record(Kind::Output, &long, meta, d(&"2".repeat(32)));
+        c.record(Kind::Output, &f, meta, d(&"3".repeat(32)));
+        c.save();
+        let entries = entries_in(&file);
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        assert_eq!(StatCache::settled(file).lookup(Kind::Output, &f, meta), Some(d(&"3".repeat(32))));
     }
 
     #[test]

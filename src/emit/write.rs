@@ -203,38 +203,54 @@ impl Existing {
     /// [`written_tree`] needs to know of them.
     pub fn kept(&self, namespaces: BTreeSet<String>, clusters: &[String]) -> Kept {
         use std::ops::Bound;
-        let mut kept = Kept::default();
-        let mut files: Vec<(TreePath, Contents)> = Vec::new();
-        for root in roots(clusters) {
-            // A name that is not one plain name (empty, `..`, `a/b`: from a
-            // manifest edited by hand) is no path's first name: it has no
-            // files.
-            if root.is_some_and(|r| !one_name(r)) {
-                continue;
-            }
-            for ns in namespaces.iter().filter(|ns| one_name(ns)) {
+        // A name that is not one plain name (empty, `..`, `a/b`: from a
+        // manifest edited by hand) is no path's first name: it has no
+        // files.
+        let roots = roots(clusters);
+        let dirs: Vec<(Option<&str>, &String)> = roots
+            .iter()
+            .filter(|r| r.is_none_or(one_name))
+            .flat_map(|&root| namespaces.iter().filter(|ns| one_name(ns)).map(move |ns| (root, ns)))
+            .collect();
+        // Each directory's run of files gathered on every core, in order:
+        // after one change at 10,000 services, 19 namespaces' 37,000 files,
+        // which on one core took 15 ms after the compile.
+        struct Run<'a> {
+            files: Vec<(TreePath, Contents)>,
+            kustomizations: Vec<&'a Path>,
+            objects: usize,
+            own: bool,
+        }
+        let runs: Vec<Run<'_>> = dirs
+            .par_iter()
+            .map(|&(root, ns)| {
                 let dir = Path::new(root.unwrap_or_default()).join(ns);
-                let start = files.len();
-                let (mut objects, mut own) = (0, false);
-                let run = self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded));
-                for (path, contents) in run {
+                let mut run = Run { files: Vec::new(), kustomizations: Vec::new(), objects: 0, own: false };
+                for (path, contents) in self.ours.range::<Path, _>((Bound::Included(dir.as_path()), Bound::Unbounded)) {
                     let Some(place) = Place::of(path, root, ns) else { break };
                     if let Some(d) = place.kustomization_dir {
-                        own |= d == dir;
-                        kept.dirs.push(d.to_path_buf());
+                        run.own |= d == dir;
+                        run.kustomizations.push(d);
                     }
                     if place.object {
-                        objects += 1;
+                        run.objects += 1;
                     }
-                    files.push((path.clone(), Contents::digest(contents.digest)));
+                    run.files.push((path.clone(), Contents::digest(contents.digest)));
                 }
-                if objects > 0 {
-                    kept.objects.insert((root.map(str::to_string), ns.clone()), objects);
-                }
-                if !own {
-                    kept.unlisted.extend(files[start..].iter().map(|(p, _)| p.to_path_buf()));
-                }
+                run
+            })
+            .collect();
+        let mut kept = Kept::default();
+        let mut files: Vec<(TreePath, Contents)> = Vec::with_capacity(runs.iter().map(|r| r.files.len()).sum());
+        for (run, (root, ns)) in runs.into_iter().zip(dirs) {
+            kept.dirs.extend(run.kustomizations.iter().map(|d| d.to_path_buf()));
+            if run.objects > 0 {
+                kept.objects.insert((root.map(str::to_string), ns.clone()), run.objects);
             }
+            if !run.own {
+                kept.unlisted.extend(run.files.iter().map(|(p, _)| p.to_path_buf()));
+            }
+            files.extend(run.files);
         }
         // (Without clusters, in order already: the namespaces' directories
         // sort as their names, and each run in order.)
@@ -2180,9 +2196,10 @@ mod tests {
         assert_eq!(real, digest(format!("{HEADER_PREFIX}\n1").as_bytes()));
         // A cache that holds another digest for the file as it is: believed,
         // so the file was not read.
-        let text = std::fs::read_to_string(&cache_file).unwrap();
+        let bytes = std::fs::read(&cache_file).unwrap();
         let bogus = "ffffffffffffffffffffffffffffffff";
-        std::fs::write(&cache_file, text.replace(&*real, bogus)).unwrap();
+        let at = bytes.windows(32).position(|w| w == real.as_bytes()).expect("the digest recorded");
+        std::fs::write(&cache_file, [&bytes[..at], bogus.as_bytes(), &bytes[at + 32..]].concat()).unwrap();
         let again = scan(&out, &StatCache::settled(cache_file.clone())).unwrap();
         assert_eq!(again.ours[Path::new("a/x.yaml")].digest, bogus);
         assert_eq!(again.ours[Path::new("b/y.yaml")], first.ours[Path::new("b/y.yaml")]);
