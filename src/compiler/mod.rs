@@ -12,6 +12,7 @@ mod parts;
 
 pub use parts::Parts;
 
+use crate::base::digest::Digest;
 use crate::base::free::{MadeOn, free_where_made};
 use crate::base::value::At;
 use crate::base::yaml::PathSegment;
@@ -314,7 +315,7 @@ impl<'a> Compiler<'a> {
     /// A digest of each namespace's services as a compile reads them (each
     /// service's spec and metadata, the label its headers name its file by,
     /// its `apiVersion`): what [`Options::reuse`] is decided by.
-    pub fn namespace_digests(&self) -> BTreeMap<String, crate::base::digest::Digest> {
+    pub fn namespace_digests(&self) -> BTreeMap<String, Digest> {
         let mut parts: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
         for s in &self.inputs.services {
             let p = parts.entry(s.service.namespace_or_default()).or_default();

@@ -81,9 +81,9 @@ const APPEND_SLACK: usize = 1024;
 /// entries' form. The entries follow, each in the form [`push_cache_entry`]
 /// writes: binary (the file is this machine's, never committed or read by
 /// anything but isvc), so that a run reads a tree's 50,000 entries without
-/// parsing a number or unquoting a path. As text (version 1), their parse
-/// was 6% of the CPU of a re-render after one change at 10,000 services
-/// (benches/README.md).
+/// parsing a number or unquoting a path. As text (version 1), reading the
+/// cache took 5.9% of the CPU samples of a re-render after one change at
+/// 10,000 services; in binary, 2.6% (benches/README.md).
 const FIRST_LINE: &str = "isvc stat cache 2";
 
 /// An entry's bytes before its path: its kind's letter, its digest (32
@@ -306,7 +306,7 @@ impl Old {
                 b'o' => Kind::Output,
                 _ => return None,
             };
-            crate::base::digest::Digest::parse_bytes(&head[1..33])?;
+            Digest::parse_bytes(&head[1..33])?;
             let number = |i: usize| u64::from_le_bytes(head[33 + 8 * i..41 + 8 * i].try_into().expect("8 bytes"));
             let stat = Stat {
                 dev: number(0),

@@ -51,7 +51,7 @@ const STAGE_PREFIX: &str = ".isvc-staging~";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Contents {
     /// [`crate::base::digest::digest`] of the bytes.
-    pub digest: crate::base::digest::Digest,
+    pub digest: Digest,
     pub text: Option<String>,
 }
 
@@ -62,7 +62,7 @@ impl Contents {
     }
 
     /// A file known by its digest alone.
-    pub fn digest(digest: crate::base::digest::Digest) -> Contents {
+    pub fn digest(digest: Digest) -> Contents {
         Contents { digest, text: None }
     }
 }

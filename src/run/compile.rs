@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::base::digest::Digest;
 use crate::base::paths::{relative_to, slash};
 use crate::check;
 use crate::compiler::{self, Compilation, Compiler, Examination, Options};
@@ -94,7 +95,7 @@ pub(super) struct InputFile {
     /// The label output headers name it by.
     pub(super) label: String,
     /// The digest of its bytes.
-    pub(super) digest: crate::base::digest::Digest,
+    pub(super) digest: Digest,
     /// Its size in bytes.
     pub(super) bytes: u64,
 }
@@ -203,7 +204,7 @@ pub(super) enum Namespaces<'m, 's> {
 
 /// A compilation, the services it was compiled from, and each namespace's
 /// digest (empty unless [`Namespaces::Recorded`]).
-pub(super) type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, crate::base::digest::Digest>);
+pub(super) type Compiled<T> = (Compilation<T>, Vec<LoadedService>, BTreeMap<String, Digest>);
 
 impl<'m, 's> Namespaces<'m, 's> {
     /// The files `selection` chooses of `files`, or, without one, every

@@ -11,6 +11,7 @@ use super::compile::{
 };
 use super::survey::{Reading, Survey, Surveyed, run_settings_and_platform};
 use crate::base::diagnostics::{Diagnostic, Diagnostics};
+use crate::base::digest::Digest;
 use crate::compiler::Compilation;
 use crate::compiler::admission::QuotaUsage;
 use crate::emit::manifest::{self, MANIFEST, Manifest, Selection};
@@ -161,7 +162,7 @@ pub fn render_tree(
         for ((_, ns), n) in &counts {
             *totals.entry(ns).or_default() += n;
         }
-        let namespaces: Vec<(String, crate::base::digest::Digest, usize)> = digests
+        let namespaces: Vec<(String, Digest, usize)> = digests
             .into_iter()
             .map(|(ns, d)| {
                 let objects = totals.get(ns.as_str()).copied().unwrap_or_default();
