@@ -104,9 +104,10 @@ const VERIFIED_SUFFIX: &str = ".verified";
 /// file ([`Place::listings`], `emit::listing`).
 const LISTINGS_SUFFIX: &str = ".dirs";
 
-/// Whether a file of `stale` lines beside `live` ones may keep them
+/// Whether a file of `stale` entries beside `live` ones may keep them
 /// (appended to) rather than be written anew with the live ones alone
-/// ([`APPEND_SLACK`]); the listings beside the cache keep the same rule.
+/// ([`APPEND_SLACK`]); the listings beside the cache keep the same rule
+/// for their lines.
 pub(super) fn few_stale(stale: usize, live: usize) -> bool {
     stale <= live / 8 + APPEND_SLACK
 }
@@ -494,10 +495,10 @@ impl StatCache {
         }
         let old = &self.old;
         let used = |i: u32| old.used[i as usize].load(Ordering::Relaxed);
-        let mut learned: Vec<Line<'_>> = new.iter().map(|(kind, k, e)| (*kind, &**k, Record::Learned(e))).collect();
+        let mut learned: Vec<ToWrite<'_>> = new.iter().map(|(kind, k, e)| (*kind, &**k, Record::Learned(e))).collect();
         // By path (as a path sorts: component by component), then kind.
-        let order = line_order(learned.iter());
-        sort_lines(&mut learned, order);
+        let order = write_order(learned.iter());
+        sort_to_write(&mut learned, order);
         // A file recorded twice by one run: its last entry (a sort keeps the
         // order of equal entries).
         learned.reverse();
@@ -521,9 +522,9 @@ impl StatCache {
             return;
         }
         let relearned = |kind: Kind, path: &str| {
-            learned.binary_search_by(|l| cmp_lines(order, l, &(kind, path, Record::Kept(b"")))).is_ok()
+            learned.binary_search_by(|l| cmp_to_write(order, l, &(kind, path, Record::Kept(b"")))).is_ok()
         };
-        let kept: Vec<Line<'_>> = old
+        let kept: Vec<ToWrite<'_>> = old
             .live()
             .filter_map(|(kind, i)| {
                 // (A path was checked to be UTF-8 as the file was read.)
@@ -531,10 +532,10 @@ impl StatCache {
                 (used(i) && !relearned(kind, path)).then(|| (kind, path, Record::Kept(old.entry(i))))
             })
             .collect();
-        let order = line_order(learned.iter().chain(&kept));
+        let order = write_order(learned.iter().chain(&kept));
         let mut entries = learned;
         entries.extend(kept);
-        sort_lines(&mut entries, order);
+        sort_to_write(&mut entries, order);
         let bytes = entries_bytes(format!("{FIRST_LINE}\n").as_bytes(), &entries);
         if write_replacing(file, &bytes).is_ok() {
             remove_unused(file.parent().unwrap_or(Path::new(".")));
@@ -741,20 +742,20 @@ fn push_entry(bytes: &mut Vec<u8>, (path, kind, stat): FingerprintEntry<'_>, sta
 /// How entries to write are ordered: by path, as a path sorts
 /// ([`PathOrder`]: by their bytes, as isvc's own paths are, relative or
 /// absolute), then kind.
-fn cmp_lines(order: PathOrder, a: &Line<'_>, b: &Line<'_>) -> std::cmp::Ordering {
+fn cmp_to_write(order: PathOrder, a: &ToWrite<'_>, b: &ToWrite<'_>) -> std::cmp::Ordering {
     order.cmp(Path::new(a.1), Path::new(b.1)).then(a.0.letter().cmp(&b.0.letter()))
 }
 
-/// The order of the paths of `lines`.
-fn line_order<'a, 'l: 'a>(mut lines: impl Iterator<Item = &'a Line<'l>>) -> PathOrder {
-    PathOrder::new(lines.all(|l| orders_by_bytes(l.1.as_bytes())))
+/// The order of the paths of `entries`.
+fn write_order<'a, 'l: 'a>(mut entries: impl Iterator<Item = &'a ToWrite<'l>>) -> PathOrder {
+    PathOrder::new(entries.all(|e| orders_by_bytes(e.1.as_bytes())))
 }
 
-/// Sorts the entries `lines` in `order`, on every core (a tree of 10,000 services has
-/// 39,000), keeping the order of equal lines.
-fn sort_lines(lines: &mut [Line<'_>], order: PathOrder) {
+/// Sorts `entries` in `order`, on every core (a tree of 10,000 services
+/// has 39,000), keeping the order of equal entries.
+fn sort_to_write(entries: &mut [ToWrite<'_>], order: PathOrder) {
     use rayon::prelude::*;
-    lines.par_sort_by(|a, b| cmp_lines(order, a, b));
+    entries.par_sort_by(|a, b| cmp_to_write(order, a, b));
 }
 
 /// What an entry to write records: an entry of the file read, kept as it
@@ -765,14 +766,14 @@ enum Record<'a> {
 }
 
 /// An entry to write: its kind, its path and what it records.
-type Line<'a> = (Kind, &'a str, Record<'a>);
+type ToWrite<'a> = (Kind, &'a str, Record<'a>);
 
-/// `first`, then the entries of `lines`, written on every core in pieces
-/// (a tree of 10,000 services has 39,000) and joined in order.
-fn entries_bytes(first: &[u8], lines: &[Line<'_>]) -> Vec<u8> {
+/// `first`, then `entries`, written on every core in pieces (a tree of
+/// 10,000 services has 39,000) and joined in order.
+fn entries_bytes(first: &[u8], entries: &[ToWrite<'_>]) -> Vec<u8> {
     use rayon::prelude::*;
     const PIECE: usize = 1024;
-    let pieces: Vec<Vec<u8>> = lines
+    let pieces: Vec<Vec<u8>> = entries
         .par_chunks(PIECE)
         .map(|chunk| {
             let mut bytes = Vec::with_capacity(chunk.len() * (HEAD + 64));
